@@ -1,0 +1,85 @@
+"""Command line: `interpreter-lsp` (stdio, the default), `--tcp HOST:PORT`, `--version`.
+
+stdout is the LSP wire. Before anything else is imported, the real stdout is kept on a private file
+descriptor for pygls, and fd 1 (inherited by every child process: kernels, shells) is pointed at
+stderr, so nothing that prints can corrupt the wire."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import BinaryIO
+
+
+def _protect_stdout() -> BinaryIO:
+    wire = os.fdopen(os.dup(1), "wb", buffering=0)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return wire
+
+
+def _protect_stdin() -> BinaryIO:
+    """The wire's input, on a private descriptor; fd 0 becomes /dev/null so no child reads the wire."""
+    wire = os.fdopen(os.dup(0), "rb", buffering=0)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    return wire
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    from . import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="interpreter-lsp",
+        description="A language server that runs a model's code, with your approval, in a workspace Jupyter kernel.",
+    )
+    parser.add_argument("--version", action="version", version=f"interpreter-lsp {__version__}")
+    parser.add_argument("--stdio", action="store_true", help="talk LSP over stdin/stdout (the default)")
+    parser.add_argument("--tcp", metavar="HOST:PORT", help="listen for one client over TCP instead of stdio")
+    parser.add_argument("--log-file", metavar="PATH", help="write the log here (default: stderr)")
+    parser.add_argument(
+        "--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="default WARNING"
+    )
+    return parser.parse_args(argv)
+
+
+def _configure_logging(path: str | None, level: str) -> None:
+    import logging
+
+    handler: logging.Handler = logging.FileHandler(path) if path else logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    # pygls logs every message body at INFO: keep it quieter unless asked for DEBUG.
+    logging.getLogger("pygls").setLevel(level if level == "DEBUG" else "WARNING")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse(argv)
+    stdio = not args.tcp
+    wire_out = _protect_stdout() if stdio else None
+    wire_in = _protect_stdin() if stdio else None
+    _configure_logging(args.log_file, args.log_level)
+
+    from .server import create_server, kill_kernels_now
+
+    server = create_server()
+    try:
+        if args.tcp:
+            host, _, port = args.tcp.rpartition(":")
+            if not port.isdigit():
+                print(f"--tcp wants HOST:PORT, e.g. 127.0.0.1:2087; got {args.tcp!r}", file=sys.stderr)
+                return 2
+            server.start_tcp(host or "127.0.0.1", int(port))
+        else:
+            server.start_io(wire_in, wire_out)
+    finally:
+        kill_kernels_now(server)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+"""Validation of command arguments: every mistake becomes one sentence saying what was wrong."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from lsprotocol import types as t
+
+
+class BadArguments(ValueError):
+    pass
+
+
+class Args:
+    """The single JSON object a command takes."""
+
+    def __init__(self, command: str, raw: Sequence[Any]) -> None:
+        self.command = command
+        if len(raw) == 0:
+            self.data: dict[str, Any] = {}
+        elif len(raw) == 1 and isinstance(raw[0], dict):
+            self.data = raw[0]
+        elif len(raw) == 1 and raw[0] is None:
+            self.data = {}
+        else:
+            raise BadArguments(f"{command} takes one JSON object as its argument, e.g. [{{...}}]; got {raw!r:.200}")
+
+    def _fail(self, key: str, expected: str) -> BadArguments:
+        return BadArguments(f"{self.command}: '{key}' must be {expected}; got {self.data.get(key)!r:.200}")
+
+    def has(self, key: str) -> bool:
+        return self.data.get(key) is not None
+
+    def string(self, key: str, *, required: bool = False, allow_empty: bool = True) -> str | None:
+        value = self.data.get(key)
+        if value is None:
+            if required:
+                raise BadArguments(f"{self.command}: '{key}' is required")
+            return None
+        if not isinstance(value, str) or (not allow_empty and not value.strip()):
+            raise self._fail(key, "a non-empty string" if not allow_empty else "a string")
+        return value
+
+    def boolean(self, key: str) -> bool | None:
+        value = self.data.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, bool):
+            raise self._fail(key, "true or false")
+        return value
+
+    def number(self, key: str, lo: float = 0) -> float | None:
+        value = self.data.get(key)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < lo:
+            raise self._fail(key, f"a number ≥ {lo}")
+        return float(value)
+
+    def position(self, key: str) -> t.Position | None:
+        value = self.data.get(key)
+        if value is None:
+            return None
+        return _position(value, self._fail(key, "a position {line, character} with whole numbers ≥ 0"))
+
+    def range(self, key: str) -> t.Range | None:
+        value = self.data.get(key)
+        if value is None:
+            return None
+        err = self._fail(key, "a range {start: {line, character}, end: {line, character}}")
+        if not isinstance(value, dict):
+            raise err
+        start, end = _position(value.get("start"), err), _position(value.get("end"), err)
+        if (end.line, end.character) < (start.line, start.character):
+            raise BadArguments(f"{self.command}: '{key}' ends before it starts")
+        return t.Range(start=start, end=end)
+
+
+def _position(value: Any, err: BadArguments) -> t.Position:
+    if not isinstance(value, dict):
+        raise err
+    line, character = value.get("line"), value.get("character", 0)
+    for v in (line, character):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise err
+    return t.Position(line=line, character=character)

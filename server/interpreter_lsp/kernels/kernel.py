@@ -1,0 +1,363 @@
+"""One Jupyter kernel: its process (jupyter_client's AsyncKernelManager) and one router task that reads
+every channel and routes each message by its parent msg_id. No threads (the heartbeat thread is not
+started: process death is watched through a pidfd on the event loop), no sleep-polling."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import subprocess
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import zmq
+import zmq.asyncio
+from jupyter_client.asynchronous.client import AsyncKernelClient
+from jupyter_client.kernelspec import KernelSpecManager
+from jupyter_client.manager import AsyncKernelManager
+
+from .specs import KernelChoice
+
+log = logging.getLogger(__name__)
+
+READY_TIMEOUT = 60.0
+
+
+class KernelDied(RuntimeError):
+    pass
+
+
+class KernelStartError(RuntimeError):
+    pass
+
+
+class ExecutionSink(Protocol):
+    """Receives what one execution produces, in order."""
+
+    def on_busy(self) -> None: ...
+
+    def on_iopub(self, msg_type: str, content: dict[str, Any]) -> None: ...
+
+    async def on_input(self, prompt: str, password: bool) -> str | None: ...
+
+
+@dataclass
+class ExecuteReply:
+    status: str  # "ok" | "error" | "aborted" | "died" | "interrupted"
+    content: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Pending:
+    sink: ExecutionSink | None
+    done: asyncio.Future[ExecuteReply]
+    idle: bool = False
+    reply: dict[str, Any] | None = None
+    saw_iopub: bool = False
+    replied: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+StateCallback = Callable[[str, str | None], None]
+CommandWrapper = Callable[[list[str]], list[str]]
+
+
+class _Manager(AsyncKernelManager):
+    """AsyncKernelManager whose launch command can be wrapped (the bubblewrap sandbox)."""
+
+    command_wrapper: CommandWrapper | None = None
+
+    def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
+        cmd = super().format_kernel_cmd(extra_arguments)
+        return self.command_wrapper(cmd) if self.command_wrapper else cmd
+
+
+class Kernel:
+    def __init__(
+        self,
+        choice: KernelChoice,
+        *,
+        cwd: Path,
+        runtime_dir: Path,
+        env: dict[str, str],
+        on_state: StateCallback,
+        on_death: Callable[[Kernel], Awaitable[None]] | None = None,
+        command_wrapper: CommandWrapper | None = None,
+    ) -> None:
+        self.choice = choice
+        self.language = choice.language
+        self.cwd = cwd
+        self._runtime_dir = runtime_dir
+        self._env = env
+        self._on_state = on_state
+        self._on_death = on_death
+        self._command_wrapper = command_wrapper
+        self.state = "stopped"
+        self.started_at: float | None = None
+        self._km: _Manager | None = None
+        self._kc: AsyncKernelClient | None = None
+        self._pending: dict[str, _Pending] = {}
+        self._router: asyncio.Task[None] | None = None
+        self._pidfd: int | None = None
+        self._expect_exit = False
+        self._death_task: asyncio.Task[None] | None = None
+
+    # ---- life cycle ------------------------------------------------------------------------------
+
+    def _set_state(self, state: str, message: str | None = None) -> None:
+        if state != self.state or message:
+            self.state = state
+            self._on_state(state, message)
+
+    async def start(self) -> None:
+        self._set_state("starting")
+        tag = f"{self.language}-{os.getpid()}-{id(self):x}"
+        km = _Manager(
+            kernel_name=self.choice.name,
+            transport="ipc",
+            ip=str(self._runtime_dir / f"k-{tag}"),
+            connection_file=str(self._runtime_dir / f"k-{tag}.json"),
+        )
+        if self.choice.kernel_dirs:
+            km.kernel_spec_manager = KernelSpecManager(kernel_dirs=list(self.choice.kernel_dirs))
+        km.command_wrapper = self._command_wrapper
+        self._km = km
+        try:
+            # stdout is the LSP wire: the kernel (and everything it spawns) must never inherit it.
+            await km.start_kernel(
+                cwd=str(self.cwd), env=self._env, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL
+            )
+        except Exception as exc:
+            self._set_state("dead", f"could not start: {exc}")
+            raise KernelStartError(f"The {self.language} kernel could not start: {exc}") from exc
+        self._connect()
+        try:
+            await self._wait_ready()
+        except Exception:
+            await self._kill()
+            raise
+        self.started_at = time.monotonic()
+        self._set_state("idle")
+
+    def _connect(self) -> None:
+        assert self._km is not None
+        kc = self._km.client()
+        # No heartbeat thread: death is watched through the process. stdin for input() requests.
+        kc.start_channels(shell=True, iopub=True, stdin=True, hb=False, control=False)
+        self._kc = kc
+        self._router = asyncio.create_task(self._route(), name=f"kernel-router-{self.language}")
+        self._watch_process()
+
+    async def _wait_ready(self) -> None:
+        """kernel_info round trips until the reply and its iopub status both arrive (the iopub
+        subscription is live then, so no output of the first run can be lost)."""
+        assert self._kc is not None
+        deadline = time.monotonic() + READY_TIMEOUT
+        while time.monotonic() < deadline:
+            if self.state == "dead":
+                raise KernelStartError(f"The {self.language} kernel exited while starting")
+            msg_id = self._kc.kernel_info()
+            pending = self._register(msg_id, None)
+            try:
+                await asyncio.wait_for(pending.replied.wait(), 1.0)
+                # Its idle status follows the reply at once when iopub is connected.
+                await asyncio.wait_for(asyncio.shield(pending.done), 0.25)
+                if pending.saw_iopub:
+                    return
+            except asyncio.TimeoutError:
+                pass
+            finally:
+                self._pending.pop(msg_id, None)
+        raise KernelStartError(f"The {self.language} kernel did not answer within {READY_TIMEOUT:.0f} s")
+
+    def _watch_process(self) -> None:
+        process = getattr(getattr(self._km, "provisioner", None), "process", None)
+        if process is None or not hasattr(os, "pidfd_open"):
+            return
+        try:
+            self._pidfd = os.pidfd_open(process.pid)
+        except OSError:
+            return
+        asyncio.get_running_loop().add_reader(self._pidfd, self._process_exited)
+
+    def _unwatch_process(self) -> None:
+        if self._pidfd is not None:
+            with contextlib.suppress(Exception):
+                asyncio.get_running_loop().remove_reader(self._pidfd)
+            os.close(self._pidfd)
+            self._pidfd = None
+
+    def _process_exited(self) -> None:
+        self._unwatch_process()
+        if self._expect_exit:
+            return
+        log.warning("%s kernel process exited", self.language)
+        self._fail_pending("died")
+        self._set_state("dead", "the kernel process exited")
+        if self._on_death is not None:
+            self._death_task = asyncio.create_task(self._on_death(self))
+
+    def _fail_pending(self, status: str) -> None:
+        for pending in list(self._pending.values()):
+            if not pending.done.done():
+                pending.done.set_result(ExecuteReply(status))
+        self._pending.clear()
+
+    async def restart(self, reason: str = "interrupted") -> None:
+        """Restart the process; runs in flight end with `reason`. Keeps connection paths."""
+        assert self._km is not None
+        self._expect_exit = True
+        self._unwatch_process()
+        self._fail_pending(reason)
+        self._set_state("restarting")
+        try:
+            await self._km.restart_kernel(now=True)
+        except Exception as exc:
+            self._set_state("dead", f"could not restart: {exc}")
+            raise KernelStartError(f"The {self.language} kernel could not restart: {exc}") from exc
+        finally:
+            self._expect_exit = False
+        self._watch_process()
+        await self._wait_ready()
+        self.started_at = time.monotonic()
+        self._set_state("idle")
+
+    async def _kill(self) -> None:
+        self._expect_exit = True
+        self._unwatch_process()
+        self._fail_pending("died")
+        if self._router is not None:
+            self._router.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._router
+            self._router = None
+        if self._kc is not None:
+            self._kc.stop_channels()
+            self._kc = None
+        if self._km is not None:
+            with contextlib.suppress(Exception):
+                await self._km.shutdown_kernel(now=True)
+            with contextlib.suppress(Exception):
+                self._km.cleanup_resources()
+
+    async def shutdown(self) -> None:
+        await self._kill()
+        self._set_state("stopped")
+
+    async def interrupt(self) -> None:
+        if self._km is not None and self.state not in ("dead", "stopped"):
+            await self._km.interrupt_kernel()
+
+    def pid(self) -> int | None:
+        process = getattr(getattr(self._km, "provisioner", None), "process", None)
+        return process.pid if process is not None else None
+
+    # ---- execution ---------------------------------------------------------------------------------
+
+    def _register(self, msg_id: str, sink: ExecutionSink | None) -> _Pending:
+        pending = _Pending(sink, asyncio.get_running_loop().create_future())
+        self._pending[msg_id] = pending
+        return pending
+
+    async def execute(
+        self,
+        code: str,
+        sink: ExecutionSink | None,
+        *,
+        allow_stdin: bool = False,
+        silent: bool = False,
+        user_expressions: dict[str, str] | None = None,
+    ) -> ExecuteReply:
+        if self._kc is None or self.state in ("dead", "stopped", "restarting"):
+            raise KernelDied(f"The {self.language} kernel is not running")
+        msg_id = self._kc.execute(
+            code,
+            silent=silent,
+            store_history=not silent,
+            user_expressions=user_expressions or {},
+            allow_stdin=allow_stdin,
+            stop_on_error=False,
+        )
+        # Registered before any await: the router cannot see this msg_id's messages earlier.
+        pending = self._register(msg_id, sink)
+        try:
+            return await pending.done
+        finally:
+            self._pending.pop(msg_id, None)
+
+    # ---- the router --------------------------------------------------------------------------------
+
+    async def _route(self) -> None:
+        kc = self._kc
+        assert kc is not None
+        channels = {
+            kc.iopub_channel.socket: ("iopub", kc.iopub_channel),
+            kc.shell_channel.socket: ("shell", kc.shell_channel),
+            kc.stdin_channel.socket: ("stdin", kc.stdin_channel),
+        }
+        poller = zmq.asyncio.Poller()
+        for socket in channels:
+            poller.register(socket, zmq.POLLIN)
+        while True:
+            for socket, _event in await poller.poll():
+                name, channel = channels[socket]
+                try:
+                    msg = await channel.get_msg(timeout=0)
+                except Exception:  # Empty, or a message that does not decode: skip it
+                    continue
+                try:
+                    self._dispatch(name, msg)
+                except Exception:
+                    log.exception("routing a %s message failed", name)
+
+    def _dispatch(self, channel: str, msg: dict[str, Any]) -> None:
+        msg_type = msg["header"]["msg_type"]
+        content = msg.get("content", {})
+        pending = self._pending.get(msg.get("parent_header", {}).get("msg_id", ""))
+        if channel == "iopub":
+            if msg_type == "status":
+                state = content.get("execution_state")
+                if state in ("busy", "idle") and self.state in ("busy", "idle"):
+                    self._set_state(state)
+                if pending is None:
+                    return
+                pending.saw_iopub = True
+                if state == "busy" and pending.sink is not None:
+                    pending.sink.on_busy()
+                elif state == "idle":
+                    pending.idle = True
+                    self._maybe_finish(pending)
+            elif pending is not None and pending.sink is not None:
+                pending.sink.on_iopub(msg_type, content)
+        elif channel == "shell":
+            if pending is not None:
+                pending.reply = content
+                pending.replied.set()
+                self._maybe_finish(pending)
+        elif channel == "stdin" and msg_type == "input_request":
+            if pending is not None and pending.sink is not None:
+                asyncio.create_task(self._answer_input(pending.sink, content))
+
+    @staticmethod
+    def _maybe_finish(pending: _Pending) -> None:
+        # The reply can precede trailing iopub output: finish on idle *and* reply.
+        if pending.idle and pending.reply is not None and not pending.done.done():
+            pending.done.set_result(ExecuteReply(str(pending.reply.get("status", "ok")), pending.reply))
+
+    async def _answer_input(self, sink: ExecutionSink, content: dict[str, Any]) -> None:
+        try:
+            value = await sink.on_input(str(content.get("prompt", "")), bool(content.get("password")))
+        except Exception:
+            log.exception("asking the editor for input failed")
+            value = None
+        if self._kc is None:
+            return
+        if value is None:
+            # The user cancelled: interrupting ends input() with KeyboardInterrupt, as Ctrl-C would.
+            await self.interrupt()
+        else:
+            self._kc.input(value)

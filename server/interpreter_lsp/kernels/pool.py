@@ -1,0 +1,143 @@
+"""The kernels of one workspace: one per language, started on first use (python: in the background
+right after `initialized`), restarted when they die. The pool only maps languages to kernels."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..languages import canonical_language
+from .kernel import CommandWrapper, Kernel, KernelStartError
+from .specs import KernelChoice, choose_kernel
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class LaunchOptions:
+    """What a kernel is started with: decided by the workspace from its settings."""
+
+    env: dict[str, str]
+    python_setting: str | None = None
+    command_wrapper: CommandWrapper | None = None
+    sandbox: str | None = None  # a sentence for status, e.g. "bubblewrap (no network)"
+
+
+KernelStateListener = Callable[[str, str, str | None], None]  # (language, state, message)
+
+
+class KernelPool:
+    def __init__(
+        self,
+        root: Path,
+        runtime_dir: Path,
+        specs_root: Path,
+        launch_options: Callable[[], LaunchOptions],
+        on_state: KernelStateListener,
+        on_died: Callable[[str], None],
+    ) -> None:
+        self.root = root
+        self._runtime_dir = runtime_dir
+        self._specs_root = specs_root
+        self._launch_options = launch_options
+        self._on_state = on_state
+        self._on_died = on_died
+        self._kernels: dict[str, Kernel] = {}
+        self._starting: dict[str, asyncio.Task[Kernel]] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._sandbox: dict[str, str | None] = {}
+        self._closed = False
+
+    def choice(self, language: str) -> KernelChoice:
+        """Resolve a language to a kernelspec (raises UnknownLanguage with what is available)."""
+        return choose_kernel(language, self.root, self._specs_root, self._launch_options().python_setting)
+
+    def run_lock(self, language: str) -> asyncio.Lock:
+        """Runs on one kernel take turns in arrival order (asyncio.Lock wakes waiters FIFO)."""
+        return self._locks.setdefault(canonical_language(language), asyncio.Lock())
+
+    def existing(self, language: str) -> Kernel | None:
+        return self._kernels.get(canonical_language(language))
+
+    async def kernel(self, language: str) -> Kernel:
+        """The running kernel for `language`, starting it if needed (concurrent callers share one start)."""
+        lang = canonical_language(language)
+        if self._closed:
+            raise KernelStartError("The server is shutting down")
+        kernel = self._kernels.get(lang)
+        if kernel is not None and kernel.state not in ("dead", "stopped"):
+            return kernel
+        task = self._starting.get(lang)
+        if task is None:
+            task = asyncio.create_task(self._start(lang), name=f"kernel-start-{lang}")
+            self._starting[lang] = task
+            task.add_done_callback(lambda _t: self._starting.pop(lang, None))
+        return await asyncio.shield(task)
+
+    async def _start(self, lang: str) -> Kernel:
+        choice = self.choice(lang)
+        options = self._launch_options()
+        kernel = Kernel(
+            choice,
+            cwd=self.root,
+            runtime_dir=self._runtime_dir,
+            env=options.env,
+            on_state=lambda state, message: self._on_state(lang, state, message),
+            on_death=self._restart_after_death,
+            command_wrapper=options.command_wrapper,
+        )
+        self._kernels[lang] = kernel
+        self._sandbox[lang] = options.sandbox
+        await kernel.start()
+        return kernel
+
+    async def _restart_after_death(self, kernel: Kernel) -> None:
+        if self._closed:
+            return
+        self._on_died(kernel.language)
+        try:
+            await kernel.restart(reason="died")
+        except KernelStartError as exc:
+            log.error("%s", exc)
+
+    async def restart(self, language: str) -> None:
+        lang = canonical_language(language)
+        kernel = self._kernels.get(lang)
+        if kernel is None:
+            await self.kernel(lang)
+            return
+        await kernel.restart(reason="interrupted")
+
+    async def interrupt_all(self) -> None:
+        for kernel in list(self._kernels.values()):
+            with contextlib.suppress(Exception):
+                await kernel.interrupt()
+
+    async def shutdown(self) -> None:
+        self._closed = True
+        for task in list(self._starting.values()):
+            task.cancel()
+        kernels = list(self._kernels.values())
+        self._kernels.clear()
+        await asyncio.gather(*(k.shutdown() for k in kernels), return_exceptions=True)
+
+    def status(self) -> list[dict[str, object]]:
+        out: list[dict[str, object]] = []
+        for lang, kernel in sorted(self._kernels.items()):
+            entry: dict[str, object] = {
+                "language": lang,
+                "state": kernel.state,
+                "kernel": kernel.choice.name,
+                "source": kernel.choice.description,
+                "sandbox": self._sandbox.get(lang) or "off",
+            }
+            if kernel.choice.interpreter:
+                entry["interpreter"] = kernel.choice.interpreter
+            if (pid := kernel.pid()) is not None:
+                entry["pid"] = pid
+            out.append(entry)
+        return out

@@ -1,0 +1,133 @@
+"""Which kernel runs a language in a workspace: python (the workspace's venv when it has ipykernel),
+shell (bash_kernel), or any installed kernelspec whose language matches."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..languages import PYTHON, SHELL, canonical_language
+
+
+class UnknownLanguage(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class KernelChoice:
+    """A kernelspec we can launch: `name` within `spec_dir`'s parent (a directory we pass to the
+    KernelSpecManager), and a sentence for `interpreter.status` saying where it came from."""
+
+    language: str
+    name: str
+    kernel_dirs: tuple[str, ...]
+    description: str
+    interpreter: str | None = None
+
+
+def _has_ipykernel(python: Path) -> bool:
+    """Whether a virtualenv's interpreter can run ipykernel, judged by its site-packages (no subprocess)."""
+    venv = python.parent.parent
+    return any(venv.glob("lib/python3*/site-packages/ipykernel")) or (
+        venv / "Lib" / "site-packages" / "ipykernel"
+    ).is_dir()
+
+
+def workspace_python(root: Path) -> Path | None:
+    for name in (".venv", "venv", ".env", "env"):
+        for exe in ("bin/python", "Scripts/python.exe"):
+            candidate = root / name / exe
+            if candidate.exists() and _has_ipykernel(candidate):
+                return candidate
+    return None
+
+
+def _write_spec(specs_root: Path, name: str, spec: dict) -> None:
+    folder = specs_root / name
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / "kernel.json"
+    text = json.dumps(spec, indent=1)
+    if not target.exists() or target.read_text() != text:
+        tmp = target.with_suffix(".tmp")
+        tmp.write_text(text)
+        os.replace(tmp, target)
+
+
+def _python_choice(root: Path, specs_root: Path, configured: str | None) -> KernelChoice:
+    if configured and not (os.sep in configured or configured.startswith(".")):
+        # A kernelspec name the user installed (e.g. "python3", "myenv").
+        return KernelChoice(PYTHON, configured, (), f"kernelspec {configured!r} (interpreter.kernel.python)")
+    if configured:
+        exe = (root / configured).expanduser() if not os.path.isabs(configured) else Path(configured)
+        if not exe.exists():
+            raise UnknownLanguage(
+                f"interpreter.kernel.python is {configured!r}, which does not exist: "
+                "set it to a Python interpreter path or a kernelspec name"
+            )
+        where = f"{exe} (interpreter.kernel.python)"
+    elif (venv_python := workspace_python(root)) is not None:
+        exe, where = venv_python, f"the workspace virtualenv {venv_python.parent.parent}"
+    else:
+        exe, where = Path(sys.executable), f"the server's interpreter {sys.executable} (no workspace venv with ipykernel)"
+    digest = hashlib.sha1(str(exe).encode()).hexdigest()[:10]
+    name = f"ilsp-python-{digest}"
+    _write_spec(
+        specs_root,
+        name,
+        {
+            "argv": [str(exe), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+            "display_name": f"Python ({exe})",
+            "language": "python",
+            "interrupt_mode": "signal",
+            "metadata": {"debugger": False},
+        },
+    )
+    return KernelChoice(PYTHON, name, (str(specs_root),), where, interpreter=str(exe))
+
+
+def _shell_choice(specs_root: Path) -> KernelChoice:
+    name = "ilsp-bash"
+    _write_spec(
+        specs_root,
+        name,
+        {
+            "argv": [sys.executable, "-m", "bash_kernel", "-f", "{connection_file}"],
+            "display_name": "Bash",
+            "language": "bash",
+            "interrupt_mode": "signal",
+            "env": {"PS1": "$", "TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat"},
+        },
+    )
+    return KernelChoice(SHELL, name, (str(specs_root),), "bash_kernel (bundled with the server)")
+
+
+def installed_languages() -> dict[str, str]:
+    """Installed kernelspecs by canonical language: {language: kernelspec name}."""
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    found: dict[str, str] = {}
+    for name, info in sorted(KernelSpecManager().get_all_specs().items()):
+        language = canonical_language(str(info.get("spec", {}).get("language", "")))
+        if language:
+            found.setdefault(language, name)
+    return found
+
+
+def choose_kernel(language: str, root: Path, specs_root: Path, python_setting: str | None = None) -> KernelChoice:
+    lang = canonical_language(language)
+    if lang == PYTHON:
+        return _python_choice(root, specs_root, python_setting)
+    if lang == SHELL:
+        return _shell_choice(specs_root)
+    installed = installed_languages()
+    if lang in installed:
+        return KernelChoice(lang, installed[lang], (), f"kernelspec {installed[lang]!r}")
+    available = sorted({PYTHON, SHELL, *installed})
+    raise UnknownLanguage(
+        f"No kernel for language {language!r}. Available: {', '.join(available)}. "
+        "Install a Jupyter kernel for it (its kernelspec's language must match)."
+    )

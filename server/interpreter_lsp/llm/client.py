@@ -1,0 +1,398 @@
+"""Streaming chat completions through litellm: timeouts, bounded retries, usage and cost.
+
+Retries are ours, not litellm's or the openai client's (both are set to 0): they happen only before the
+first piece of text reached the user, so a retry never shows text twice. Every failure becomes one
+`ModelError` whose message says what happened and what to do, with API keys redacted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import email.utils
+import json
+import logging
+import os
+import random
+import re
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from interpreter_lsp.llm import errors
+from interpreter_lsp.llm.errors import ModelError
+from interpreter_lsp.llm.loader import get_litellm
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    model: str  # a litellm model name, e.g. "openai/qwen", "ollama_chat/qwen2.5-coder"
+    api_base: str | None = None
+    api_key: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    connect_timeout: float = 10.0  # seconds to connect
+    first_token_timeout: float = 120.0  # seconds from the request to the first streamed token
+    stall_timeout: float = 60.0  # seconds without a chunk mid-stream
+    max_retries: int = 3  # on 429 (honouring Retry-After), 5xx and connection errors
+    backoff_base: float = 0.5  # seconds; attempt n waits base * 2**n, with jitter
+    retry_after_cap: float = 30.0  # never wait longer than this for one Retry-After
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    cost: float  # USD from litellm's cost map; 0.0 for local or unknown models
+
+
+async def stream_completion(
+    messages: list[dict[str, Any]], config: ModelConfig, on_delta: Callable[[str], None]
+) -> Completion:
+    """Stream one assistant reply, calling `on_delta` with each piece of text as it arrives.
+
+    Cancelling the calling task closes the HTTP stream at once and re-raises CancelledError.
+    Raises ModelError on every failure (after bounded retries when nothing was shown yet).
+    """
+    litellm = await get_litellm()
+    attempt = 0
+    while True:
+        attempt_state = _Attempt()
+        try:
+            return await _stream_once(litellm, messages, config, on_delta, attempt_state)
+        except ModelError:
+            raise
+        except Exception as exc:
+            failure = _classify(exc, litellm)
+            if attempt_state.delivered or not failure.retryable or attempt >= config.max_retries:
+                raise ModelError(_redact(_describe(failure, config, attempt), config), failure.kind) from exc
+            delay = _retry_delay(failure, config, attempt)
+            attempt += 1
+            log.warning(
+                "model request failed (%s); retry %d of %d in %.1f s",
+                _redact(failure.detail, config),
+                attempt,
+                config.max_retries,
+                delay,
+            )
+            await asyncio.sleep(delay)
+
+
+@dataclass
+class _Attempt:
+    delivered: bool = False  # some text reached on_delta: this attempt must not be retried
+
+
+async def _stream_once(
+    litellm: ModuleType,
+    messages: list[dict[str, Any]],
+    config: ModelConfig,
+    on_delta: Callable[[str], None],
+    state: _Attempt,
+) -> Completion:
+    loop = asyncio.get_running_loop()
+    first_token_deadline = loop.time() + config.first_token_timeout
+    try:
+        stream = await asyncio.wait_for(
+            litellm.acompletion(**_request_kwargs(messages, config)), config.first_token_timeout
+        )
+    except asyncio.TimeoutError:
+        raise _first_token_timeout(config) from None
+
+    parts: list[str] = []
+    usage: Any = None
+    got_token = False
+    try:
+        iterator = stream.__aiter__()
+        while True:
+            limit = config.stall_timeout if got_token else first_token_deadline - loop.time()
+            try:
+                chunk = await asyncio.wait_for(iterator.__anext__(), max(limit, 0.0))
+            except StopAsyncIteration:
+                break
+            except asyncio.TimeoutError:
+                raise (_stalled(config) if got_token else _first_token_timeout(config)) from None
+            usage = getattr(chunk, "usage", None) or usage
+            if not chunk.choices:
+                continue
+            delta = chunk.choices[0].delta
+            text = getattr(delta, "content", None)
+            if text or getattr(delta, "reasoning_content", None):
+                got_token = True
+            if text:
+                parts.append(text)
+                state.delivered = True
+                on_delta(text)
+    finally:
+        # Also on cancellation: close the HTTP stream now, so the server stops generating.
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(stream.aclose(), 5.0)
+
+    text = "".join(parts)
+    prompt_tokens, completion_tokens = _token_counts(litellm, config, messages, text, usage)
+    return Completion(
+        text=text,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        cost=_cost(litellm, config, prompt_tokens, completion_tokens),
+    )
+
+
+def _request_kwargs(messages: list[dict[str, Any]], config: ModelConfig) -> dict[str, Any]:
+    import httpx  # cheap (litellm has imported it already); kept out of module import time
+
+    # httpx's read timeout is a backstop only: our own first-token and stall timers fire first.
+    read_backstop = max(config.first_token_timeout, config.stall_timeout) + 5.0
+    kwargs: dict[str, Any] = {
+        "model": config.model,
+        "messages": messages,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "num_retries": 0,  # litellm's own retry wrapper off
+        "max_retries": 0,  # the openai client's retries off
+        "timeout": httpx.Timeout(read_backstop, connect=config.connect_timeout),
+    }
+    if config.api_base:
+        kwargs["api_base"] = config.api_base
+    if config.api_key:
+        kwargs["api_key"] = config.api_key
+    if config.temperature is not None:
+        kwargs["temperature"] = config.temperature
+    if config.max_tokens is not None:
+        kwargs["max_tokens"] = config.max_tokens
+    return kwargs
+
+
+def _token_counts(
+    litellm: ModuleType, config: ModelConfig, messages: list[dict[str, Any]], text: str, usage: Any
+) -> tuple[int, int]:
+    prompt = getattr(usage, "prompt_tokens", None) if usage is not None else None
+    completion = getattr(usage, "completion_tokens", None) if usage is not None else None
+    try:
+        if not isinstance(prompt, int):
+            prompt = int(litellm.token_counter(model=config.model, messages=messages))
+        if not isinstance(completion, int):
+            completion = int(litellm.token_counter(model=config.model, text=text)) if text else 0
+    except Exception as exc:  # counting is best effort; never fail a finished reply over it
+        log.debug("token counting failed for %s: %s", config.model, exc)
+    return (prompt if isinstance(prompt, int) else 0, completion if isinstance(completion, int) else 0)
+
+
+def _cost(litellm: ModuleType, config: ModelConfig, prompt_tokens: int, completion_tokens: int) -> float:
+    """USD from litellm's (offline) cost map; 0.0 for models it does not price, such as local ones."""
+    try:
+        prompt_cost, completion_cost = litellm.cost_per_token(
+            model=config.model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
+        )
+        return float(prompt_cost) + float(completion_cost)
+    except Exception:
+        return 0.0
+
+
+# -- failures -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Failure:
+    kind: str
+    retryable: bool
+    detail: str  # the provider's own words, cleaned up
+    status: int | None = None
+    retry_after: float | None = None
+
+
+def _classify(exc: BaseException, litellm: ModuleType) -> _Failure:
+    chain = list(_causes(exc))
+    detail = _provider_detail(exc)
+    status = getattr(exc, "status_code", None)
+    status = status if isinstance(status, int) else None
+
+    def failure(kind: str, retryable: bool, retry_after: float | None = None) -> _Failure:
+        return _Failure(kind, retryable, detail, status, retry_after)
+
+    if any(isinstance(e, json.JSONDecodeError) for e in chain):
+        return failure(errors.MALFORMED, False)
+    if isinstance(exc, (litellm.AuthenticationError, litellm.PermissionDeniedError)):
+        return failure(errors.AUTH, False)
+    if isinstance(exc, litellm.NotFoundError):
+        return failure(errors.NOT_FOUND, False)
+    if isinstance(exc, litellm.ContextWindowExceededError):
+        return failure(errors.CONTEXT_WINDOW, False)
+    if isinstance(exc, litellm.RateLimitError):
+        return failure(errors.RATE_LIMITED, True, _retry_after(exc))
+    if _is_connection_failure(chain):
+        return failure(errors.CONNECTION, True)
+    if isinstance(exc, litellm.BadRequestError) or status in (400, 413, 422):
+        return failure(errors.BAD_REQUEST, False)
+    if (status is not None and status >= 500) or isinstance(exc, litellm.APIError):
+        return failure(errors.SERVER, True)
+    return failure(errors.OTHER, False)
+
+
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        original = getattr(current, "original_exception", None)
+        current = current.__cause__ or current.__context__ or (
+            original if isinstance(original, BaseException) else None
+        )
+
+
+def _is_connection_failure(chain: list[BaseException]) -> bool:
+    for error in chain:
+        if isinstance(error, (ConnectionError, TimeoutError)):
+            return True
+        if type(error).__name__ in ("ConnectError", "ConnectTimeout", "APIConnectionError", "ClientConnectorError"):
+            return True
+    return False
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    headers = getattr(exc, "litellm_response_headers", None)
+    if headers is None:
+        headers = getattr(getattr(exc, "response", None), "headers", None)
+    if headers is None:
+        return None
+    with contextlib.suppress(Exception):
+        value = headers.get("retry-after-ms")
+        if value is not None:
+            return max(0.0, float(value) / 1000.0)
+    value = headers.get("retry-after") if hasattr(headers, "get") else None
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    with contextlib.suppress(Exception):  # an HTTP date
+        return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
+    return None
+
+
+def _retry_delay(failure: _Failure, config: ModelConfig, attempt: int) -> float:
+    if failure.retry_after is not None:
+        return min(failure.retry_after, config.retry_after_cap)
+    backoff = min(config.backoff_base * (2**attempt), config.retry_after_cap)
+    return backoff * random.uniform(0.5, 1.0)
+
+
+_PREFIX = re.compile(r"^\s*(?:litellm\.\w+:\s*|\w+Error:\s*|\w+Exception\s*-\s*)+")
+
+
+def _provider_detail(exc: BaseException) -> str:
+    message = getattr(exc, "message", None)
+    text = message if isinstance(message, str) and message else str(exc)
+    text = text.split(" Original exception:", 1)[0].split("\nReceived Model Group", 1)[0]
+    text = _PREFIX.sub("", text).strip() or type(exc).__name__
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def _describe(failure: _Failure, config: ModelConfig, retries: int) -> str:
+    model, where, detail = config.model, _where(config), failure.detail
+    retried = f"; retried {retries} time{'s' if retries != 1 else ''}" if retries else ""
+    kind = failure.kind
+    if kind == errors.AUTH:
+        return (
+            f"The model provider rejected the API key for {model} ({detail}): set {_key_variable(config)} "
+            "or interpreter.apiKey."
+        )
+    if kind == errors.NOT_FOUND:
+        hint = f" (for Ollama: ollama pull {model.split('/', 1)[1]})" if model.startswith("ollama") else ""
+        return f"The model {model} was not found at {where} ({detail}): check interpreter.model{hint}."
+    if kind == errors.RATE_LIMITED:
+        return (
+            f"The model provider is rate limiting requests (HTTP 429) for {model}{retried}: "
+            "wait a minute or use another model."
+        )
+    if kind == errors.CONNECTION:
+        if config.api_base:
+            return f"Cannot reach {config.api_base}: is the server running?{_paren(retried)}"
+        return f"Cannot reach {where}: check the network connection{_paren(retried)}."
+    if kind == errors.MALFORMED:
+        return (
+            f"{where} sent a malformed stream (a chunk that is not valid JSON): check that it is an "
+            f"OpenAI-compatible server and that interpreter.model ({model}) is right."
+        )
+    if kind == errors.CONTEXT_WINDOW:
+        return (
+            f"The conversation no longer fits {model}'s context window ({detail}): start a new "
+            "conversation (interpreter.reset), undo the last steps, or use a model with a larger window."
+        )
+    if kind == errors.BAD_REQUEST:
+        return f"{model} rejected the request ({detail}): check interpreter.model and the interpreter settings."
+    if kind == errors.SERVER:
+        status = f"HTTP {failure.status}" if failure.status else "an error"
+        return (
+            f"The model server failed with {status} ({detail}){retried}: try again later or use another model."
+        )
+    return f"The model request to {model} failed ({detail}){retried}."
+
+
+def _paren(retried: str) -> str:
+    return f" ({retried.lstrip('; ')})" if retried else ""
+
+
+def _first_token_timeout(config: ModelConfig) -> ModelError:
+    return ModelError(
+        f"{config.model} sent nothing for {config.first_token_timeout:g} s after the request: the server may "
+        "be busy or still loading the model; try again, or use a smaller model.",
+        errors.FIRST_TOKEN_TIMEOUT,
+    )
+
+
+def _stalled(config: ModelConfig) -> ModelError:
+    return ModelError(
+        f"{config.model} stopped in the middle of its reply (nothing for {config.stall_timeout:g} s): "
+        "try again.",
+        errors.STALLED,
+    )
+
+
+def _where(config: ModelConfig) -> str:
+    if config.api_base:
+        return config.api_base
+    provider = config.model.split("/", 1)[0] if "/" in config.model else "openai"
+    return f"the {provider} API"
+
+
+_KEY_VARIABLES = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "gemini": "GEMINI_API_KEY",
+    "mistral": "MISTRAL_API_KEY",
+    "groq": "GROQ_API_KEY",
+    "deepseek": "DEEPSEEK_API_KEY",
+    "openrouter": "OPENROUTER_API_KEY",
+    "azure": "AZURE_API_KEY",
+    "xai": "XAI_API_KEY",
+    "together_ai": "TOGETHERAI_API_KEY",
+    "fireworks_ai": "FIREWORKS_AI_API_KEY",
+    "cohere": "COHERE_API_KEY",
+}
+
+
+def _key_variable(config: ModelConfig) -> str:
+    if "/" not in config.model:
+        return "ANTHROPIC_API_KEY" if config.model.startswith("claude") else "OPENAI_API_KEY"
+    provider = config.model.split("/", 1)[0]
+    return _KEY_VARIABLES.get(provider, f"{provider.upper()}_API_KEY")
+
+
+def _redact(message: str, config: ModelConfig) -> str:
+    """Remove the configured key and every *_API_KEY / *_TOKEN value of the environment from `message`."""
+    secrets = {config.api_key or ""}
+    secrets.update(
+        value for name, value in os.environ.items() if name.endswith(("_API_KEY", "_TOKEN", "_SECRET"))
+    )
+    for secret in sorted(secrets, key=len, reverse=True):
+        if len(secret) >= 6:
+            message = message.replace(secret, "[redacted]")
+    return message

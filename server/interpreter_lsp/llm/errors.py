@@ -1,0 +1,32 @@
+"""The one error the model side raises: what went wrong, in words a person can act on, and its kind."""
+
+from __future__ import annotations
+
+from typing import Final
+
+# Kinds, so callers can branch without parsing messages.
+AUTH: Final = "auth"
+NOT_FOUND: Final = "not_found"
+RATE_LIMITED: Final = "rate_limited"
+SERVER: Final = "server"
+CONNECTION: Final = "connection"
+FIRST_TOKEN_TIMEOUT: Final = "first_token_timeout"
+STALLED: Final = "stalled"
+MALFORMED: Final = "malformed"
+CONTEXT_WINDOW: Final = "context_window"
+BAD_REQUEST: Final = "bad_request"
+NO_MODEL: Final = "no_model"
+UNAVAILABLE: Final = "unavailable"  # litellm itself could not be loaded
+OTHER: Final = "other"
+
+
+class ModelError(Exception):
+    """A model request failed. `message` is written for the user (never contains an API key)."""
+
+    def __init__(self, message: str, kind: str = OTHER) -> None:
+        super().__init__(message)
+        self.message = message
+        self.kind = kind
+
+    def __repr__(self) -> str:
+        return f"ModelError({self.message!r}, kind={self.kind!r})"

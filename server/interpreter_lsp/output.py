@@ -1,0 +1,152 @@
+"""Two views of one run's output. The user gets all of it, coalesced: stream text is batched every
+~40 ms or 8 KB so a flood of lines is a handful of notifications, never a flood, and nothing is dropped.
+The model gets a bounded head + tail text with a note of what was cut."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Callable
+from typing import Any
+
+from .protocol import OUTPUT, OutputParams, to_wire
+
+FLUSH_SECONDS = 0.04
+FLUSH_BYTES = 8192
+
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+
+
+def strip_ansi(text: str) -> str:
+    return _ANSI.sub("", text)
+
+
+class HeadTail:
+    """Keeps the first and last `limit // 2` characters of everything appended; counts the rest."""
+
+    def __init__(self, limit: int) -> None:
+        self._half = max(limit // 2, 1)
+        self._head: list[str] = []
+        self._head_len = 0
+        self._tail = ""
+        self.total = 0
+
+    def append(self, text: str) -> None:
+        if not text:
+            return
+        self.total += len(text)
+        room = self._half - self._head_len
+        if room > 0:
+            self._head.append(text[:room])
+            self._head_len += min(room, len(text))
+            text = text[room:]
+        if text:
+            self._tail = (self._tail + text)[-self._half :]
+
+    def text(self) -> str:
+        head = "".join(self._head)
+        cut = self.total - len(head) - len(self._tail)
+        if cut <= 0:
+            return head + self._tail
+        return f"{head}\n[… {cut} characters cut from the middle of the output …]\n{self._tail}"
+
+
+def _plain_text(data: dict[str, Any]) -> str:
+    text = data.get("text/plain")
+    if isinstance(text, list):
+        text = "".join(text)
+    if isinstance(text, str):
+        return text
+    kinds = ", ".join(sorted(data)) or "nothing"
+    return f"[display data: {kinds}]"
+
+
+class RunOutput:
+    """One run's output stream: numbered notifications (seq from 0, no gaps) and the model's view."""
+
+    def __init__(self, run_id: str, send: Callable[[str, dict[str, Any]], None], model_limit: int) -> None:
+        self.run_id = run_id
+        self._send = send
+        self._seq = 0
+        self._buffer: list[str] = []
+        self._buffer_len = 0
+        self._buffer_kind: str | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self.model_view = HeadTail(model_limit)
+        self.error: tuple[str, str] | None = None
+        self.notifications = 0
+        self.has_images = False
+
+    def _emit(self, params: OutputParams) -> None:
+        self._seq += 1
+        self.notifications += 1
+        self._send(OUTPUT, to_wire(params))
+
+    def _next_seq(self) -> int:
+        return self._seq
+
+    def stream(self, name: str, text: str) -> None:
+        kind = "stderr" if name == "stderr" else "stdout"
+        if self._buffer_kind not in (None, kind):
+            self.flush()
+        self._buffer_kind = kind
+        self._buffer.append(text)
+        self._buffer_len += len(text)
+        self.model_view.append(strip_ansi(text))
+        if self._buffer_len >= FLUSH_BYTES:
+            self.flush()
+        elif self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(FLUSH_SECONDS, self.flush)
+
+    def flush(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if not self._buffer:
+            return
+        text = "".join(self._buffer)
+        kind = self._buffer_kind or "stdout"
+        self._buffer.clear()
+        self._buffer_len = 0
+        self._buffer_kind = None
+        self._emit(OutputParams(self.run_id, self._next_seq(), kind, text=text))  # type: ignore[arg-type]
+
+    def rich(self, kind: str, data: dict[str, Any]) -> None:
+        """execute_result ("result") or display_data ("display"): the whole MIME bundle."""
+        self.flush()
+        if any(mime.startswith("image/") for mime in data):
+            self.has_images = True
+        text = _plain_text(data)
+        self.model_view.append(text if text.endswith("\n") else text + "\n")
+        self._emit(
+            OutputParams(self.run_id, self._next_seq(), kind, text=text, data=data)  # type: ignore[arg-type]
+        )
+
+    def exception(self, ename: str, evalue: str, traceback: list[str]) -> None:
+        self.flush()
+        text = strip_ansi("\n".join(traceback)) or f"{ename}: {evalue}"
+        self.error = (ename, evalue)
+        self.model_view.append(text + "\n")
+        self._emit(
+            OutputParams(self.run_id, self._next_seq(), "error", text=text, ename=ename, evalue=evalue)
+        )
+
+    def note(self, kind: str, text: str) -> None:
+        """Text the server adds (e.g. "input is not available"), shown like stream output."""
+        self.flush()
+        self.model_view.append(text + "\n")
+        self._emit(OutputParams(self.run_id, self._next_seq(), kind, text=text))  # type: ignore[arg-type]
+
+    def on_iopub(self, msg_type: str, content: dict[str, Any]) -> None:
+        if msg_type == "stream":
+            self.stream(str(content.get("name", "stdout")), str(content.get("text", "")))
+        elif msg_type == "execute_result":
+            self.rich("result", content.get("data", {}))
+        elif msg_type in ("display_data", "update_display_data"):
+            self.rich("display", content.get("data", {}))
+        elif msg_type == "error":
+            self.exception(
+                str(content.get("ename", "Error")),
+                str(content.get("evalue", "")),
+                [str(line) for line in content.get("traceback", [])],
+            )

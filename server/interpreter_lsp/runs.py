@@ -1,0 +1,278 @@
+"""Runs: code sent to a workspace kernel, each an asyncio task with an id. A run goes
+queued -> running -> ok | error | interrupted | died | timeout, reported with `interpreter/runStatus`;
+its output streams as `interpreter/output` (see output.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .kernels.kernel import ExecuteReply, KernelDied, KernelStartError
+from .kernels.pool import KernelPool
+from .languages import canonical_language
+from .output import RunOutput
+from .protocol import RUN_STATUS, RunStatusParams, to_wire
+
+log = logging.getLogger(__name__)
+
+# How long an interrupted run may take to stop before its kernel is restarted.
+INTERRUPT_GRACE = 3.0
+
+Send = Callable[[str, dict[str, Any]], None]
+AskInput = Callable[[str, str, bool], Awaitable[str | None]]
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    language: str
+    code: str
+    state: str
+    duration_ms: int
+    output_for_model: str
+    error: tuple[str, str] | None = None
+    message: str | None = None
+    origin: str = "user"
+    turn_id: str | None = None
+    proposal_id: str | None = None
+    outputs: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class Run:
+    run_id: str
+    language: str
+    code: str
+    origin: str
+    turn_id: str | None
+    proposal_id: str | None
+    timeout: float
+    result: asyncio.Future[RunResult]
+    task: asyncio.Task[None] | None = None
+    executing: bool = False
+    interrupt_requested: bool = False
+
+
+class _Sink:
+    """Connects one execution's kernel messages to its output stream and status."""
+
+    def __init__(self, manager: RunManager, run: Run, output: RunOutput) -> None:
+        self._manager = manager
+        self._run = run
+        self.output = output
+        self.records: list[dict[str, Any]] = []
+
+    def on_busy(self) -> None:
+        self._manager._status(self._run, "running")
+
+    def on_iopub(self, msg_type: str, content: dict[str, Any]) -> None:
+        self.output.on_iopub(msg_type, content)
+        self._record(msg_type, content)
+
+    def _record(self, msg_type: str, content: dict[str, Any]) -> None:
+        """Outputs kept for history and notebook export (nbformat shape), stream text bounded."""
+        if msg_type == "stream":
+            text = str(content.get("text", ""))
+            last = self.records[-1] if self.records else None
+            if last and last.get("output_type") == "stream" and last.get("name") == content.get("name"):
+                if len(last["text"]) < 100_000:
+                    last["text"] += text[: 100_000 - len(last["text"])]
+                return
+            self.records.append({"output_type": "stream", "name": content.get("name", "stdout"), "text": text})
+        elif msg_type in ("execute_result", "display_data"):
+            self.records.append(
+                {"output_type": msg_type, "data": content.get("data", {}), "metadata": content.get("metadata", {})}
+            )
+        elif msg_type == "error":
+            self.records.append(
+                {
+                    "output_type": "error",
+                    "ename": content.get("ename", ""),
+                    "evalue": content.get("evalue", ""),
+                    "traceback": content.get("traceback", []),
+                }
+            )
+
+    async def on_input(self, prompt: str, password: bool) -> str | None:
+        ask = self._manager.ask_input
+        if ask is None:
+            return None
+        return await ask(self._run.run_id, prompt, password)
+
+
+class RunManager:
+    def __init__(
+        self,
+        pool: KernelPool,
+        send: Send,
+        *,
+        model_limit: Callable[[], int],
+        ask_input: AskInput | None = None,
+        on_finished: Callable[[RunResult], None] | None = None,
+        default_timeout: Callable[[], float] = lambda: 0.0,
+    ) -> None:
+        self._pool = pool
+        self._send = send
+        self._model_limit = model_limit
+        self.ask_input = ask_input
+        self._on_finished = on_finished
+        self._default_timeout = default_timeout
+        self.runs: dict[str, Run] = {}
+
+    def _status(self, run: Run, state: str, duration_ms: int | None = None, message: str | None = None) -> None:
+        params = RunStatusParams(
+            run.run_id,
+            state,  # type: ignore[arg-type]
+            duration_ms=duration_ms,
+            language=run.language,
+            message=message,
+            turn_id=run.turn_id,
+            proposal_id=run.proposal_id,
+        )
+        self._send(RUN_STATUS, to_wire(params))
+
+    def start(
+        self,
+        code: str,
+        language: str,
+        *,
+        origin: str = "user",
+        turn_id: str | None = None,
+        proposal_id: str | None = None,
+        timeout: float | None = None,
+    ) -> Run:
+        """Queue `code`; returns at once. The language must already be known to resolve (see check)."""
+        lang = canonical_language(language)
+        loop = asyncio.get_running_loop()
+        run = Run(
+            run_id="r-" + uuid.uuid4().hex[:12],
+            language=lang,
+            code=code,
+            origin=origin,
+            turn_id=turn_id,
+            proposal_id=proposal_id,
+            timeout=self._default_timeout() if timeout is None else timeout,
+            result=loop.create_future(),
+        )
+        self.runs[run.run_id] = run
+        self._status(run, "queued")
+        run.task = asyncio.create_task(self._execute(run), name=f"run-{run.run_id}")
+        return run
+
+    async def _execute(self, run: Run) -> None:
+        output = RunOutput(run.run_id, self._send, self._model_limit())
+        sink = _Sink(self, run, output)
+        state, message, started = "error", None, time.monotonic()
+        try:
+            async with self._pool.run_lock(run.language):
+                kernel = await self._pool.kernel(run.language)
+                started = time.monotonic()
+                run.executing = True
+                execution = asyncio.ensure_future(
+                    kernel.execute(run.code, sink, allow_stdin=self.ask_input is not None)
+                )
+                timed_out = False
+                if run.timeout > 0:
+                    done, _ = await asyncio.wait({execution}, timeout=run.timeout)
+                    if not done:
+                        # Stop it while we still hold the kernel's turn, so the interrupt
+                        # cannot hit the next run.
+                        timed_out = True
+                        await self._stop(run.language, [execution])
+                reply = await execution
+                if timed_out:
+                    state, message = "timeout", f"stopped after the run timeout of {run.timeout:g} s"
+                else:
+                    state, message = self._final_state(run, reply, output)
+        except asyncio.CancelledError:
+            state = "interrupted"
+        except KernelDied as exc:
+            state, message = "died", str(exc)
+        except KernelStartError as exc:
+            state, message = "error", str(exc)
+            output.note("stderr", str(exc))
+        except Exception as exc:
+            log.exception("run %s failed", run.run_id)
+            state, message = "error", f"internal error: {exc}"
+            output.note("stderr", message)
+        finally:
+            run.executing = False
+            output.flush()
+            duration = int((time.monotonic() - started) * 1000)
+            self._status(run, state, duration, message)
+            result = RunResult(
+                run.run_id,
+                run.language,
+                run.code,
+                state,
+                duration,
+                output.model_view.text(),
+                error=output.error,
+                message=message,
+                origin=run.origin,
+                turn_id=run.turn_id,
+                proposal_id=run.proposal_id,
+                outputs=sink.records,
+            )
+            if not run.result.done():
+                run.result.set_result(result)
+            self.runs.pop(run.run_id, None)
+            if self._on_finished is not None:
+                try:
+                    self._on_finished(result)
+                except Exception:
+                    log.exception("recording run %s failed", run.run_id)
+
+    def _final_state(self, run: Run, reply: ExecuteReply, output: RunOutput) -> tuple[str, str | None]:
+        if reply.status == "died":
+            return "died", (
+                f"The {run.language} kernel died while running this code; its state (variables, imports) "
+                "was lost. It has been restarted."
+            )
+        if run.interrupt_requested or reply.status == "interrupted":
+            return "interrupted", None
+        if reply.status == "ok":
+            return "ok", None
+        if reply.status == "aborted":
+            return "error", "the kernel aborted this run"
+        return "error", None
+
+    async def _stop(self, language: str, executions: list[asyncio.Future[Any]]) -> None:
+        """SIGINT the kernel; if the executions have not ended within the grace time, restart it."""
+        kernel = self._pool.existing(language)
+        if kernel is None:
+            return
+        await kernel.interrupt()
+        _done, still = await asyncio.wait(executions, timeout=INTERRUPT_GRACE)
+        if still:
+            log.warning("%s kernel ignored the interrupt; restarting it", language)
+            with contextlib.suppress(Exception):
+                await self._pool.restart(language)
+
+    async def interrupt(self) -> int:
+        """Interrupt every run: queued ones are cancelled, running ones get SIGINT (restart if ignored)."""
+        runs = list(self.runs.values())
+        for run in runs:
+            run.interrupt_requested = True
+            if not run.executing and run.task is not None:
+                run.task.cancel()
+        executing = [r for r in runs if r.executing]
+        await asyncio.gather(
+            *(
+                self._stop(lang, [r.result for r in executing if r.language == lang])
+                for lang in {r.language for r in executing}
+            )
+        )
+        return len(runs)
+
+    async def drain(self) -> None:
+        tasks = [r.task for r in self.runs.values() if r.task is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)

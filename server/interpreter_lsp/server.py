@@ -1,0 +1,393 @@
+"""The pygls server: capabilities and handlers. Thin: it translates LSP <-> the core (workspace.py).
+Every command answers at once; long work runs as asyncio tasks that report through notifications."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import shutil
+import signal
+import tempfile
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types as t
+from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
+from pygls.lsp.server import LanguageServer
+from pygls.uris import from_fs_path, to_fs_path
+
+from . import __version__, cells
+from . import protocol as p
+from .arguments import Args, BadArguments
+from .kernels.introspect import VariablesUnavailable
+from .kernels.kernel import KernelStartError
+from .kernels.specs import UnknownLanguage
+from .languages import PYTHON, canonical_language
+from .workspace import ServerContext, Workspace
+
+log = logging.getLogger(__name__)
+
+_EXTENSION_LANGUAGES = {".py": PYTHON, ".ipy": PYTHON, ".sh": "shell", ".bash": "shell", ".zsh": "shell"}
+
+
+class InterpreterServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("interpreter-lsp", __version__, max_workers=2)
+        self.workspaces: dict[str, Workspace] = {}
+        self.background: set[asyncio.Task[Any]] = set()
+        self.init_options: dict[str, Any] = {}
+        self.trusted = True
+        self.supports_input = False
+        self._runtime_dir: Path | None = None
+        self._specs_root: Path | None = None
+        self._stopped = False
+
+    # ---- plumbing ------------------------------------------------------------------------------------
+
+    def send(self, method: str, params: dict[str, Any]) -> None:
+        self.protocol.notify(method, params)
+
+    def show(self, level: str, text: str) -> None:
+        kind = {"error": t.MessageType.Error, "warning": t.MessageType.Warning}.get(level, t.MessageType.Info)
+        self.window_show_message(t.ShowMessageParams(type=kind, message=text))
+
+    def spawn(self, coro: Awaitable[Any], name: str) -> asyncio.Task[Any]:
+        task = asyncio.ensure_future(coro)
+        task.set_name(name)
+        self.background.add(task)
+        task.add_done_callback(self._task_done)
+        return task
+
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        self.background.discard(task)
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            log.error("background task %s failed: %s", task.get_name(), exc, exc_info=exc)
+
+    def context(self) -> ServerContext:
+        if self._runtime_dir is None:
+            # IPC sockets and connection files: a 0700 directory of ours (mkdtemp), short enough for
+            # unix socket paths.
+            self._runtime_dir = Path(tempfile.mkdtemp(prefix="ilsp-"))
+            self._specs_root = self._runtime_dir / "kernelspecs"
+        assert self._specs_root is not None
+        return ServerContext(
+            send=self.send,
+            show_message=self.show,
+            runtime_dir=self._runtime_dir,
+            specs_root=self._specs_root,
+            ask_input=self.ask_input if self.supports_input else None,
+            trusted=self.trusted,
+        )
+
+    async def ask_input(self, run_id: str, prompt: str, password: bool) -> str | None:
+        params = p.to_wire(p.InputParams(run_id, prompt, password))
+        result = await self.protocol.send_request_async(p.INPUT, params)
+        if result is None:
+            return None
+        value = result.get("value") if isinstance(result, dict) else getattr(result, "value", None)
+        return value if isinstance(value, str) else None
+
+    # ---- workspaces ------------------------------------------------------------------------------------
+
+    def add_workspace(self, root: Path) -> Workspace:
+        key = str(root)
+        if key not in self.workspaces:
+            self.workspaces[key] = Workspace(root, self.context())
+        return self.workspaces[key]
+
+    def workspace_for(self, uri: str | None = None) -> Workspace:
+        """The workspace folder holding `uri` (the deepest), else the first one."""
+        if uri:
+            path = to_fs_path(uri)
+            if path:
+                best = None
+                for root, ws in self.workspaces.items():
+                    if (path == root or path.startswith(root.rstrip(os.sep) + os.sep)) and (
+                        best is None or len(root) > len(str(best.root))
+                    ):
+                        best = ws
+                if best is not None:
+                    return best
+        if not self.workspaces:
+            self.add_workspace(Path.cwd())
+        return next(iter(self.workspaces.values()))
+
+    async def load_settings(self, ws: Workspace) -> None:
+        layers: list[tuple[str, Any]] = [("initializationOptions", self.init_options.get("settings"))]
+        caps = self.client_capabilities.workspace if self.client_capabilities else None
+        if caps is not None and caps.configuration:
+            try:
+                items = [t.ConfigurationItem(section="interpreter", scope_uri=from_fs_path(str(ws.root)))]
+                # Shielded: a late reply to a cancelled request must not break pygls (pygls #621).
+                answer = await asyncio.shield(self.workspace_configuration_async(t.ConfigurationParams(items=items)))
+                layers.append(("workspace/configuration", answer[0] if answer else None))
+            except Exception as exc:
+                log.warning("workspace/configuration failed: %s", exc)
+        errors = ws.configure(layers)
+        if errors:
+            self.show("warning", "interpreter-lsp settings: " + "; ".join(errors))
+
+    async def warm_up(self, ws: Workspace) -> None:
+        """Start the python kernel now, so the first run does not pay for it; $/progress if supported."""
+        token = None
+        window = self.client_capabilities.window if self.client_capabilities else None
+        if window is not None and window.work_done_progress:
+            token = str(uuid.uuid4())
+            try:
+                await asyncio.shield(self.work_done_progress.create_async(token))
+                self.work_done_progress.begin(token, t.WorkDoneProgressBegin(title="Starting the python kernel"))
+            except Exception:
+                token = None
+        try:
+            await ws.warm_up()
+            message = "python kernel ready"
+        except Exception as exc:
+            message = f"python kernel failed to start: {exc}"
+            self.show("error", str(exc))
+        finally:
+            if token is not None:
+                self.work_done_progress.end(token, t.WorkDoneProgressEnd(message=message))
+                self.work_done_progress.tokens.pop(token, None)
+
+    async def stop(self) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        await asyncio.gather(*(ws.shutdown() for ws in self.workspaces.values()), return_exceptions=True)
+        for task in list(self.background):
+            task.cancel()
+        if self._runtime_dir is not None:
+            shutil.rmtree(self._runtime_dir, ignore_errors=True)
+
+    # ---- documents --------------------------------------------------------------------------------------
+
+    def document(self, uri: str) -> tuple[list[str], str]:
+        """Lines and language of a document the editor has open, else of the file on disk."""
+        doc = self.workspace.text_documents.get(uri)
+        if doc is None:
+            path = to_fs_path(uri)
+            if not path or not os.path.isfile(path):
+                raise BadArguments(f"No document at {uri}: open it in the editor or pass 'code' instead")
+            doc = self.workspace.get_text_document(uri)
+        try:
+            lines = doc.source.splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise BadArguments(f"Cannot read {uri}: {exc}") from exc
+        language = doc.language_id or _EXTENSION_LANGUAGES.get(Path(to_fs_path(uri) or "").suffix, "")
+        return lines, canonical_language(language) if language else ""
+
+    def text_in_range(self, uri: str, lines: list[str], rng: t.Range) -> str:
+        if rng.start.line > len(lines) or rng.end.line > len(lines):
+            raise BadArguments(
+                f"The range (lines {rng.start.line}-{rng.end.line}, 0-based) is outside {uri}, "
+                f"which has {len(lines)} lines"
+            )
+        doc = self.workspace.get_text_document(uri)
+        source = doc.source
+        start = doc.offset_at_position(rng.start)
+        end = doc.offset_at_position(rng.end)
+        return source[start:end]
+
+
+def _server_error(name: str, exc: Exception) -> JsonRpcException:
+    if isinstance(exc, JsonRpcException):
+        return exc
+    if isinstance(exc, (BadArguments, UnknownLanguage, VariablesUnavailable, ValueError, KernelStartError)):
+        return JsonRpcInvalidParams(str(exc))
+    log.exception("%s failed", name)
+    return JsonRpcInternalError(f"{name} failed: {exc}. See the server log for details.")
+
+
+def create_server() -> InterpreterServer:
+    ls = InterpreterServer()
+
+    def command(name: str) -> Callable[[Callable[[Args], Awaitable[Any]]], None]:
+        def register(fn: Callable[[Args], Awaitable[Any]]) -> None:
+            async def handler(_ls: InterpreterServer, *raw: Any) -> Any:
+                try:
+                    return await fn(Args(name, raw))
+                except Exception as exc:
+                    raise _server_error(name, exc) from None
+
+            handler.__name__ = fn.__name__
+            ls.command(name)(handler)
+
+        return register
+
+    # ---- life cycle ------------------------------------------------------------------------------------
+
+    @ls.feature(t.INITIALIZE)
+    def on_initialize(params: t.InitializeParams) -> None:
+        options = params.initialization_options
+        ls.init_options = options if isinstance(options, dict) else {}
+        ls.trusted = ls.init_options.get("trusted", True) is not False
+        caps = ls.init_options.get("capabilities")
+        experimental = params.capabilities.experimental
+        ls.supports_input = bool(
+            (isinstance(caps, dict) and caps.get(p.INPUT_CAPABILITY))
+            or (isinstance(experimental, dict) and (experimental.get("interpreter") or {}).get(p.INPUT_CAPABILITY))
+        )
+        folders = params.workspace_folders or []
+        roots = [to_fs_path(f.uri) for f in folders]
+        if not roots and params.root_uri:
+            roots = [to_fs_path(params.root_uri)]
+        if not roots and params.root_path:
+            roots = [params.root_path]
+        for root in roots:
+            if root:
+                ls.add_workspace(Path(root))
+
+    @ls.feature(t.INITIALIZED)
+    async def on_initialized(_params: t.InitializedParams) -> None:
+        if not ls.workspaces:
+            ls.add_workspace(Path.cwd())
+        for ws in list(ls.workspaces.values()):
+            await ls.load_settings(ws)
+        first = next(iter(ls.workspaces.values()))
+        ls.spawn(ls.warm_up(first), "warm-up-python")
+
+    @ls.feature(t.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def on_configuration(_params: t.DidChangeConfigurationParams) -> None:
+        for ws in list(ls.workspaces.values()):
+            await ls.load_settings(ws)
+
+    @ls.feature(t.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+    async def on_folders(params: t.DidChangeWorkspaceFoldersParams) -> None:
+        for folder in params.event.removed:
+            path = to_fs_path(folder.uri)
+            ws = ls.workspaces.pop(str(path), None) if path else None
+            if ws is not None:
+                ls.spawn(ws.shutdown(), f"shutdown-{path}")
+        for folder in params.event.added:
+            path = to_fs_path(folder.uri)
+            if path:
+                await ls.load_settings(ls.add_workspace(Path(path)))
+
+    @ls.feature(t.SHUTDOWN)
+    async def on_shutdown(_params: None) -> None:
+        await ls.stop()
+
+    # ---- editor surface ----------------------------------------------------------------------------------
+
+    @ls.feature(t.TEXT_DOCUMENT_CODE_ACTION, t.CodeActionOptions(code_action_kinds=[t.CodeActionKind.Empty]))
+    def code_actions(params: t.CodeActionParams) -> list[t.CodeAction]:
+        uri, rng = params.text_document.uri, params.range
+        doc = ls.workspace.text_documents.get(uri)
+        if doc is None:
+            return []
+        actions = []
+        if (rng.start.line, rng.start.character) != (rng.end.line, rng.end.character):
+            args = {"uri": uri, "range": {"start": _pos(rng.start), "end": _pos(rng.end)}}
+            actions.append(_action("Run selection", p.RUN, args))
+        if cells.cell_at([line.rstrip("\r\n") for line in doc.lines], rng.start.line) is not None:
+            args = {"uri": uri, "position": _pos(rng.start)}
+            actions.append(_action("Run cell", p.RUN, args))
+        return actions
+
+    @ls.feature(t.TEXT_DOCUMENT_CODE_LENS)
+    def code_lenses(params: t.CodeLensParams) -> list[t.CodeLens]:
+        uri = params.text_document.uri
+        doc = ls.workspace.text_documents.get(uri)
+        if doc is None:
+            return []
+        lenses = []
+        for line in cells.cell_starts([line.rstrip("\r\n") for line in doc.lines]):
+            rng = t.Range(start=t.Position(line=line, character=0), end=t.Position(line=line, character=0))
+            args = {"uri": uri, "position": {"line": line, "character": 0}}
+            lenses.append(t.CodeLens(range=rng, command=t.Command("Run cell", p.RUN, [args])))
+        return lenses
+
+    # ---- commands ----------------------------------------------------------------------------------------
+
+    def require_trust() -> None:
+        if not ls.trusted:
+            raise BadArguments(
+                "This workspace is not trusted, so interpreter-lsp runs no code in it. "
+                "Trust the workspace in your editor to run code."
+            )
+
+    @command(p.RUN)
+    async def run(args: Args) -> dict[str, Any]:
+        require_trust()
+        code = args.string("code")
+        uri = args.string("uri")
+        language = args.string("language", allow_empty=False)
+        if code is None and uri is None:
+            raise BadArguments("interpreter.run needs 'code' (with an optional 'language') or a document 'uri'")
+        if code is None:
+            assert uri is not None
+            lines, doc_language = ls.document(uri)
+            rng, position = args.range("range"), args.position("position")
+            if rng is not None and (rng.start.line, rng.start.character) != (rng.end.line, rng.end.character):
+                code = ls.text_in_range(uri, lines, rng)
+            elif position is not None or rng is not None:
+                line = position.line if position is not None else rng.start.line  # type: ignore[union-attr]
+                if line >= max(len(lines), 1):
+                    raise BadArguments(f"Line {line} (0-based) is outside {uri}, which has {len(lines)} lines")
+                cell = cells.cell_at(lines, line)
+                code = cells.cell_code(lines, *cell) if cell else "\n".join(lines)
+            else:
+                code = "\n".join(lines)
+            language = language or doc_language or PYTHON
+        ws = ls.workspace_for(uri)
+        timeout = args.number("timeout")
+        run_ = ws.run(code, language or PYTHON, timeout=timeout)
+        return {"runId": run_.run_id}
+
+    @command(p.INTERRUPT)
+    async def interrupt(_args: Args) -> dict[str, Any]:
+        for ws in ls.workspaces.values():
+            ls.spawn(ws.interrupt(), "interrupt")
+        return {}
+
+    @command(p.RESTART_KERNEL)
+    async def restart_kernel(args: Args) -> dict[str, Any]:
+        ws = ls.workspace_for(args.string("uri"))
+        language = ws.check_language(args.string("language", allow_empty=False) or PYTHON)
+        ls.spawn(ws.restart_kernel(language), f"restart-{language}")
+        return {}
+
+    @command(p.VARIABLES)
+    async def variables(args: Args) -> dict[str, Any]:
+        ws = ls.workspace_for(args.string("uri"))
+        return {"variables": await ws.variables(args.string("language", allow_empty=False) or PYTHON)}
+
+    @command(p.STATUS)
+    async def status(args: Args) -> dict[str, Any]:
+        ws = ls.workspace_for(args.string("uri"))
+        return {
+            "version": __version__,
+            "protocolVersion": p.PROTOCOL_VERSION,
+            **ws.status(),
+            "workspaces": [str(w.root) for w in ls.workspaces.values()],
+        }
+
+    return ls
+
+
+def _pos(position: t.Position) -> dict[str, int]:
+    return {"line": position.line, "character": position.character}
+
+
+def _action(title: str, command: str, args: dict[str, Any]) -> t.CodeAction:
+    return t.CodeAction(title=title, kind=t.CodeActionKind.Empty, command=t.Command(title, command, [args]))
+
+
+def kill_kernels_now(ls: InterpreterServer) -> None:
+    """Last resort at exit (the client never sent shutdown, or the loop is gone): kill every kernel's
+    process group so no orphan survives, and remove our runtime directory."""
+    for ws in ls.workspaces.values():
+        for entry in ws.pool.status():
+            pid = entry.get("pid")
+            if isinstance(pid, int):
+                with contextlib.suppress(OSError):
+                    os.killpg(pid, signal.SIGKILL)
+    if ls._runtime_dir is not None:
+        shutil.rmtree(ls._runtime_dir, ignore_errors=True)
+
+
+__all__: Sequence[str] = ("InterpreterServer", "create_server")

@@ -1,0 +1,196 @@
+"""A real LSP client over stdio driving a real server process (pytest-lsp's client), plus a record of
+every interpreter/* notification, with bounded waits on events (never sleeps)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types as t
+from pytest_lsp import client_capabilities
+from pytest_lsp.client import LanguageClient, make_test_lsp_client
+
+from interpreter_lsp import protocol as p
+
+DEFAULT_WAIT = 30.0
+
+
+def _plain(value: Any) -> Any:
+    """Notifications of custom methods arrive as namedtuples: turn them back into JSON-like values."""
+    if hasattr(value, "_asdict"):
+        return {k: _plain(v) for k, v in value._asdict().items()}
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+class Session:
+    """One editor session: the client, the workspace folder, and what the server told the editor."""
+
+    def __init__(self, client: LanguageClient, root: Path) -> None:
+        self.client = client
+        self.root = root
+        self.notes: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        self._changed = asyncio.Condition()
+        self.input_answers: list[str | None] = []
+        self.input_prompts: list[dict[str, Any]] = []
+        self.edits: list[t.ApplyWorkspaceEditParams] = []
+        self.apply_edits = True
+        for method in (p.MESSAGE, p.PROPOSAL, p.OUTPUT, p.RUN_STATUS, p.TURN_STATUS, p.KERNEL_STATUS):
+            client.feature(method)(self._recorder(method))
+
+        async def answer_input(params: Any) -> dict[str, Any] | None:
+            return await self._answer_input(params)
+
+        def apply_edit(params: t.ApplyWorkspaceEditParams) -> t.ApplyWorkspaceEditResult:
+            return self._apply_edit(params)
+
+        client.feature(p.INPUT)(answer_input)
+        client.feature(t.WORKSPACE_APPLY_EDIT)(apply_edit)
+
+    def _recorder(self, method: str) -> Callable[[Any], None]:
+        def record(params: Any) -> None:
+            self.notes[method].append(_plain(params))
+            asyncio.get_running_loop().create_task(self._notify())
+
+        return record
+
+    async def _notify(self) -> None:
+        async with self._changed:
+            self._changed.notify_all()
+
+    async def _answer_input(self, params: Any) -> dict[str, Any] | None:
+        self.input_prompts.append(_plain(params))
+        answer = self.input_answers.pop(0) if self.input_answers else None
+        return None if answer is None else {"value": answer}
+
+    def _apply_edit(self, params: t.ApplyWorkspaceEditParams) -> t.ApplyWorkspaceEditResult:
+        self.edits.append(params)
+        return t.ApplyWorkspaceEditResult(applied=self.apply_edits)
+
+    async def wait_for(self, predicate: Callable[[], Any], timeout: float = DEFAULT_WAIT, what: str = "") -> Any:
+        """Wait until predicate() is truthy (re-checked on every notification), bounded."""
+
+        async def check() -> Any:
+            async with self._changed:
+                while not (result := predicate()):
+                    await self._changed.wait()
+                return result
+
+        try:
+            return await asyncio.wait_for(check(), timeout)
+        except asyncio.TimeoutError:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what or predicate}") from None
+
+    # ---- commands ---------------------------------------------------------------------------------------
+
+    async def command(self, name: str, args: Any = None, timeout: float = DEFAULT_WAIT) -> Any:
+        arguments = [] if args is None else [args]
+        result = await asyncio.wait_for(
+            self.client.workspace_execute_command_async(t.ExecuteCommandParams(command=name, arguments=arguments)),
+            timeout,
+        )
+        return _plain(result)
+
+    async def run(self, code: str, language: str | None = None, **extra: Any) -> str:
+        args: dict[str, Any] = {"code": code, **extra}
+        if language:
+            args["language"] = language
+        return (await self.command(p.RUN, args))["runId"]
+
+    def statuses(self, run_id: str) -> list[dict[str, Any]]:
+        return [n for n in self.notes[p.RUN_STATUS] if n["runId"] == run_id]
+
+    def outputs(self, run_id: str) -> list[dict[str, Any]]:
+        return [n for n in self.notes[p.OUTPUT] if n["runId"] == run_id]
+
+    def text(self, run_id: str, kinds: tuple[str, ...] = ("stdout", "stderr", "result", "error")) -> str:
+        return "".join(o.get("text", "") or "" for o in self.outputs(run_id) if o["kind"] in kinds)
+
+    async def finished(self, run_id: str, timeout: float = DEFAULT_WAIT) -> dict[str, Any]:
+        """The run's final runStatus, once it arrives."""
+
+        def final() -> dict[str, Any] | None:
+            for status in self.statuses(run_id):
+                if status["state"] in p.FINAL_RUN_STATES:
+                    return status
+            return None
+
+        return await self.wait_for(final, timeout, f"run {run_id} to finish")
+
+    async def run_and_wait(self, code: str, language: str | None = None, timeout: float = DEFAULT_WAIT, **extra: Any):
+        run_id = await self.run(code, language, **extra)
+        status = await self.finished(run_id, timeout)
+        return run_id, status
+
+    # ---- documents -----------------------------------------------------------------------------------------
+
+    def open(self, name: str, text: str, language_id: str = "python") -> str:
+        path = self.root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        uri = path.as_uri()
+        self.client.text_document_did_open(
+            t.DidOpenTextDocumentParams(
+                text_document=t.TextDocumentItem(uri=uri, language_id=language_id, version=1, text=text)
+            )
+        )
+        return uri
+
+
+def server_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The server's environment: isolated user config/state, no model configured unless a test says so."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "COV_"))}
+    env.update(
+        {
+            "XDG_CONFIG_HOME": str(home / "config"),
+            "XDG_STATE_HOME": str(home / "state"),
+            "XDG_CACHE_HOME": str(home / "cache"),
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        }
+    )
+    env.update(extra or {})
+    return env
+
+
+async def start_session(
+    root: Path,
+    home: Path,
+    *,
+    profile: str = "visual-studio-code",
+    init_options: dict[str, Any] | None = None,
+    configuration: dict[str, Any] | None = None,
+    env: dict[str, str] | None = None,
+) -> Session:
+    client = make_test_lsp_client()
+    session = Session(client, root)
+    if configuration is not None:
+        client.set_configuration(configuration, section="interpreter")
+    await client.start_io(sys.executable, "-m", "interpreter_lsp", env=server_env(home, env), cwd=str(root))
+    capabilities = client_capabilities(profile)
+    await asyncio.wait_for(
+        client.initialize_session(
+            t.InitializeParams(
+                capabilities=capabilities,
+                root_uri=root.as_uri(),
+                workspace_folders=[t.WorkspaceFolder(uri=root.as_uri(), name=root.name)],
+                initialization_options={"capabilities": {"input": True}, **(init_options or {})},
+            )
+        ),
+        DEFAULT_WAIT,
+    )
+    return session
+
+
+async def stop_session(session: Session) -> None:
+    try:
+        await asyncio.wait_for(session.client.shutdown_session(), DEFAULT_WAIT)
+    finally:
+        await session.client.stop()
