@@ -1,0 +1,241 @@
+-- The language client: find the server, start one per workspace root, route its notifications to the
+-- root's session, answer its input requests, and send commands once the server is initialized.
+local config = require("interpreter_lsp.config")
+local session_mod = require("interpreter_lsp.session")
+
+local M = {}
+
+-- Neovim 0.11 made client methods take `self`; 0.10 has closures.
+local has_011 = vim.fn.has("nvim-0.11") == 1
+
+M.name = "interpreter_lsp"
+
+---@type interpreter_lsp.Options|nil
+M.opts = nil
+
+-- Commands waiting for their client to finish `initialize`, by client id.
+---@type table<integer, fun()[]>
+local waiting = {}
+
+--- The server command, or nil and a message saying how to fix it.
+---@param opts interpreter_lsp.Options
+---@return string[]|nil, string|nil
+function M.server_cmd(opts)
+  local cmd
+  if opts.cmd then
+    cmd = vim.deepcopy(opts.cmd)
+    if vim.fn.executable(cmd[1]) ~= 1 then
+      return nil, string.format("the server command %q (setup option cmd) is not executable", cmd[1])
+    end
+  else
+    local path = vim.fn.exepath("interpreter-lsp")
+    if path == "" then
+      return nil, "interpreter-lsp is not on PATH: install it (pip install interpreter-lsp) or give its path"
+        .. " in setup({ cmd = { '/path/to/.venv/bin/interpreter-lsp' } })"
+    end
+    cmd = { path }
+  end
+  if opts.log_file then
+    vim.list_extend(cmd, { "--log-file", opts.log_file })
+  end
+  if opts.log_level then
+    vim.list_extend(cmd, { "--log-level", opts.log_level })
+  end
+  return cmd, nil
+end
+
+---@param buf integer
+---@return string
+function M.root_for(buf)
+  local opts = assert(M.opts)
+  local name = vim.api.nvim_buf_get_name(buf)
+  local found = name ~= "" and vim.fs.root(buf, opts.root_markers) or nil
+  if found then
+    return found
+  end
+  local cwd = vim.fn.getcwd()
+  if name == "" or vim.startswith(name, cwd .. "/") then
+    return cwd
+  end
+  return vim.fs.dirname(name)
+end
+
+---@param ctx table handler context
+---@return interpreter_lsp.Session|nil
+local function session_of(ctx)
+  local client = vim.lsp.get_client_by_id(ctx.client_id)
+  if not client then
+    return nil
+  end
+  local s = session_mod.get(client.root_dir or client.config.root_dir, assert(M.opts))
+  s.client_id = client.id
+  return s
+end
+
+local function notification(method)
+  return function(_, params, ctx)
+    local s = session_of(ctx)
+    if s and params then
+      local ok, err = pcall(s[method], s, params)
+      if not ok then
+        vim.notify("interpreter_lsp: could not show " .. method .. ": " .. tostring(err), vim.log.levels.ERROR)
+      end
+    end
+  end
+end
+
+-- `interpreter/input`: code called input(). Answer through vim.ui.input; a password is read with
+-- inputsecret. The handler runs in a coroutine (Neovim >= 0.11), so an asynchronous vim.ui.input
+-- (dressing, snacks) can answer later without blocking the editor.
+local function on_input(_, params)
+  local prompt = (params and params.prompt ~= "" and params.prompt) or "input: "
+  if params and params.password then
+    local ok, value = pcall(vim.fn.inputsecret, prompt)
+    return ok and { value = value } or vim.NIL
+  end
+  local co = coroutine.running()
+  local answered, answer = false, nil
+  vim.ui.input({ prompt = prompt }, function(value)
+    answered, answer = true, value
+    if co and coroutine.status(co) == "suspended" then
+      coroutine.resume(co)
+    end
+  end)
+  if not answered and co then
+    coroutine.yield()
+  end
+  if answer == nil then
+    return vim.NIL
+  end
+  return { value = answer }
+end
+
+local handlers = {
+  ["interpreter/message"] = notification("on_message"),
+  ["interpreter/proposal"] = notification("on_proposal"),
+  ["interpreter/output"] = notification("on_output"),
+  ["interpreter/runStatus"] = notification("on_run_status"),
+  ["interpreter/turnStatus"] = notification("on_turn_status"),
+  ["interpreter/kernelStatus"] = notification("on_kernel_status"),
+  ["interpreter/input"] = on_input,
+}
+
+--- Start (or reuse) the client for `buf`'s workspace root and attach the buffer.
+---@param buf integer
+---@return integer|nil client id
+function M.attach(buf)
+  local opts = assert(M.opts, "interpreter_lsp: call require('interpreter_lsp').setup() first")
+  local cmd, err = M.server_cmd(opts)
+  if not cmd then
+    vim.notify_once("interpreter_lsp: " .. err .. " (:checkhealth interpreter_lsp)", vim.log.levels.ERROR)
+    return nil
+  end
+  local root = M.root_for(buf)
+  local settings = config.json_object(opts.settings)
+  local id = vim.lsp.start({
+    name = M.name,
+    cmd = cmd,
+    root_dir = root,
+    workspace_folders = { { uri = vim.uri_from_fname(root), name = vim.fn.fnamemodify(root, ":t") } },
+    init_options = {
+      settings = settings,
+      capabilities = { input = true },
+      trusted = opts.trusted,
+    },
+    settings = { interpreter = settings },
+    handlers = handlers,
+    on_init = function(client)
+      local queue = waiting[client.id] or {}
+      waiting[client.id] = nil
+      for _, fn in ipairs(queue) do
+        fn()
+      end
+    end,
+    on_exit = function(code, signal, client_id)
+      waiting[client_id] = nil
+      vim.schedule(function()
+        local s = session_mod.get(root, opts)
+        if code ~= 0 and vim.v.exiting == vim.NIL then
+          s:note(string.format("✗ the interpreter-lsp server stopped (exit code %d, signal %d); "
+            .. ":LspRestart or reopening a file starts it again", code, signal), "InterpreterError")
+        end
+      end)
+    end,
+  }, { bufnr = buf })
+  if id then
+    local s = session_mod.get(root, opts)
+    s.client_id = id
+  end
+  return id
+end
+
+--- The client for `buf`; the panel's client when `buf` is a panel; started when missing.
+---@param buf integer
+---@return vim.lsp.Client|nil, interpreter_lsp.Session|nil
+function M.for_buffer(buf)
+  local s = session_mod.by_panel(buf)
+  if s then
+    local c = s.client_id and vim.lsp.get_client_by_id(s.client_id)
+    if c and not (has_011 and c:is_stopped() or not has_011 and c.is_stopped()) then
+      return c, s
+    end
+    buf = (s.source_buf and vim.api.nvim_buf_is_valid(s.source_buf)) and s.source_buf or buf
+  end
+  local c = vim.lsp.get_clients({ name = M.name, bufnr = buf })[1]
+  if not c and vim.bo[buf].buftype == "" and not session_mod.by_panel(buf) then
+    local id = M.attach(buf)
+    c = id and vim.lsp.get_client_by_id(id) or nil
+  end
+  if not c then
+    -- A buffer with no file (a scratch buffer, the panel): use the one running client, if any.
+    c = vim.lsp.get_clients({ name = M.name })[1]
+  end
+  if not c then
+    return nil, nil
+  end
+  s = session_mod.get(c.root_dir or c.config.root_dir, assert(M.opts))
+  s.client_id = c.id
+  if vim.bo[buf].buftype == "" and vim.api.nvim_buf_get_name(buf) ~= "" then
+    s.source_buf = buf
+  end
+  return c, s
+end
+
+--- Send `workspace/executeCommand` once the client is ready. `on_result(result)` runs on success;
+--- errors are shown to the user (the server writes them for people) and passed to `on_error`.
+---@param client vim.lsp.Client
+---@param command string
+---@param args table
+---@param on_result fun(result: any)|nil
+---@param on_error fun(err: table)|nil
+---@param buf integer|nil the buffer whose pending changes must reach the server first
+function M.execute(client, command, args, on_result, on_error, buf)
+  local function send()
+    local request = has_011 and function(...)
+      return client:request(...)
+    end or client.request
+    request("workspace/executeCommand", {
+      command = command,
+      arguments = { config.json_object(args) },
+    }, function(err, result)
+      if err then
+        vim.notify("interpreter_lsp: " .. command .. ": " .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+        if on_error then
+          on_error(err)
+        end
+        return
+      end
+      if on_result then
+        on_result(result)
+      end
+    end, buf)
+  end
+  if client.initialized then
+    send()
+  else
+    waiting[client.id] = waiting[client.id] or {}
+    table.insert(waiting[client.id], send)
+  end
+end
+
+return M

@@ -1,0 +1,425 @@
+-- The panel: a markdown buffer made of sections (a user message, assistant text, a proposal, a run).
+-- Events only change section state and mark it dirty; a timer writes dirty sections to the buffer at
+-- most once per `throttle_ms`, so a flood of output costs one small buffer write per tick. Long
+-- output keeps its head and tail on screen and the rest one key away, so the buffer stays small.
+local M = {}
+
+local ns = vim.api.nvim_create_namespace("interpreter_lsp_panel")
+M.ns = ns
+
+local HIGHLIGHTS = {
+  InterpreterStderr = "DiagnosticWarn",
+  InterpreterError = "DiagnosticError",
+  InterpreterOk = "DiagnosticOk",
+  InterpreterMuted = "Comment",
+  InterpreterTitle = "Title",
+  InterpreterRisk = "DiagnosticWarn",
+}
+
+local KIND_HL = { stderr = "InterpreterStderr", error = "InterpreterError", muted = "InterpreterMuted" }
+
+function M.define_highlights()
+  for name, link in pairs(HIGHLIGHTS) do
+    vim.api.nvim_set_hl(0, name, { link = link, default = true })
+  end
+end
+
+---@class interpreter_lsp.Section
+---@field kind string "user"|"assistant"|"proposal"|"run"|"note"
+---@field header string[]
+---@field header_hl (string|false)[] highlight group per header line
+---@field footer string[]
+---@field out string[] complete body lines, all of them
+---@field kinds (string|false)[] kind per body line: "stderr", "error", "muted" or false
+---@field partial string the body's last, unfinished line
+---@field partial_kind string|false
+---@field cap integer|nil body lines shown before folding; nil: no folding
+---@field data table free state of the owner (ids, status)
+---@field shown boolean
+---@field h_n integer header lines in the buffer
+---@field b_n integer body lines in the buffer
+---@field f_n integer footer lines in the buffer
+---@field b_full integer complete body lines written (while not folded)
+---@field folded boolean
+---@field dirty boolean
+
+---@class interpreter_lsp.Panel
+---@field buf integer
+---@field opts interpreter_lsp.PanelOptions
+---@field sections interpreter_lsp.Section[]
+---@field total integer lines of all shown sections
+---@field timer uv.uv_timer_t|nil
+---@field winbar string
+---@field on_flush fun()[]|nil
+local Panel = {}
+Panel.__index = Panel
+
+---@param name string
+---@param opts interpreter_lsp.PanelOptions
+---@return interpreter_lsp.Panel
+function M.new(name, opts)
+  local buf = vim.api.nvim_create_buf(false, true)
+  vim.api.nvim_buf_set_name(buf, "interpreter://" .. name)
+  vim.bo[buf].buftype = "nofile"
+  vim.bo[buf].bufhidden = "hide"
+  vim.bo[buf].swapfile = false
+  vim.bo[buf].undolevels = -1
+  vim.bo[buf].filetype = "markdown"
+  vim.bo[buf].modifiable = false
+  local self = setmetatable({
+    buf = buf,
+    opts = opts,
+    sections = {},
+    total = 0,
+    timer = nil,
+    winbar = "",
+  }, Panel)
+  return self
+end
+
+---@param kind string
+---@param data table|nil
+---@return interpreter_lsp.Section
+function Panel:add(kind, data)
+  local sec = {
+    kind = kind,
+    header = {},
+    header_hl = {},
+    footer = { "" },
+    out = {},
+    kinds = {},
+    partial = "",
+    partial_kind = false,
+    cap = nil,
+    data = data or {},
+    shown = false,
+    h_n = 0,
+    b_n = 0,
+    f_n = 0,
+    b_full = 0,
+    folded = false,
+    dirty = true,
+  }
+  table.insert(self.sections, sec)
+  self:schedule()
+  return sec
+end
+
+---@param sec interpreter_lsp.Section
+---@param lines string[]
+---@param hls (string|false)[]|nil
+function Panel:set_header(sec, lines, hls)
+  sec.header = lines
+  sec.header_hl = hls or {}
+  sec.dirty = true
+  self:schedule()
+end
+
+---@param sec interpreter_lsp.Section
+---@param lines string[]
+function Panel:set_footer(sec, lines)
+  sec.footer = lines
+  sec.dirty = true
+  self:schedule()
+end
+
+-- A line as a terminal would leave it: text before a carriage return was overwritten.
+local function settle(line)
+  line = line:gsub("\r$", "")
+  local after = line:match(".*\r(.*)$")
+  return after or line
+end
+
+--- Append streamed text to the section's body. `kind` colours the lines ("stderr", "error", "muted").
+---@param sec interpreter_lsp.Section
+---@param text string
+---@param kind string|nil
+function Panel:append(sec, text, kind)
+  if text == nil or text == "" then
+    return
+  end
+  local pieces = vim.split(sec.partial .. text, "\n", { plain = true })
+  local line_kind = kind or sec.partial_kind or false
+  for i = 1, #pieces - 1 do
+    table.insert(sec.out, settle(pieces[i]))
+    table.insert(sec.kinds, (i == 1 and sec.partial_kind) or kind or false)
+  end
+  sec.partial = pieces[#pieces]
+  sec.partial_kind = sec.partial ~= "" and line_kind or false
+  sec.dirty = true
+  self:schedule()
+end
+
+--- End the body's unfinished line, if any.
+---@param sec interpreter_lsp.Section
+function Panel:finish_line(sec)
+  if sec.partial ~= "" then
+    self:append(sec, "\n")
+  end
+end
+
+--- The body's lines, all of them, for viewing in full.
+---@param sec interpreter_lsp.Section
+---@return string[]
+function Panel:body_lines(sec)
+  local lines = vim.list_extend({}, sec.out)
+  if sec.partial ~= "" then
+    table.insert(lines, settle(sec.partial))
+  end
+  return lines
+end
+
+function Panel:schedule()
+  if self.timer then
+    return
+  end
+  self.timer = vim.uv.new_timer()
+  self.timer:start(self.opts.throttle_ms, 0, function()
+    vim.schedule(function()
+      local timer = self.timer
+      self.timer = nil
+      if timer then
+        timer:close()
+      end
+      self:flush()
+    end)
+  end)
+end
+
+--- Remove every section (a new conversation keeps the buffer, not the text).
+function Panel:clear()
+  self.sections = {}
+  self.total = 0
+  self:_write(0, -1, {})
+end
+
+function Panel:_write(first, last, lines)
+  if self.total == 0 and first == 0 then
+    last = -1
+  end
+  vim.api.nvim_buf_set_lines(self.buf, first, last, false, lines)
+end
+
+function Panel:_highlight(row, group)
+  if group then
+    vim.api.nvim_buf_set_extmark(self.buf, ns, row, 0, {
+      end_row = row + 1,
+      end_col = 0,
+      hl_group = group,
+      hl_eol = true,
+      strict = false,
+    })
+  end
+end
+
+-- Replace buffer lines [first, first + old_n) with `lines`, highlighting each by `hls[i]`.
+function Panel:_replace(first, old_n, lines, hls)
+  if old_n > 0 then
+    vim.api.nvim_buf_clear_namespace(self.buf, ns, first, first + old_n)
+  end
+  self:_write(first, first + old_n, lines)
+  self.total = self.total + #lines - old_n
+  for i = 1, #lines do
+    local group = hls[i]
+    if group then
+      self:_highlight(first + i - 1, group)
+    end
+  end
+end
+
+local function kind_hls(kinds, from, to, partial_kind, with_partial)
+  local hls = {}
+  for i = from, to do
+    hls[#hls + 1] = KIND_HL[kinds[i] or ""] or false
+  end
+  if with_partial then
+    hls[#hls + 1] = KIND_HL[partial_kind or ""] or false
+  end
+  return hls
+end
+
+---@param sec interpreter_lsp.Section
+---@param start integer first buffer line of the body
+function Panel:_render_body(sec, start)
+  local shown_partial = sec.b_n - sec.b_full -- 1 when the last shown line was unfinished
+  local has_partial = sec.partial ~= ""
+  local count = #sec.out + (has_partial and 1 or 0)
+  if not sec.cap or count <= sec.cap then
+    local lines = {}
+    for i = sec.b_full + 1, #sec.out do
+      lines[#lines + 1] = sec.out[i]
+    end
+    if has_partial then
+      lines[#lines + 1] = settle(sec.partial)
+    end
+    local hls = kind_hls(sec.kinds, sec.b_full + 1, #sec.out, sec.partial_kind, has_partial)
+    self:_replace(start + sec.b_full, shown_partial, lines, hls)
+    sec.b_full = #sec.out
+    sec.b_n = count
+    return
+  end
+  -- Folded: the first lines, one line saying how many are hidden, the last lines.
+  local tail = self.opts.tail_lines
+  local head = sec.cap - tail - 1
+  local lines, hls = {}, {}
+  local from, old_n = start + head, sec.b_n - head
+  if not sec.folded then
+    from, old_n = start, sec.b_n
+    for i = 1, head do
+      lines[#lines + 1] = sec.out[i]
+      hls[#hls + 1] = KIND_HL[sec.kinds[i] or ""] or false
+    end
+    sec.folded = true
+  end
+  local tail_from = #sec.out - tail + 1 + (has_partial and 1 or 0)
+  local hidden = tail_from - head - 1
+  lines[#lines + 1] = string.format("⋯ %d more lines folded (press o to see all output) ⋯", hidden)
+  hls[#hls + 1] = "InterpreterMuted"
+  for i = tail_from, #sec.out do
+    lines[#lines + 1] = sec.out[i]
+    hls[#hls + 1] = KIND_HL[sec.kinds[i] or ""] or false
+  end
+  if has_partial then
+    lines[#lines + 1] = settle(sec.partial)
+    hls[#hls + 1] = KIND_HL[sec.partial_kind or ""] or false
+  end
+  self:_replace(from, old_n, lines, hls)
+  sec.b_full = #sec.out
+  sec.b_n = head + #lines - (from == start and head or 0)
+end
+
+--- Write every dirty section to the buffer; keep following the end in windows that were at the end.
+function Panel:flush()
+  if not vim.api.nvim_buf_is_valid(self.buf) then
+    return
+  end
+  local wins = vim.fn.win_findbuf(self.buf)
+  local before = vim.api.nvim_buf_line_count(self.buf)
+  local follow = {}
+  for _, win in ipairs(wins) do
+    follow[win] = vim.api.nvim_win_get_cursor(win)[1] >= before
+  end
+  vim.bo[self.buf].modifiable = true
+  local ok, err = pcall(function()
+    local offset = 0
+    for _, sec in ipairs(self.sections) do
+      if not sec.shown then
+        sec.shown = true
+        sec.dirty = true
+      end
+      if sec.dirty then
+        sec.dirty = false
+        self:_replace(offset, sec.h_n, sec.header, sec.header_hl)
+        sec.h_n = #sec.header
+        self:_render_body(sec, offset + sec.h_n)
+        self:_replace(offset + sec.h_n + sec.b_n, sec.f_n, sec.footer, {})
+        sec.f_n = #sec.footer
+      end
+      offset = offset + sec.h_n + sec.b_n + sec.f_n
+    end
+  end)
+  vim.bo[self.buf].modifiable = false
+  if not ok then
+    vim.notify("interpreter_lsp: panel update failed: " .. tostring(err), vim.log.levels.ERROR)
+  end
+  local after = vim.api.nvim_buf_line_count(self.buf)
+  for _, win in ipairs(wins) do
+    if follow[win] and vim.api.nvim_win_is_valid(win) then
+      vim.api.nvim_win_set_cursor(win, { after, 0 })
+    end
+    vim.wo[win].winbar = self.winbar
+  end
+  for _, fn in ipairs(self.on_flush or {}) do
+    pcall(fn)
+  end
+end
+
+---@param sec interpreter_lsp.Section
+---@return integer first 0-based buffer line of the section, or -1 when not shown yet
+function Panel:line_of(sec)
+  local offset = 0
+  for _, s in ipairs(self.sections) do
+    if s == sec then
+      return s.shown and offset or -1
+    end
+    offset = offset + s.h_n + s.b_n + s.f_n
+  end
+  return -1
+end
+
+---@param row integer 0-based buffer line
+---@return interpreter_lsp.Section|nil
+function Panel:section_at(row)
+  local offset = 0
+  for _, sec in ipairs(self.sections) do
+    local size = sec.h_n + sec.b_n + sec.f_n
+    if sec.shown and row >= offset and row < offset + size then
+      return sec
+    end
+    offset = offset + size
+  end
+  return nil
+end
+
+---@param text string
+function Panel:set_winbar(text)
+  self.winbar = text
+  for _, win in ipairs(vim.fn.win_findbuf(self.buf)) do
+    vim.wo[win].winbar = text
+  end
+end
+
+---@return integer|nil
+function Panel:window()
+  return vim.fn.win_findbuf(self.buf)[1]
+end
+
+--- Show the panel in a split without moving the cursor out of the current window.
+---@return integer window
+function Panel:open()
+  local win = self:window()
+  if win then
+    return win
+  end
+  local o = self.opts
+  local vertical = o.position == "right" or o.position == "left"
+  local full = vertical and vim.o.columns or vim.o.lines
+  local size = o.size < 1 and math.floor(full * o.size) or math.floor(o.size)
+  local config = { split = o.position == "top" and "above" or o.position == "bottom" and "below" or o.position, win = -1 }
+  if vertical then
+    config.width = math.max(size, 20)
+  else
+    config.height = math.max(size, 5)
+  end
+  win = vim.api.nvim_open_win(self.buf, false, config)
+  vim.wo[win].wrap = true
+  vim.wo[win].linebreak = true
+  vim.wo[win].number = false
+  vim.wo[win].relativenumber = false
+  vim.wo[win].signcolumn = "no"
+  vim.wo[win].foldenable = false
+  vim.wo[win].spell = false
+  vim.wo[win].winfixwidth = vertical
+  vim.wo[win].winfixheight = not vertical
+  vim.wo[win].winbar = self.winbar
+  vim.api.nvim_win_set_cursor(win, { vim.api.nvim_buf_line_count(self.buf), 0 })
+  return win
+end
+
+function Panel:close()
+  for _, win in ipairs(vim.fn.win_findbuf(self.buf)) do
+    if #vim.api.nvim_list_wins() > 1 then
+      vim.api.nvim_win_close(win, false)
+    end
+  end
+end
+
+function Panel:toggle()
+  if self:window() then
+    self:close()
+  else
+    self:open()
+  end
+end
+
+return M

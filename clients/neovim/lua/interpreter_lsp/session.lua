@@ -1,0 +1,534 @@
+-- One session per workspace root: turns, proposals and runs, and how each shows in the panel.
+-- Notifications from the server land here (see client.lua); commands report their results here.
+local panel_mod = require("interpreter_lsp.panel")
+
+local M = {}
+
+---@class interpreter_lsp.Proposal
+---@field id string
+---@field index integer
+---@field turn_id string
+---@field language string
+---@field code string
+---@field risk {level: string, reasons: string[]}
+---@field state string "pending"|"approved"|"rejected"|"applied"|"auto-run"
+---@field run_id string|nil
+---@field section interpreter_lsp.Section
+
+---@class interpreter_lsp.Run
+---@field id string|nil
+---@field language string|nil
+---@field code string|nil
+---@field where string|nil
+---@field proposal interpreter_lsp.Proposal|nil
+---@field state string
+---@field duration_ms integer|nil
+---@field message string|nil
+---@field next_seq integer
+---@field has_output boolean
+---@field section interpreter_lsp.Section
+
+---@class interpreter_lsp.Session
+---@field root string
+---@field opts interpreter_lsp.Options
+---@field panel interpreter_lsp.Panel
+---@field client_id integer|nil
+---@field proposals table<string, interpreter_lsp.Proposal>
+---@field proposal_order interpreter_lsp.Proposal[]
+---@field runs table<string, interpreter_lsp.Run>
+---@field unbound_runs interpreter_lsp.Run[] runs started here whose id has not come back yet
+---@field turns table<string, table>
+---@field kernels table<string, string>
+---@field turn_state string|nil
+---@field source_buf integer|nil the file buffer the user last worked in
+local Session = {}
+Session.__index = Session
+
+---@type table<string, interpreter_lsp.Session>
+local sessions = {}
+
+---@param root string
+---@param opts interpreter_lsp.Options
+---@return interpreter_lsp.Session
+function M.get(root, opts)
+  local s = sessions[root]
+  if s and vim.api.nvim_buf_is_valid(s.panel.buf) then
+    s.opts = opts
+    return s
+  end
+  local name = vim.fn.fnamemodify(root, ":t")
+  if vim.fn.bufexists("interpreter://" .. name) == 1 then
+    name = name .. "-" .. tostring(vim.tbl_count(sessions) + 1)
+  end
+  s = setmetatable({
+    root = root,
+    opts = opts,
+    panel = panel_mod.new(name, opts.panel),
+    client_id = nil,
+    proposals = {},
+    proposal_order = {},
+    runs = {},
+    unbound_runs = {},
+    turns = {},
+    kernels = {},
+    turn_state = nil,
+    source_buf = nil,
+  }, Session)
+  sessions[root] = s
+  s:update_winbar()
+  if M.on_new then
+    M.on_new(s)
+  end
+  return s
+end
+
+---@return table<string, interpreter_lsp.Session>
+function M.all()
+  return sessions
+end
+
+--- The session whose panel is `buf`, if any.
+---@param buf integer
+---@return interpreter_lsp.Session|nil
+function M.by_panel(buf)
+  for _, s in pairs(sessions) do
+    if s.panel.buf == buf then
+      return s
+    end
+  end
+  return nil
+end
+
+local function split_lines(text)
+  return vim.split((text or ""):gsub("\n$", ""), "\n", { plain = true })
+end
+
+local function fence(language, code)
+  local lines = { "```" .. (language or "") }
+  vim.list_extend(lines, split_lines(code))
+  table.insert(lines, "```")
+  return lines
+end
+
+local function with_newline(text)
+  return text:sub(-1) == "\n" and text or text .. "\n"
+end
+
+local function seconds(ms)
+  if not ms then
+    return nil
+  end
+  return ms < 1000 and string.format("%d ms", ms) or string.format("%.1f s", ms / 1000)
+end
+
+function Session:activity()
+  if self.opts.panel.open_on_activity then
+    self.panel:open()
+  end
+end
+
+function Session:update_winbar()
+  local parts = { "interpreter" }
+  local langs = vim.tbl_keys(self.kernels)
+  table.sort(langs)
+  for _, lang in ipairs(langs) do
+    table.insert(parts, lang .. " " .. self.kernels[lang])
+  end
+  if self.turn_state and self.turn_state ~= "done" then
+    table.insert(parts, self.turn_state)
+  end
+  self.panel:set_winbar(" " .. table.concat(parts, " · "))
+end
+
+--- A short line for statuslines: kernel states and the turn state.
+---@return string
+function Session:status_line()
+  local parts = {}
+  for lang, state in pairs(self.kernels) do
+    table.insert(parts, lang .. ":" .. state)
+  end
+  table.sort(parts)
+  if self.turn_state and self.turn_state ~= "done" then
+    table.insert(parts, self.turn_state)
+  end
+  return table.concat(parts, " ")
+end
+
+---@param text string
+---@param group string|nil
+function Session:note(text, group)
+  local sec = self.panel:add("note")
+  local lines = split_lines(text)
+  local hls = {}
+  for i = 1, #lines do
+    hls[i] = group or "InterpreterMuted"
+  end
+  self.panel:set_header(sec, lines, hls)
+end
+
+-- Chat ------------------------------------------------------------------------------------------
+
+---@param text string
+---@param about string|nil where the selection the question is about comes from
+---@return table turn
+function Session:user_chat(text, about)
+  self:activity()
+  local sec = self.panel:add("user")
+  local lines = { "## You" }
+  vim.list_extend(lines, split_lines(text))
+  local hls = { "InterpreterTitle" }
+  if about then
+    table.insert(lines, "(about " .. about .. ")")
+    hls[#lines] = "InterpreterMuted"
+  end
+  self.panel:set_header(sec, lines, hls)
+  return { section = sec }
+end
+
+---@param turn_id string
+---@param context table|nil {uri, range} the chat was about
+function Session:bind_turn(turn_id, context)
+  local turn = self.turns[turn_id] or {}
+  turn.context = context
+  self.turns[turn_id] = turn
+end
+
+function Session:on_message(p)
+  local turn = self.turns[p.turnId] or {}
+  self.turns[p.turnId] = turn
+  local sec = turn.message
+  local last = self.panel.sections[#self.panel.sections]
+  if not sec or sec ~= last or sec.data.closed then
+    sec = self.panel:add("assistant", { turn_id = p.turnId })
+    self.panel:set_header(sec, { "## Assistant" }, { "InterpreterTitle" })
+    turn.message = sec
+  end
+  self.panel:append(sec, p.delta or "")
+  if p.done then
+    self.panel:finish_line(sec)
+    sec.data.closed = true
+  end
+end
+
+-- Proposals -------------------------------------------------------------------------------------
+
+function Session:render_proposal(prop)
+  local keys = self.opts.keymaps
+  local risk = prop.risk or { level = "low", reasons = {} }
+  local status = prop.state
+  if prop.state == "pending" then
+    local acts = {}
+    for _, pair in ipairs({ { "approve", "approve" }, { "edit", "edit" }, { "reject", "reject" }, { "apply", "apply" } }) do
+      if keys[pair[1]] then
+        table.insert(acts, keys[pair[1]] .. " " .. pair[2])
+      end
+    end
+    status = "pending: " .. table.concat(acts, " · ")
+  end
+  local head = string.format("**Proposal %d** · %s · risk: %s · %s", prop.index, prop.language, risk.level, status)
+  local lines, hls = { head }, { risk.level == "high" and "InterpreterError" or risk.level == "medium" and "InterpreterRisk" or "InterpreterTitle" }
+  for _, reason in ipairs(risk.reasons or {}) do
+    table.insert(lines, "  ⚠ " .. reason)
+    hls[#lines] = "InterpreterRisk"
+  end
+  -- The assistant's text usually holds the same fenced code just above: do not show it twice.
+  local turn = self.turns[prop.turn_id]
+  local msg = turn and turn.message
+  local in_message = msg and table.concat(self.panel:body_lines(msg), "\n"):find(vim.trim(prop.code), 1, true)
+  if not in_message then
+    vim.list_extend(lines, fence(prop.language, prop.code))
+  end
+  self.panel:set_header(prop.section, lines, hls)
+end
+
+function Session:on_proposal(p)
+  local turn = self.turns[p.turnId] or {}
+  self.turns[p.turnId] = turn
+  local prop = {
+    id = p.proposalId,
+    index = #self.proposal_order + 1,
+    turn_id = p.turnId,
+    language = p.language or "",
+    code = p.code or "",
+    risk = p.risk,
+    state = p.autoRun and "auto-run" or "pending",
+    section = self.panel:add("proposal", { proposal_id = p.proposalId }),
+  }
+  self.proposals[p.proposalId] = prop
+  table.insert(self.proposal_order, prop)
+  self:render_proposal(prop)
+  -- Text after this proposal starts a new assistant section below it.
+  if turn.message then
+    turn.message.data.closed = true
+  end
+end
+
+---@param id string|nil
+---@param state string
+---@param extra string|nil
+function Session:set_proposal_state(id, state, extra)
+  local prop = id and self.proposals[id]
+  if not prop then
+    return
+  end
+  prop.state = extra and (state .. " " .. extra) or state
+  self:render_proposal(prop)
+end
+
+--- The proposal under the cursor in the panel, else the newest pending one.
+---@param row integer|nil 0-based row in the panel
+---@return interpreter_lsp.Proposal|nil
+function Session:pick_proposal(row)
+  if row then
+    local sec = self.panel:section_at(row)
+    if sec and sec.data.proposal_id then
+      return self.proposals[sec.data.proposal_id]
+    end
+  end
+  for i = #self.proposal_order, 1, -1 do
+    if self.proposal_order[i].state == "pending" then
+      return self.proposal_order[i]
+    end
+  end
+  return nil
+end
+
+-- Runs ------------------------------------------------------------------------------------------
+
+function Session:render_run(run)
+  local icon = ({ queued = "…", running = "▶", ok = "✓", error = "✗", interrupted = "■", died = "✗", timeout = "⏱" })[run.state]
+    or "▶"
+  local title = string.format("%s **Run** · %s", icon, run.language or "code")
+  if run.where then
+    title = title .. " · " .. run.where
+  end
+  if run.proposal then
+    title = title .. " · proposal " .. run.proposal.index
+  end
+  title = title .. " · " .. run.state
+  if run.duration_ms then
+    title = title .. " · " .. seconds(run.duration_ms)
+  end
+  local hl = ({ ok = "InterpreterOk", error = "InterpreterError", died = "InterpreterError", timeout = "InterpreterError", interrupted = "InterpreterRisk" })[run.state]
+    or "InterpreterTitle"
+  local lines, hls = { title }, { hl }
+  if run.message then
+    table.insert(lines, run.message)
+    hls[#lines] = hl
+  end
+  if run.code then
+    vim.list_extend(lines, fence(run.language, run.code))
+  end
+  if run.has_output then
+    table.insert(lines, "~~~")
+  end
+  self.panel:set_header(run.section, lines, hls)
+  self.panel:set_footer(run.section, run.has_output and { "~~~", "" } or { "" })
+end
+
+---@param fields table {language?, code?, where?, proposal?}
+---@return interpreter_lsp.Run
+function Session:new_run(fields)
+  local run = {
+    id = fields.id,
+    language = fields.language,
+    code = fields.code,
+    where = fields.where,
+    proposal = fields.proposal,
+    state = fields.state or "queued",
+    next_seq = 0,
+    has_output = false,
+    section = self.panel:add("run"),
+  }
+  run.section.cap = self.opts.panel.max_output_lines
+  run.section.data.run = run
+  if run.id then
+    self.runs[run.id] = run
+  end
+  self:render_run(run)
+  return run
+end
+
+--- A run the user started here; its id arrives with the command's answer.
+---@param fields table {language?, code?, where?, proposal?}
+---@return interpreter_lsp.Run
+function Session:user_run(fields)
+  self:activity()
+  local run = self:new_run(fields)
+  table.insert(self.unbound_runs, run)
+  return run
+end
+
+---@param run interpreter_lsp.Run
+---@param run_id string
+function Session:bind_run(run, run_id)
+  for i, r in ipairs(self.unbound_runs) do
+    if r == run then
+      table.remove(self.unbound_runs, i)
+      break
+    end
+  end
+  local existing = self.runs[run_id]
+  if existing and existing ~= run then
+    -- Notifications came first and were matched to another waiting run: keep the one already shown.
+    return
+  end
+  run.id = run_id
+  self.runs[run_id] = run
+end
+
+--- The run a notification is about; unknown ids are matched to a waiting run, else shown as new.
+function Session:run_for(p)
+  local run = self.runs[p.runId]
+  if run then
+    return run
+  end
+  local prop = p.proposalId and self.proposals[p.proposalId]
+  for i, r in ipairs(self.unbound_runs) do
+    if (prop and r.proposal == prop) or (not prop and not r.proposal) then
+      table.remove(self.unbound_runs, i)
+      r.id = p.runId
+      self.runs[p.runId] = r
+      return r
+    end
+  end
+  self:activity()
+  run = self:new_run({ id = p.runId, language = p.language or (prop and prop.language), proposal = prop })
+  return run
+end
+
+function Session:on_run_status(p)
+  local run = self:run_for(p)
+  run.state = p.state
+  run.duration_ms = p.durationMs or run.duration_ms
+  run.language = run.language or p.language
+  run.message = p.message
+  if p.state ~= "queued" and p.state ~= "running" then
+    self.panel:finish_line(run.section)
+  end
+  if run.proposal and run.proposal.state == "pending" then
+    self:set_proposal_state(run.proposal.id, "approved")
+  end
+  self:render_run(run)
+end
+
+local IMAGE_TYPES = { ["image/png"] = "png", ["image/jpeg"] = "jpg", ["image/gif"] = "gif", ["image/svg+xml"] = "svg" }
+
+function Session:save_image(mime, payload, run)
+  local dir = self.opts.image_dir or (vim.fn.stdpath("cache") .. "/interpreter_lsp/images")
+  vim.fn.mkdir(dir, "p")
+  local n = (run.section.data.images or 0) + 1
+  run.section.data.images = n
+  local name = string.format("%s-%d.%s", (run.id or "run"):gsub("[^%w_-]", "_"), n, IMAGE_TYPES[mime])
+  local path = dir .. "/" .. name
+  local bytes = payload
+  if mime ~= "image/svg+xml" then
+    local ok, decoded = pcall(vim.base64.decode, (payload:gsub("%s", "")))
+    if not ok then
+      return nil
+    end
+    bytes = decoded
+  end
+  local fd = io.open(path, "wb")
+  if not fd then
+    return nil
+  end
+  fd:write(bytes)
+  fd:close()
+  return path
+end
+
+-- Text a user can read for a MIME bundle: an image becomes a saved file's path.
+function Session:render_data(data, run)
+  for mime in pairs(IMAGE_TYPES) do
+    if type(data[mime]) == "string" then
+      local path = self:save_image(mime, data[mime], run)
+      if path then
+        run.section.data.image_paths = run.section.data.image_paths or {}
+        table.insert(run.section.data.image_paths, path)
+        return "[image] " .. path .. "\n", "muted"
+      end
+    end
+  end
+  local function text_of(v)
+    return type(v) == "table" and table.concat(v, "") or v
+  end
+  if data["text/markdown"] then
+    return text_of(data["text/markdown"])
+  end
+  if data["text/plain"] then
+    return text_of(data["text/plain"])
+  end
+  local mimes = vim.tbl_keys(data)
+  table.sort(mimes)
+  return "[" .. table.concat(mimes, ", ") .. " output: no text form to show]\n", "muted"
+end
+
+function Session:on_output(p)
+  local run = self:run_for(p)
+  if p.seq and p.seq > run.next_seq then
+    self.panel:append(run.section, string.format("\n[%d output messages lost]\n", p.seq - run.next_seq), "muted")
+  end
+  run.next_seq = math.max(run.next_seq, (p.seq or run.next_seq) + 1)
+  if not run.has_output then
+    run.has_output = true
+    self:render_run(run)
+  end
+  local sec = run.section
+  if p.kind == "stdout" then
+    self.panel:append(sec, p.text or "")
+  elseif p.kind == "stderr" then
+    self.panel:append(sec, p.text or "", "stderr")
+  elseif p.kind == "error" then
+    self.panel:finish_line(sec)
+    local text = p.text
+    if not text or text == "" then
+      text = (p.ename or "Error") .. ": " .. (p.evalue or "")
+    end
+    self.panel:append(sec, with_newline(text), "error")
+  else
+    self.panel:finish_line(sec)
+    local text, kind = p.text, nil
+    if type(p.data) == "table" and next(p.data) then
+      text, kind = self:render_data(p.data, run)
+    end
+    self.panel:append(sec, with_newline(text or ""), kind)
+  end
+end
+
+-- Turn and kernel state -------------------------------------------------------------------------
+
+function Session:on_turn_status(p)
+  self.turn_state = p.state
+  local turn = self.turns[p.turnId] or {}
+  self.turns[p.turnId] = turn
+  if turn.message then
+    self.panel:finish_line(turn.message)
+  end
+  if p.state == "error" then
+    self:note("⚠ " .. (p.message or "the request failed"), "InterpreterError")
+  elseif p.state == "cancelled" then
+    self:note("■ stopped" .. (p.message and (": " .. p.message) or ""))
+  elseif p.state == "done" and p.message then
+    self:note(p.message)
+  end
+  if p.state == "done" or p.state == "cancelled" or p.state == "error" then
+    if turn.message then
+      turn.message.data.closed = true
+    end
+  end
+  self:update_winbar()
+end
+
+function Session:on_kernel_status(p)
+  self.kernels[p.language] = p.state
+  if p.state == "dead" then
+    self:note("✗ the " .. p.language .. " kernel died" .. (p.message and (": " .. p.message) or "")
+      .. " (:InterpreterRestart starts it again)", "InterpreterError")
+  elseif p.message and (p.state == "restarting" or p.state == "stopped") then
+    self:note(p.language .. " kernel " .. p.state .. ": " .. p.message)
+  end
+  self:update_winbar()
+end
+
+return M

@@ -1,0 +1,62 @@
+-- User commands of interpreter_lsp. Nothing starts until setup() or the first command.
+if vim.g.loaded_interpreter_lsp then
+  return
+end
+vim.g.loaded_interpreter_lsp = true
+
+local function api()
+  return require("interpreter_lsp")
+end
+
+local function range_of(cmd)
+  if cmd.range > 0 then
+    return cmd.line1, cmd.line2
+  end
+  return nil, nil
+end
+
+local commands = {
+  Interpreter = {
+    function(cmd)
+      local line1, line2 = range_of(cmd)
+      api().chat({ text = cmd.args, line1 = line1, line2 = line2 })
+    end,
+    { nargs = "*", range = true, desc = "Ask the model (a range: the selected lines are the context)" },
+  },
+  InterpreterRun = {
+    function(cmd)
+      local line1, line2 = range_of(cmd)
+      api().run({ line1 = line1, line2 = line2 })
+    end,
+    { range = true, desc = "Run the range, else the # %% cell, else the line" },
+  },
+  InterpreterApprove = { function() api().approve() end, { desc = "Approve the pending proposal" } },
+  InterpreterReject = {
+    function(cmd) api().reject(cmd.args) end,
+    { nargs = "*", desc = "Reject the pending proposal, with an optional reason for the model" },
+  },
+  InterpreterEdit = { function() api().edit() end, { desc = "Edit the pending proposal; :w approves it" } },
+  InterpreterApply = { function() api().apply() end, { desc = "Write the pending proposal into the source buffer" } },
+  InterpreterInterrupt = { function() api().interrupt() end, { desc = "Interrupt the run, stop the model" } },
+  InterpreterRestart = {
+    function(cmd) api().restart(cmd.args) end,
+    { nargs = "?", desc = "Restart a kernel (default: python)" },
+  },
+  InterpreterReset = { function() api().reset() end, { desc = "Start a new conversation" } },
+  InterpreterUndo = { function() api().undo() end, { desc = "Drop the last request and what followed" } },
+  InterpreterPanel = { function() api().toggle_panel() end, { desc = "Toggle the interpreter panel" } },
+  InterpreterOutput = { function() api().show_output() end, { desc = "All output of the last run" } },
+  InterpreterVariables = {
+    function(cmd) api().variables(cmd.args) end,
+    { nargs = "?", desc = "Show the kernel's variables" },
+  },
+  InterpreterStatus = { function() api().status() end, { desc = "Model, kernels and token usage" } },
+  InterpreterExport = {
+    function(cmd) api().export(cmd.args) end,
+    { nargs = 1, complete = "file", desc = "Export the conversation as a notebook" },
+  },
+}
+
+for name, spec in pairs(commands) do
+  vim.api.nvim_create_user_command(name, spec[1], spec[2])
+end

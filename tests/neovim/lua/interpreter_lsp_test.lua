@@ -1,0 +1,87 @@
+-- Helpers the tests call through RPC. Waits are vim.wait on a condition (Neovim's event loop runs
+-- meanwhile), bounded by a timeout; they return what a user would see so a failure message shows it.
+local M = {}
+
+local function session()
+  for _, s in pairs(require("interpreter_lsp.session").all()) do
+    return s
+  end
+end
+
+--- The panel's lines (after writing anything pending), or {} when there is no panel yet.
+function M.panel_lines()
+  local s = session()
+  if not s then
+    return {}
+  end
+  s.panel:flush()
+  return vim.api.nvim_buf_get_lines(s.panel.buf, 0, -1, false)
+end
+
+local function panel_text()
+  return table.concat(M.panel_lines(), "\n")
+end
+
+--- Wait until the panel's text contains `needle` (plain text) `count` times.
+function M.wait_panel(needle, timeout_ms, count)
+  count = count or 1
+  local ok = vim.wait(timeout_ms, function()
+    local text = panel_text()
+    local n, from = 0, 1
+    while true do
+      local s, e = text:find(needle, from, true)
+      if not s then
+        break
+      end
+      n, from = n + 1, e + 1
+    end
+    return n >= count
+  end, 20)
+  return { ok = ok, lines = M.panel_lines() }
+end
+
+--- Wait until the LSP client of the current buffer finished initialize.
+function M.wait_client(timeout_ms)
+  local ok = vim.wait(timeout_ms, function()
+    local c = vim.lsp.get_clients({ name = "interpreter_lsp", bufnr = 0 })[1]
+    return c ~= nil and c.initialized == true
+  end, 20)
+  return ok
+end
+
+--- Wait until the session knows the kernel of `language` is in `state`.
+function M.wait_kernel(language, state, timeout_ms)
+  local ok = vim.wait(timeout_ms, function()
+    local s = session()
+    return s ~= nil and s.kernels[language] == state
+  end, 20)
+  local s = session()
+  return { ok = ok, kernels = s and s.kernels or {} }
+end
+
+--- Highlight groups on panel lines containing `needle`.
+function M.highlights_of(needle)
+  local s = session()
+  local lines = M.panel_lines()
+  local ns = require("interpreter_lsp.panel").ns
+  local groups = {}
+  for row, line in ipairs(lines) do
+    if line:find(needle, 1, true) then
+      local marks = vim.api.nvim_buf_get_extmarks(s.panel.buf, ns, { row - 1, 0 }, { row - 1, -1 }, { details = true })
+      for _, m in ipairs(marks) do
+        groups[#groups + 1] = m[4].hl_group
+      end
+    end
+  end
+  return groups
+end
+
+--- Messages shown with vim.notify, captured for the tests.
+M.notes = {}
+function M.capture_notify()
+  vim.notify = function(msg, level)
+    table.insert(M.notes, { msg = msg, level = level })
+  end
+end
+
+return M
