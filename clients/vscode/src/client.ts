@@ -1,0 +1,206 @@
+// The connection to the interpreter-lsp server: starts it through vscode-languageclient, passes settings and
+// workspace trust, routes the protocol's notifications, answers `interpreter/input`, and sends commands.
+
+import * as fs from "node:fs";
+import * as vscode from "vscode";
+import {
+  ExecuteCommandRequest,
+  LanguageClient,
+  ResponseError,
+  State,
+  type LanguageClientOptions,
+  type ServerOptions,
+} from "vscode-languageclient/node";
+import {
+  Commands,
+  Notifications,
+  Requests,
+  type InputParams,
+  type InputResult,
+  type KernelStatusParams,
+  type MessageParams,
+  type OutputParams,
+  type ProposalParams,
+  type RunStatusParams,
+  type ServerCommand,
+  type TurnStatusParams,
+} from "./protocol";
+import { resolveServerCommand } from "./serverCommand";
+import { initializationOptions, plainSection, serverSettings } from "./settings";
+
+export interface ProtocolListener {
+  message(params: MessageParams): void;
+  proposal(params: ProposalParams): void;
+  output(params: OutputParams): void;
+  runStatus(params: RunStatusParams): void;
+  turnStatus(params: TurnStatusParams): void;
+  kernelStatus(params: KernelStatusParams): void;
+  /** The server is running (again): a fresh start or a restart. */
+  started(): void;
+  stopped(): void;
+}
+
+function isExecutable(file: string): boolean {
+  try {
+    fs.accessSync(file, fs.constants.X_OK);
+    return fs.statSync(file).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/** The interpreter the Python extension has selected, if it is installed; never required. */
+async function selectedPython(folder: vscode.WorkspaceFolder | undefined): Promise<string | undefined> {
+  const extension = vscode.extensions.getExtension("ms-python.python");
+  if (!extension) return undefined;
+  try {
+    const activation = extension.isActive ? Promise.resolve(extension.exports) : extension.activate();
+    const timeout = new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 5000));
+    const api = (await Promise.race([activation, timeout])) as
+      | { environments?: { getActiveEnvironmentPath?(resource?: vscode.Uri): { path?: string } } }
+      | undefined;
+    return api?.environments?.getActiveEnvironmentPath?.(folder?.uri)?.path;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A message a person can act on, from whatever a command's failure was. */
+export function errorMessage(error: unknown): string {
+  if (error instanceof ResponseError) return error.message;
+  if (error instanceof Error) return error.message;
+  return String(error);
+}
+
+export class InterpreterClient implements vscode.Disposable {
+  private client: LanguageClient | undefined;
+  private starting: Promise<void> | undefined;
+  private readonly disposables: vscode.Disposable[] = [];
+
+  constructor(
+    private readonly output: vscode.OutputChannel,
+    private readonly listener: ProtocolListener,
+  ) {}
+
+  get running(): boolean {
+    return this.client?.state === State.Running;
+  }
+
+  start(): Promise<void> {
+    this.starting ??= this.doStart().finally(() => {
+      this.starting = undefined;
+    });
+    return this.starting;
+  }
+
+  private async doStart(): Promise<void> {
+    const folder = vscode.workspace.workspaceFolders?.[0];
+    const config = vscode.workspace.getConfiguration("interpreter", folder?.uri);
+    const server = resolveServerCommand({
+      setting: config.get("server.command"),
+      pythonPath: await selectedPython(folder),
+      pathValue: process.env.PATH,
+      isExecutable,
+    });
+    this.output.appendLine(`Starting ${[server.command, ...server.args].join(" ")} (from ${server.source})`);
+    const serverOptions: ServerOptions = {
+      command: server.command,
+      args: server.args,
+      options: { cwd: folder?.uri.fsPath },
+    };
+    const clientOptions: LanguageClientOptions = {
+      documentSelector: [{ scheme: "file" }, { scheme: "untitled" }],
+      outputChannel: this.output,
+      // Re-read on each start, so a restart after trust is granted tells the server.
+      initializationOptions: () =>
+        initializationOptions(
+          plainSection(vscode.workspace.getConfiguration("interpreter", folder?.uri)),
+          vscode.workspace.isTrusted,
+        ),
+      synchronize: { configurationSection: "interpreter" },
+      middleware: {
+        workspace: {
+          // The server reads section "interpreter"; it never sees the client-only keys.
+          configuration: async (params, token, next) => {
+            const result = await next(params, token);
+            if (!Array.isArray(result)) return result;
+            return result.map((value: unknown, i) =>
+              params.items[i]?.section === "interpreter" && value && typeof value === "object"
+                ? serverSettings(value as Record<string, unknown>)
+                : value,
+            );
+          },
+        },
+      },
+    };
+    const client = new LanguageClient("interpreterLsp", "Interpreter", serverOptions, clientOptions);
+    this.client = client;
+    client.onNotification(Notifications.message, (p: MessageParams) => this.listener.message(p));
+    client.onNotification(Notifications.proposal, (p: ProposalParams) => this.listener.proposal(p));
+    client.onNotification(Notifications.output, (p: OutputParams) => this.listener.output(p));
+    client.onNotification(Notifications.runStatus, (p: RunStatusParams) => this.listener.runStatus(p));
+    client.onNotification(Notifications.turnStatus, (p: TurnStatusParams) => this.listener.turnStatus(p));
+    client.onNotification(Notifications.kernelStatus, (p: KernelStatusParams) => this.listener.kernelStatus(p));
+    client.onRequest(Requests.input, (p: InputParams) => this.askInput(p));
+    this.disposables.push(
+      client.onDidChangeState((change) => {
+        if (change.newState === State.Running) this.listener.started();
+        else if (change.newState === State.Stopped) this.listener.stopped();
+      }),
+    );
+    await client.start();
+  }
+
+  private async askInput(params: InputParams): Promise<InputResult | null> {
+    const value = await vscode.window.showInputBox({
+      title: "The running code asks for input",
+      prompt: params.prompt || "Input",
+      password: params.password,
+      ignoreFocusOut: true,
+    });
+    return value === undefined ? null : { value };
+  }
+
+  async restart(): Promise<void> {
+    if (this.starting) await this.starting.catch(() => undefined);
+    await this.stop();
+    await this.start();
+  }
+
+  async stop(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    this.disposables.splice(0).forEach((d) => {
+      d.dispose();
+    });
+    if (client && client.state !== State.Stopped) {
+      try {
+        await client.stop(5000);
+      } catch (error) {
+        this.output.appendLine(`Stopping the server: ${errorMessage(error)}`);
+      }
+    }
+    if (client) this.listener.stopped();
+  }
+
+  /** Sends one of the protocol's commands; rejects with the server's message when it refuses. */
+  async command<T>(command: ServerCommand, args: object = {}): Promise<T> {
+    if (this.starting) await this.starting;
+    const client = this.client;
+    if (!client || client.state !== State.Running) {
+      throw new Error("The interpreter-lsp server is not running. Run 'Interpreter: Restart Server', or see 'Interpreter: Show Server Log'.");
+    }
+    return (await client.sendRequest(ExecuteCommandRequest.type, { command, arguments: [args] })) as T;
+  }
+
+  /** Converters between VS Code and LSP types, for uris and ranges sent in commands. */
+  get converter(): LanguageClient["code2ProtocolConverter"] | undefined {
+    return this.client?.code2ProtocolConverter;
+  }
+
+  dispose(): void {
+    void this.stop();
+  }
+}
+
+export { Commands };

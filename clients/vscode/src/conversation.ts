@@ -1,0 +1,359 @@
+// The conversation as the panel shows it: a pure state model fed by protocol notifications and by what
+// the user did. The extension host keeps one (to answer "what is pending?" and to refill a reloaded
+// panel); the webview keeps a copy fed by the same events and re-renders only the entries that changed.
+
+import type {
+  HistoryMessage,
+  MessageParams,
+  MimeBundle,
+  OutputKind,
+  OutputParams,
+  ProposalParams,
+  RunState,
+  RunStatusParams,
+  TurnState,
+  TurnStatusParams,
+} from "./protocol";
+import { FINAL_RUN_STATES, FINAL_TURN_STATES } from "./protocol";
+
+/** Characters of text output one run keeps in the panel; past that the rest is counted, not kept. */
+export const MAX_RUN_TEXT = 200_000;
+
+export interface UserEntry {
+  kind: "user";
+  id: string;
+  text: string;
+  context?: string;
+}
+
+export interface AssistantEntry {
+  kind: "assistant";
+  id: string;
+  turnId: string;
+  text: string;
+  done: boolean;
+}
+
+export type ProposalStatus = "pending" | "running" | "ran" | "rejected" | "inserted";
+
+export interface ProposalEntry {
+  kind: "proposal";
+  id: string;
+  proposal: ProposalParams;
+  status: ProposalStatus;
+  edited: boolean;
+}
+
+export interface OutputItem {
+  kind: OutputKind;
+  text?: string;
+  data?: MimeBundle;
+  ename?: string;
+  evalue?: string;
+}
+
+export interface RunEntry {
+  kind: "run";
+  id: string;
+  runId: string;
+  language?: string;
+  code?: string;
+  state: RunState;
+  durationMs?: number;
+  message?: string;
+  proposalId?: string;
+  files: string[];
+  outputs: OutputItem[];
+  nextSeq: number;
+  keptChars: number;
+  droppedChars: number;
+  lostMessages: number;
+}
+
+export interface NoticeEntry {
+  kind: "notice";
+  id: string;
+  level: "info" | "warning" | "error";
+  text: string;
+}
+
+export type Entry = UserEntry | AssistantEntry | ProposalEntry | RunEntry | NoticeEntry;
+
+export interface ConversationState {
+  entries: Entry[];
+  /** Live turns and their state, for the activity line ("Thinking…"). */
+  turns: Record<string, TurnState>;
+  /** The next expected `seq` of each turn's messages. */
+  messageSeq: Record<string, number>;
+  counter: number;
+}
+
+export type PanelEvent =
+  | { type: "user"; text: string; context?: string }
+  | { type: "message"; params: MessageParams }
+  | { type: "proposal"; params: ProposalParams }
+  | { type: "output"; params: OutputParams }
+  | { type: "runStatus"; params: RunStatusParams }
+  | { type: "turnStatus"; params: TurnStatusParams }
+  | { type: "runStarted"; runId: string; code?: string; language?: string }
+  | { type: "proposalStatus"; proposalId: string; status: ProposalStatus; edited?: boolean }
+  | { type: "notice"; level: NoticeEntry["level"]; text: string }
+  | { type: "history"; messages: HistoryMessage[] }
+  | { type: "clear" };
+
+/** What an event changed: entry ids to re-render, or "all" (the whole list changed). */
+export type Change = { all: true } | { all: false; ids: string[] };
+
+export function emptyConversation(): ConversationState {
+  return { entries: [], turns: {}, messageSeq: {}, counter: 0 };
+}
+
+function findEntry<K extends Entry["kind"]>(
+  state: ConversationState,
+  id: string,
+): Extract<Entry, { kind: K }> | undefined {
+  for (let i = state.entries.length - 1; i >= 0; i--) {
+    const entry = state.entries[i];
+    if (entry.id === id) return entry as Extract<Entry, { kind: K }>;
+  }
+  return undefined;
+}
+
+function nextId(state: ConversationState, prefix: string): string {
+  state.counter += 1;
+  return `${prefix}:${state.counter}`;
+}
+
+function lastAssistantOfTurn(state: ConversationState, turnId: string): AssistantEntry | undefined {
+  for (let i = state.entries.length - 1; i >= 0; i--) {
+    const entry = state.entries[i];
+    if (entry.kind === "assistant" && entry.turnId === turnId) return entry;
+  }
+  return undefined;
+}
+
+function ensureRun(state: ConversationState, runId: string): { run: RunEntry; created: boolean } {
+  const id = `run:${runId}`;
+  const found = findEntry<"run">(state, id);
+  if (found) return { run: found, created: false };
+  const run: RunEntry = {
+    kind: "run",
+    id,
+    runId,
+    state: "queued",
+    files: [],
+    outputs: [],
+    nextSeq: 0,
+    keptChars: 0,
+    droppedChars: 0,
+    lostMessages: 0,
+  };
+  state.entries.push(run);
+  return { run, created: true };
+}
+
+/** Appends text output to a run, merging runs of the same stream and keeping at most MAX_RUN_TEXT. */
+function appendOutput(run: RunEntry, item: OutputItem): void {
+  if (item.text !== undefined) {
+    const room = Math.max(0, MAX_RUN_TEXT - run.keptChars);
+    if (room < item.text.length) {
+      run.droppedChars += item.text.length - room;
+      if (room === 0 && item.data === undefined && item.kind !== "error") return;
+      item = { ...item, text: item.text.slice(0, room) };
+    }
+    run.keptChars += item.text?.length ?? 0;
+  }
+  const last = run.outputs[run.outputs.length - 1];
+  const isStream = item.kind === "stdout" || item.kind === "stderr";
+  if (isStream && last && last.kind === item.kind && last.data === undefined && item.data === undefined) {
+    last.text = (last.text ?? "") + (item.text ?? "");
+    return;
+  }
+  run.outputs.push(item);
+}
+
+function historyText(content: unknown): string {
+  if (typeof content === "string") return content;
+  if (Array.isArray(content)) {
+    return content
+      .map((part: unknown) =>
+        typeof part === "string"
+          ? part
+          : part && typeof part === "object" && "text" in part && typeof part.text === "string"
+            ? part.text
+            : "",
+      )
+      .join("");
+  }
+  return content === undefined || content === null ? "" : JSON.stringify(content);
+}
+
+function loadHistory(state: ConversationState, messages: HistoryMessage[]): void {
+  for (const message of messages) {
+    const text = historyText(message.content);
+    if (message.role === "user") {
+      state.entries.push({ kind: "user", id: nextId(state, "user"), text });
+    } else if (message.role === "assistant") {
+      const turnId = `history:${state.counter}`;
+      state.entries.push({ kind: "assistant", id: nextId(state, "assistant"), turnId, text, done: true });
+    } else if (message.role !== "system" && text.trim() !== "") {
+      // Output the model was shown ("computer"/"tool" messages): a finished run without an id.
+      const runId = `history:${state.counter + 1}`;
+      const { run } = ensureRun(state, runId);
+      run.state = "ok";
+      appendOutput(run, { kind: "stdout", text });
+    }
+  }
+}
+
+/** Applies one event to the conversation (in place) and says which entries changed. */
+export function applyEvent(state: ConversationState, event: PanelEvent): Change {
+  switch (event.type) {
+    case "clear":
+      state.entries = [];
+      state.turns = {};
+      return { all: true };
+    case "history":
+      state.entries = [];
+      state.turns = {};
+      loadHistory(state, event.messages);
+      return { all: true };
+    case "user": {
+      const entry: UserEntry = { kind: "user", id: nextId(state, "user"), text: event.text };
+      if (event.context) entry.context = event.context;
+      state.entries.push(entry);
+      return { all: false, ids: [entry.id] };
+    }
+    case "notice": {
+      const entry: NoticeEntry = { kind: "notice", id: nextId(state, "notice"), level: event.level, text: event.text };
+      state.entries.push(entry);
+      return { all: false, ids: [entry.id] };
+    }
+    case "message": {
+      const { turnId, delta, done, seq } = event.params;
+      let entry = lastAssistantOfTurn(state, turnId);
+      const expected = state.messageSeq[turnId] ?? 0;
+      // seq runs on across the steps of a turn; a repeat is dropped. A server that restarts it per step
+      // (seq 0 after a finished message) is still understood.
+      if (seq < expected && !(seq === 0 && entry?.done)) return { all: false, ids: [] };
+      state.messageSeq[turnId] = seq + 1;
+      if (!entry || entry.done) {
+        if (delta === "") return { all: false, ids: [] };
+        // A finished message followed by more text of the same turn is the model's next step: a new
+        // entry, so it shows after the proposals and runs of the step before.
+        entry = { kind: "assistant", id: nextId(state, "assistant"), turnId, text: "", done: false };
+        state.entries.push(entry);
+      }
+      entry.text += delta;
+      entry.done = done;
+      return { all: false, ids: [entry.id] };
+    }
+    case "proposal": {
+      const id = `proposal:${event.params.proposalId}`;
+      const existing = findEntry<"proposal">(state, id);
+      if (existing) {
+        existing.proposal = event.params;
+        return { all: false, ids: [id] };
+      }
+      state.entries.push({ kind: "proposal", id, proposal: event.params, status: "pending", edited: false });
+      const changed = [id];
+      // The text that carried the code block is complete once its proposal arrives: re-render it so the
+      // block folds into the proposal card.
+      const assistant = lastAssistantOfTurn(state, event.params.turnId);
+      if (assistant) changed.push(assistant.id);
+      return { all: false, ids: changed };
+    }
+    case "proposalStatus": {
+      const entry = findEntry<"proposal">(state, `proposal:${event.proposalId}`);
+      if (!entry) return { all: false, ids: [] };
+      entry.status = event.status;
+      if (event.edited !== undefined) entry.edited = event.edited;
+      return { all: false, ids: [entry.id] };
+    }
+    case "runStarted": {
+      const { run } = ensureRun(state, event.runId);
+      if (event.code !== undefined) run.code = event.code;
+      if (event.language !== undefined) run.language = event.language;
+      return { all: false, ids: [run.id] };
+    }
+    case "runStatus": {
+      const params = event.params;
+      const { run } = ensureRun(state, params.runId);
+      // A late "running" must not undo a final state that already arrived.
+      if (!(FINAL_RUN_STATES.has(run.state) && !FINAL_RUN_STATES.has(params.state))) run.state = params.state;
+      if (params.durationMs !== undefined) run.durationMs = params.durationMs;
+      if (params.language !== undefined) run.language = params.language;
+      if (params.message !== undefined) run.message = params.message;
+      if (params.files !== undefined) run.files = params.files;
+      const changed = [run.id];
+      if (params.proposalId !== undefined) {
+        run.proposalId = params.proposalId;
+        const proposal = findEntry<"proposal">(state, `proposal:${params.proposalId}`);
+        if (proposal) {
+          if (run.code === undefined) run.code = proposal.proposal.code;
+          if (run.language === undefined) run.language = proposal.proposal.language;
+          proposal.status = FINAL_RUN_STATES.has(run.state) ? "ran" : "running";
+          changed.push(proposal.id);
+        }
+      }
+      return { all: false, ids: changed };
+    }
+    case "output": {
+      const { runId, seq, kind, text, data, ename, evalue } = event.params;
+      const { run } = ensureRun(state, runId);
+      if (seq < run.nextSeq) return { all: false, ids: [] };
+      if (seq > run.nextSeq) run.lostMessages += seq - run.nextSeq;
+      run.nextSeq = seq + 1;
+      const item: OutputItem = { kind };
+      if (text !== undefined) item.text = text;
+      if (data !== undefined) item.data = data;
+      if (ename !== undefined) item.ename = ename;
+      if (evalue !== undefined) item.evalue = evalue;
+      appendOutput(run, item);
+      return { all: false, ids: [run.id] };
+    }
+    case "turnStatus": {
+      const { turnId, state: turnState, message } = event.params;
+      const changed: string[] = [];
+      if (FINAL_TURN_STATES.has(turnState)) {
+        delete state.turns[turnId];
+        const assistant = lastAssistantOfTurn(state, turnId);
+        if (assistant && !assistant.done) {
+          assistant.done = true;
+          changed.push(assistant.id);
+        }
+        if (turnState !== "done" || message) {
+          const level = turnState === "error" ? "error" : "info";
+          const text = message ?? (turnState === "cancelled" ? "Stopped." : `The turn ended: ${turnState}.`);
+          const notice: NoticeEntry = { kind: "notice", id: nextId(state, "notice"), level, text };
+          state.entries.push(notice);
+          changed.push(notice.id);
+        }
+      } else {
+        state.turns[turnId] = turnState;
+      }
+      return { all: false, ids: changed };
+    }
+  }
+}
+
+/** Proposals still waiting for the user, oldest first. */
+export function pendingProposals(state: ConversationState): ProposalParams[] {
+  return state.entries
+    .filter((e): e is ProposalEntry => e.kind === "proposal" && e.status === "pending")
+    .map((e) => e.proposal);
+}
+
+/** The one-line activity shown under the conversation, or "" when nothing is going on. */
+export function activityLine(state: ConversationState): string {
+  const states = Object.values(state.turns);
+  if (states.includes("running")) return "Running…";
+  if (states.includes("awaiting-approval")) return "Waiting for your approval";
+  if (states.includes("thinking")) return "Thinking…";
+  const running = state.entries.some((e) => e.kind === "run" && (e.state === "running" || e.state === "queued"));
+  return running ? "Running…" : "";
+}
+
+export function isBusy(state: ConversationState): boolean {
+  return activityLine(state) !== "" && activityLine(state) !== "Waiting for your approval";
+}

@@ -1,0 +1,386 @@
+// The extension host: a thin layer that starts the server, maps VS Code commands to the protocol's commands,
+// and shows what the server says in the panel and the status bar. All policy lives in the server.
+
+import * as path from "node:path";
+import * as vscode from "vscode";
+import { InterpreterClient, errorMessage } from "./client";
+import { isBusy, pendingProposals, type PanelEvent } from "./conversation";
+import { ConversationPanel, VIEW_ID } from "./panel";
+import type { PanelToHost } from "./panelMessages";
+import {
+  Commands,
+  type HistoryMessage,
+  type LspRange,
+  type ProposalParams,
+  type RunArgs,
+  type StatusResult,
+  type Variable,
+} from "./protocol";
+import { ProposalDocuments } from "./proposals";
+import { KernelStatusBar } from "./statusBar";
+
+/** The protocol's language for a VS Code language id (for display; the server maps documents itself). */
+function protocolLanguage(languageId: string): string {
+  return languageId === "shellscript" ? "shell" : languageId;
+}
+
+function describeRange(document: vscode.TextDocument, range: vscode.Range): string {
+  const name = vscode.workspace.asRelativePath(document.uri, false);
+  const first = range.start.line + 1;
+  const last = range.end.character === 0 && range.end.line > range.start.line ? range.end.line : range.end.line + 1;
+  return first === last ? `${name}, line ${first}` : `${name}, lines ${first}–${last}`;
+}
+
+class Extension implements vscode.Disposable {
+  private readonly output = vscode.window.createOutputChannel("Interpreter");
+  private readonly documents = new ProposalDocuments();
+  private readonly panel: ConversationPanel;
+  private readonly statusBar: KernelStatusBar;
+  private readonly client: InterpreterClient;
+  private readonly disposables: vscode.Disposable[] = [];
+
+  constructor(context: vscode.ExtensionContext) {
+    this.panel = new ConversationPanel(context.extensionUri, (message) => this.onPanelMessage(message));
+    this.statusBar = new KernelStatusBar((text, tooltip) => this.panel.setKernelLine(text, tooltip));
+    const push = (event: PanelEvent): void => this.panel.push(event);
+    this.client = new InterpreterClient(this.output, {
+      message: (params) => push({ type: "message", params }),
+      proposal: (params) => push({ type: "proposal", params }),
+      output: (params) => push({ type: "output", params }),
+      runStatus: (params) => push({ type: "runStatus", params }),
+      turnStatus: (params) => push({ type: "turnStatus", params }),
+      kernelStatus: (params) => this.statusBar.kernel(params),
+      started: () => this.onServerStarted(),
+      stopped: () => this.statusBar.setServerRunning(false),
+    });
+  }
+
+  activate(): void {
+    const command = (id: string, handler: (...args: unknown[]) => unknown): void => {
+      this.disposables.push(vscode.commands.registerCommand(id, (...args: unknown[]) => this.guard(() => handler(...args))));
+    };
+    this.disposables.push(
+      this.output,
+      this.documents,
+      this.panel,
+      this.statusBar,
+      this.client,
+      vscode.window.registerWebviewViewProvider(VIEW_ID, this.panel),
+      this.panel.onDidChange(() => this.updateContextKeys()),
+      vscode.workspace.onDidGrantWorkspaceTrust(() => {
+        this.output.appendLine("Workspace trusted: restarting the server so it may run code.");
+        void this.guard(() => this.client.restart());
+      }),
+      vscode.workspace.onDidChangeConfiguration((event) => {
+        if (event.affectsConfiguration("interpreter.server")) void this.guard(() => this.client.restart());
+        else if (event.affectsConfiguration("interpreter")) void this.refreshStatus();
+      }),
+    );
+    command("interpreterLsp.chat", (text?: unknown) => this.chat(typeof text === "string" ? text : undefined));
+    command("interpreterLsp.askAboutSelection", () => this.askAboutSelection());
+    command("interpreterLsp.runSelection", () => this.runSelection());
+    command("interpreterLsp.approve", (id?: unknown) => this.approve(typeof id === "string" ? id : undefined));
+    command("interpreterLsp.reject", (id?: unknown) => this.reject(typeof id === "string" ? id : undefined));
+    command("interpreterLsp.interrupt", () => this.client.command(Commands.interrupt));
+    command("interpreterLsp.restartKernel", () => this.restartKernel());
+    command("interpreterLsp.reset", () => this.reset());
+    command("interpreterLsp.undo", () => this.undo());
+    command("interpreterLsp.showVariables", () => this.showVariables());
+    command("interpreterLsp.exportNotebook", () => this.exportNotebook());
+    command("interpreterLsp.showPanel", () => this.panel.reveal(true));
+    command("interpreterLsp.statusMenu", () => this.statusMenu());
+    command("interpreterLsp.showLogs", () => this.output.show(true));
+    command("interpreterLsp.restartServer", () => this.client.restart());
+    void this.guard(() => this.client.start());
+  }
+
+  /** Runs a command; a failure is shown to the user (toast and panel), never thrown into VS Code. */
+  private async guard(action: () => unknown): Promise<void> {
+    try {
+      await action();
+    } catch (error) {
+      const message = errorMessage(error);
+      this.output.appendLine(`Error: ${message}`);
+      this.panel.push({ type: "notice", level: "error", text: message });
+      const choice = await vscode.window.showErrorMessage(`Interpreter: ${message}`, "Show Log");
+      if (choice === "Show Log") this.output.show(true);
+    }
+  }
+
+  private onServerStarted(): void {
+    this.statusBar.setServerRunning(true);
+    void this.refreshStatus();
+    // After a window reload the panel is empty: the conversation comes back from the server's history.
+    if (this.panel.state.entries.length === 0) void this.loadHistory();
+  }
+
+  private async refreshStatus(): Promise<void> {
+    try {
+      const status = await this.client.command<StatusResult>(Commands.status);
+      this.statusBar.setModel(status.model ?? "");
+      for (const kernel of status.kernels ?? []) this.statusBar.kernel({ language: kernel.language, state: kernel.state });
+    } catch (error) {
+      this.output.appendLine(`interpreter.status: ${errorMessage(error)}`);
+    }
+  }
+
+  private async loadHistory(): Promise<void> {
+    try {
+      const history = await this.client.command<{ messages: HistoryMessage[] }>(Commands.history);
+      if (history.messages?.length) this.panel.push({ type: "history", messages: history.messages });
+    } catch (error) {
+      this.output.appendLine(`interpreter.history: ${errorMessage(error)}`);
+    }
+  }
+
+  private updateContextKeys(): void {
+    const state = this.panel.state;
+    void vscode.commands.executeCommand("setContext", "interpreterLsp.busy", isBusy(state));
+    void vscode.commands.executeCommand("setContext", "interpreterLsp.awaitingApproval", pendingProposals(state).length > 0);
+  }
+
+  private onPanelMessage(message: Exclude<PanelToHost, { type: "ready" }>): void {
+    switch (message.type) {
+      case "chat":
+        void this.guard(() => this.sendChat(message.text));
+        return;
+      case "interrupt":
+        void this.guard(() => this.client.command(Commands.interrupt));
+        return;
+      case "openFile":
+        void this.guard(() => this.openFile(message.path));
+        return;
+      case "approve":
+        void this.guardProposal(message.proposalId, () => this.approve(message.proposalId));
+        return;
+      case "reject":
+        void this.guardProposal(message.proposalId, () => this.reject(message.proposalId));
+        return;
+      case "edit":
+        void this.guardProposal(message.proposalId, () => this.edit(message.proposalId));
+        return;
+      case "insert":
+        void this.guardProposal(message.proposalId, () => this.insert(message.proposalId));
+        return;
+    }
+  }
+
+  /** Like guard, and puts the proposal's buttons back when the action did not go through. */
+  private async guardProposal(proposalId: string, action: () => Promise<boolean>): Promise<void> {
+    let done = false;
+    await this.guard(async () => {
+      done = await action();
+    });
+    const entry = this.findProposal(proposalId);
+    if (!done && entry) this.panel.push({ type: "proposalStatus", proposalId, status: "pending" });
+  }
+
+  private findProposal(proposalId: string): ProposalParams | undefined {
+    const entry = this.panel.state.entries.find((e) => e.kind === "proposal" && e.proposal.proposalId === proposalId);
+    return entry?.kind === "proposal" ? entry.proposal : undefined;
+  }
+
+  private async chat(text?: string): Promise<void> {
+    const message =
+      text ??
+      (await vscode.window.showInputBox({ title: "Interpreter: Chat", prompt: "What should the interpreter do?", ignoreFocusOut: true }));
+    if (!message?.trim()) return;
+    await this.sendChat(message.trim());
+  }
+
+  private async sendChat(text: string, uri?: string, range?: LspRange, context?: string): Promise<void> {
+    this.panel.push({ type: "user", text, ...(context ? { context } : {}) });
+    await this.panel.reveal(false);
+    await this.client.command<{ turnId: string }>(Commands.chat, { text, ...(uri ? { uri, range } : {}) });
+  }
+
+  private async askAboutSelection(): Promise<void> {
+    const editor = vscode.window.activeTextEditor;
+    if (!editor || editor.selection.isEmpty) {
+      await vscode.window.showInformationMessage("Select some code first, then ask about it.");
+      return;
+    }
+    const context = describeRange(editor.document, editor.selection);
+    const text = await vscode.window.showInputBox({ title: `Ask about ${context}`, prompt: "Your question or request", ignoreFocusOut: true });
+    if (!text?.trim()) return;
+    const converter = this.client.converter;
+    await this.sendChat(
+      text.trim(),
+      converter ? converter.asUri(editor.document.uri) : editor.document.uri.toString(),
+      converter ? converter.asRange(editor.selection) : undefined,
+      `About ${context}`,
+    );
+  }
+
+  private async runSelection(): Promise<void> {
+    const editor = vscode.window.activeTextEditor;
+    if (!editor) {
+      await vscode.window.showInformationMessage("Open a file, select code (or put the cursor in a # %% cell), then run it.");
+      return;
+    }
+    const document = editor.document;
+    const converter = this.client.converter;
+    const uri = converter ? converter.asUri(document.uri) : document.uri.toString();
+    const selection = editor.selection;
+    const args: RunArgs = selection.isEmpty
+      ? { uri, position: { line: selection.active.line, character: selection.active.character } }
+      : { uri, range: converter ? converter.asRange(selection) : undefined };
+    const code = selection.isEmpty ? undefined : document.getText(selection);
+    const { runId } = await this.client.command<{ runId: string }>(Commands.run, args);
+    this.panel.push({ type: "runStarted", runId, ...(code !== undefined ? { code } : {}), language: protocolLanguage(document.languageId) });
+    await this.panel.reveal(false);
+  }
+
+  /** A proposal for a command that may be given one: the argument, the edited document, or the pending one. */
+  private async chooseProposal(proposalId: string | undefined, verb: string): Promise<string | undefined> {
+    if (proposalId) return proposalId;
+    const edited = this.documents.editedIn(vscode.window.activeTextEditor?.document);
+    if (edited) return edited.proposalId;
+    const pending = pendingProposals(this.panel.state);
+    if (pending.length === 0) {
+      await vscode.window.showInformationMessage(`No proposal is waiting to ${verb}.`);
+      return undefined;
+    }
+    if (pending.length === 1) return pending[0].proposalId;
+    const pick = await vscode.window.showQuickPick(
+      pending.map((p) => ({ label: `${p.language}: ${p.code.split("\n")[0]}`, description: `risk ${p.risk.level}`, proposalId: p.proposalId })),
+      { title: `Which proposal to ${verb}?` },
+    );
+    return pick?.proposalId;
+  }
+
+  private async approve(proposalId?: string): Promise<boolean> {
+    const id = await this.chooseProposal(proposalId, "run");
+    if (!id) return false;
+    const code = this.documents.editedCode(id);
+    await this.client.command<{ runId: string }>(Commands.approve, { proposalId: id, ...(code !== undefined ? { code } : {}) });
+    this.panel.push({ type: "proposalStatus", proposalId: id, status: "running", ...(code !== undefined ? { edited: true } : {}) });
+    return true;
+  }
+
+  private async reject(proposalId?: string): Promise<boolean> {
+    const id = await this.chooseProposal(proposalId, "reject");
+    if (!id) return false;
+    await this.client.command(Commands.reject, { proposalId: id });
+    this.panel.push({ type: "proposalStatus", proposalId: id, status: "rejected" });
+    return true;
+  }
+
+  private async edit(proposalId: string): Promise<boolean> {
+    const proposal = this.findProposal(proposalId);
+    if (!proposal) return false;
+    await this.documents.edit(proposalId, proposal.code, proposal.language);
+    this.panel.push({ type: "proposalStatus", proposalId, status: "pending", edited: true });
+    return false; // the proposal still waits: its buttons come back
+  }
+
+  private async insert(proposalId: string): Promise<boolean> {
+    const proposal = this.findProposal(proposalId);
+    if (!proposal) return false;
+    const editor = this.documents.targetEditor();
+    const converter = this.client.converter;
+    let args: object = { proposalId };
+    if (editor) {
+      const code = this.documents.editedCode(proposalId) ?? proposal.code;
+      if (!(await this.confirm(editor, code))) return false;
+      const range = new vscode.Range(editor.selection.start, editor.selection.end);
+      args = {
+        proposalId,
+        uri: converter ? converter.asUri(editor.document.uri) : editor.document.uri.toString(),
+        range: converter ? converter.asRange(range) : undefined,
+      };
+    }
+    const result = await this.client.command<{ applied: boolean }>(Commands.applyProposal, args);
+    if (!result.applied) {
+      this.panel.push({ type: "notice", level: "warning", text: "The proposal was not written into the document (the editor refused the edit)." });
+      return false;
+    }
+    this.panel.push({ type: "proposalStatus", proposalId, status: "inserted" });
+    return true;
+  }
+
+  private confirm(editor: vscode.TextEditor, code: string): Promise<boolean> {
+    return this.documents.confirmReplace(editor, code);
+  }
+
+  private async restartKernel(): Promise<void> {
+    await this.client.command(Commands.restartKernel);
+    this.panel.push({ type: "notice", level: "info", text: "Kernel restarted: its variables are gone." });
+  }
+
+  private async reset(): Promise<void> {
+    await this.client.command(Commands.reset);
+    this.panel.push({ type: "clear" });
+  }
+
+  private async undo(): Promise<void> {
+    await this.client.command(Commands.undo);
+    const history = await this.client.command<{ messages: HistoryMessage[] }>(Commands.history);
+    this.panel.push({ type: "history", messages: history.messages ?? [] });
+  }
+
+  private async showVariables(): Promise<void> {
+    const { variables } = await this.client.command<{ variables: Variable[] }>(Commands.variables);
+    if (!variables.length) {
+      await vscode.window.showInformationMessage("The kernel has no variables yet.");
+      return;
+    }
+    await vscode.window.showQuickPick(
+      variables.map((v) => ({ label: v.name, description: v.type, detail: v.summary })),
+      { title: "Kernel variables", matchOnDescription: true, matchOnDetail: true },
+    );
+  }
+
+  private async exportNotebook(): Promise<void> {
+    const folder = vscode.workspace.workspaceFolders?.[0];
+    if (!folder) {
+      await vscode.window.showInformationMessage("Open a folder first: the notebook is written inside the workspace.");
+      return;
+    }
+    const name = await vscode.window.showInputBox({ title: "Export the conversation as a notebook", value: "interpreter-session.ipynb", prompt: "Path inside the workspace" });
+    if (!name?.trim()) return;
+    const target = path.resolve(folder.uri.fsPath, name.trim());
+    const result = await this.client.command<{ path: string }>(Commands.exportNotebook, { path: target });
+    const open = await vscode.window.showInformationMessage(`Notebook written: ${result.path}`, "Open");
+    if (open) await vscode.commands.executeCommand("vscode.open", vscode.Uri.file(result.path));
+  }
+
+  private async openFile(file: string): Promise<void> {
+    const folder = vscode.workspace.workspaceFolders?.[0];
+    const uri = path.isAbsolute(file) || !folder ? vscode.Uri.file(file) : vscode.Uri.joinPath(folder.uri, file);
+    await vscode.commands.executeCommand("vscode.open", uri);
+  }
+
+  private async statusMenu(): Promise<void> {
+    const actions: { label: string; command: string }[] = [
+      { label: "$(debug-stop) Interrupt", command: "interpreterLsp.interrupt" },
+      { label: "$(debug-restart) Restart Kernel", command: "interpreterLsp.restartKernel" },
+      { label: "$(clear-all) Reset Conversation", command: "interpreterLsp.reset" },
+      { label: "$(symbol-variable) Show Variables", command: "interpreterLsp.showVariables" },
+      { label: "$(terminal) Show Panel", command: "interpreterLsp.showPanel" },
+      { label: "$(output) Show Server Log", command: "interpreterLsp.showLogs" },
+      { label: "$(refresh) Restart Server", command: "interpreterLsp.restartServer" },
+    ];
+    const pick = await vscode.window.showQuickPick(actions, { title: "Interpreter" });
+    if (pick) await vscode.commands.executeCommand(pick.command);
+  }
+
+  dispose(): void {
+    this.disposables.splice(0).forEach((d) => {
+      d.dispose();
+    });
+  }
+}
+
+let extension: Extension | undefined;
+
+export function activate(context: vscode.ExtensionContext): void {
+  extension = new Extension(context);
+  context.subscriptions.push(extension);
+  extension.activate();
+}
+
+export function deactivate(): void {
+  extension?.dispose();
+  extension = undefined;
+}

@@ -1,0 +1,18 @@
+// Messages between the extension host and the panel's webview.
+
+import type { ConversationState, PanelEvent } from "./conversation";
+
+export type HostToPanel =
+  | { type: "state"; state: ConversationState }
+  | { type: "events"; events: PanelEvent[] }
+  | { type: "kernel"; text: string; tooltip: string }
+  | { type: "focusInput" };
+
+export type ProposalAction = "approve" | "reject" | "edit" | "insert";
+
+export type PanelToHost =
+  | { type: "ready" }
+  | { type: "chat"; text: string }
+  | { type: "interrupt" }
+  | { type: "openFile"; path: string }
+  | { type: ProposalAction; proposalId: string };

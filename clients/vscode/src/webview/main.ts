@@ -1,0 +1,132 @@
+// The panel's script, running inside the webview. It keeps a copy of the conversation, fed by batches of
+// events from the extension host, and re-renders only the entries that changed, once per animation frame.
+
+import DOMPurify from "dompurify";
+import { activityLine, applyEvent, emptyConversation, type ConversationState } from "../conversation";
+import type { HostToPanel, PanelToHost } from "../panelMessages";
+import { createRenderer } from "./render";
+
+interface VsCodeApi {
+  postMessage(message: PanelToHost): void;
+}
+declare function acquireVsCodeApi(): VsCodeApi;
+
+const vscode = acquireVsCodeApi();
+const purify = DOMPurify(window);
+const renderer = createRenderer((html) => purify.sanitize(html));
+
+let state: ConversationState = emptyConversation();
+let dirtyAll = true;
+const dirty = new Set<string>();
+let frameRequested = false;
+
+const list = document.getElementById("entries") as HTMLElement;
+const activity = document.getElementById("activity") as HTMLElement;
+const kernel = document.getElementById("kernel") as HTMLElement;
+const prompt = document.getElementById("prompt") as HTMLTextAreaElement;
+const send = document.getElementById("send") as HTMLButtonElement;
+const stop = document.getElementById("stop") as HTMLButtonElement;
+const empty = document.getElementById("empty") as HTMLElement;
+
+function nearBottom(): boolean {
+  return window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
+}
+
+function render(): void {
+  frameRequested = false;
+  const follow = nearBottom();
+  if (dirtyAll) {
+    list.innerHTML = state.entries.map((e) => renderer.entry(e, state)).join("");
+  } else {
+    for (const id of dirty) {
+      const entry = state.entries.find((e) => e.id === id);
+      const existing = list.querySelector(`[data-id="${CSS.escape(id)}"]`);
+      if (!entry) {
+        existing?.remove();
+        continue;
+      }
+      const holder = document.createElement("div");
+      holder.innerHTML = renderer.entry(entry, state);
+      const fresh = holder.firstElementChild;
+      if (!fresh) continue;
+      if (existing) existing.replaceWith(fresh);
+      else list.appendChild(fresh);
+    }
+  }
+  dirtyAll = false;
+  dirty.clear();
+  const line = activityLine(state);
+  activity.textContent = line;
+  activity.hidden = line === "";
+  stop.hidden = line === "" || line === "Waiting for your approval";
+  empty.hidden = state.entries.length > 0;
+  if (follow) window.scrollTo(0, document.body.scrollHeight);
+}
+
+function schedule(): void {
+  if (!frameRequested) {
+    frameRequested = true;
+    requestAnimationFrame(render);
+  }
+}
+
+window.addEventListener("message", (event: MessageEvent<HostToPanel>) => {
+  const message = event.data;
+  switch (message.type) {
+    case "state":
+      state = message.state;
+      dirtyAll = true;
+      break;
+    case "events":
+      for (const panelEvent of message.events) {
+        const change = applyEvent(state, panelEvent);
+        if (change.all) dirtyAll = true;
+        else change.ids.forEach((id) => dirty.add(id));
+      }
+      break;
+    case "kernel":
+      kernel.textContent = message.text;
+      kernel.title = message.tooltip;
+      return;
+    case "focusInput":
+      prompt.focus();
+      return;
+  }
+  schedule();
+});
+
+function submit(): void {
+  const text = prompt.value.trim();
+  if (!text) return;
+  vscode.postMessage({ type: "chat", text });
+  prompt.value = "";
+}
+
+send.addEventListener("click", submit);
+stop.addEventListener("click", () => vscode.postMessage({ type: "interrupt" }));
+prompt.addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+    event.preventDefault();
+    submit();
+  }
+});
+
+list.addEventListener("click", (event) => {
+  const target = (event.target as HTMLElement).closest<HTMLElement>("[data-action]");
+  if (!target) return;
+  event.preventDefault();
+  const action = target.dataset.action;
+  if (action === "open-file" && target.dataset.path) {
+    vscode.postMessage({ type: "openFile", path: target.dataset.path });
+    return;
+  }
+  const proposalId = target.dataset.proposalId;
+  if (!proposalId) return;
+  if (action === "approve" || action === "reject" || action === "edit" || action === "insert") {
+    // One click is one request: the buttons go quiet until the server's answer re-renders the card.
+    target.closest(".actions")?.querySelectorAll("button").forEach((b) => (b.disabled = true));
+    vscode.postMessage({ type: action, proposalId });
+  }
+});
+
+vscode.postMessage({ type: "ready" });

@@ -1,0 +1,257 @@
+// Turns conversation entries into HTML for the panel. Pure: the HTML sanitiser is passed in (DOMPurify
+// bound to the webview's window, or to jsdom's in tests), so this runs the same in Node and in the webview.
+
+import MarkdownIt from "markdown-it";
+import { AnsiUp } from "ansi_up";
+import type {
+  AssistantEntry,
+  ConversationState,
+  Entry,
+  NoticeEntry,
+  OutputItem,
+  ProposalEntry,
+  RunEntry,
+  UserEntry,
+} from "../conversation";
+import type { MimeBundle } from "../protocol";
+
+export type Sanitize = (html: string) => string;
+
+export interface Renderer {
+  entry(entry: Entry, state: ConversationState): string;
+  markdown(text: string, foldedCode?: ReadonlySet<string>): string;
+}
+
+const IMAGE_TYPES = ["image/png", "image/jpeg", "image/gif", "image/webp"] as const;
+/** MIME types the panel can show, best first (what Jupyter front ends prefer, minus scripts). */
+export const MIME_ORDER = [
+  "text/html",
+  "image/svg+xml",
+  ...IMAGE_TYPES,
+  "text/markdown",
+  "text/latex",
+  "application/json",
+  "text/plain",
+] as const;
+
+export function escapeHtml(text: string): string {
+  return text
+    .replace(/&/g, "&amp;")
+    .replace(/</g, "&lt;")
+    .replace(/>/g, "&gt;")
+    .replace(/"/g, "&quot;")
+    .replace(/'/g, "&#39;");
+}
+
+/** Jupyter sends some MIME values as lists of lines. */
+function mimeText(value: unknown): string {
+  if (typeof value === "string") return value;
+  if (Array.isArray(value) && value.every((v) => typeof v === "string")) return value.join("");
+  return JSON.stringify(value, null, 2);
+}
+
+function base64OfText(text: string): string {
+  const bytes = new TextEncoder().encode(text);
+  let binary = "";
+  for (const byte of bytes) binary += String.fromCharCode(byte);
+  return btoa(binary);
+}
+
+const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
+
+/** The MIME type of a bundle the panel will show, or undefined when it can show none of them. */
+export function pickMime(bundle: MimeBundle): string | undefined {
+  return MIME_ORDER.find((mime) => bundle[mime] !== undefined && bundle[mime] !== null);
+}
+
+export function formatDuration(ms: number): string {
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
+  const minutes = Math.floor(ms / 60_000);
+  return `${minutes} min ${Math.round((ms % 60_000) / 1000)} s`;
+}
+
+const RUN_STATE_LABEL: Record<RunEntry["state"], string> = {
+  queued: "queued",
+  running: "running…",
+  ok: "done",
+  error: "error",
+  interrupted: "interrupted",
+  died: "kernel died",
+  timeout: "timed out",
+};
+
+/** Normalised code, to recognise a fenced block that became a proposal. */
+function codeKey(code: string): string {
+  return code.replace(/\s+$/g, "").replace(/^\s*\n/, "");
+}
+
+export function createRenderer(sanitize: Sanitize): Renderer {
+  // The model's text is Markdown without raw HTML: html stays off, and the result is sanitised anyway.
+  const md = new MarkdownIt({ html: false, linkify: true, breaks: false });
+  const ansi = new AnsiUp();
+  // Classes, not inline styles: the panel's CSP allows no style attributes.
+  ansi.use_classes = true;
+  ansi.boldStyle = "";
+  ansi.faintStyle = "";
+  ansi.italicStyle = "";
+  ansi.underlineStyle = "";
+
+  let folded: ReadonlySet<string> = new Set();
+  const defaultFence = md.renderer.rules.fence;
+  md.renderer.rules.fence = (tokens, idx, options, env, self) => {
+    const token = tokens[idx];
+    if (folded.has(codeKey(token.content))) {
+      const lang = escapeHtml(token.info.trim().split(/\s+/)[0] ?? "");
+      return `<div class="folded-code">${lang || "code"} block: see the proposal below</div>`;
+    }
+    return defaultFence ? defaultFence(tokens, idx, options, env, self) : self.renderToken(tokens, idx, options);
+  };
+
+  function markdown(text: string, foldedCode: ReadonlySet<string> = new Set()): string {
+    folded = new Set([...foldedCode].map(codeKey));
+    try {
+      return sanitize(md.render(text));
+    } finally {
+      folded = new Set();
+    }
+  }
+
+  function ansiHtml(text: string): string {
+    return ansi.ansi_to_html(text);
+  }
+
+  function mimeHtml(bundle: MimeBundle): string {
+    const mime = pickMime(bundle);
+    if (mime === undefined) {
+      const types = Object.keys(bundle).map(escapeHtml).join(", ");
+      return `<div class="output-note">Output of a type the panel cannot show (${types}).</div>`;
+    }
+    const value = bundle[mime];
+    if ((IMAGE_TYPES as readonly string[]).includes(mime)) {
+      const data = mimeText(value).replace(/\s+/g, "");
+      if (!BASE64.test(data)) return `<div class="output-note">An image that is not valid base64.</div>`;
+      return `<img class="output-image" alt="${escapeHtml(mime)} output" src="data:${mime};base64,${data}">`;
+    }
+    switch (mime) {
+      case "text/html":
+        return `<div class="output-html">${sanitize(mimeText(value))}</div>`;
+      case "image/svg+xml":
+        // As an <img>, an SVG cannot run scripts or reach the page.
+        return `<img class="output-image" alt="SVG output" src="data:image/svg+xml;base64,${base64OfText(mimeText(value))}">`;
+      case "text/markdown":
+        return `<div class="output-markdown">${markdown(mimeText(value))}</div>`;
+      case "application/json":
+        return `<pre class="output-json">${escapeHtml(mimeText(value))}</pre>`;
+      default:
+        return `<pre class="output-text">${ansiHtml(mimeText(value))}</pre>`;
+    }
+  }
+
+  function outputHtml(item: OutputItem): string {
+    switch (item.kind) {
+      case "stdout":
+        return `<pre class="stdout">${ansiHtml(item.text ?? "")}</pre>`;
+      case "stderr":
+        return `<pre class="stderr">${ansiHtml(item.text ?? "")}</pre>`;
+      case "error": {
+        const title = item.ename ? `${item.ename}${item.evalue ? `: ${item.evalue}` : ""}` : "Error";
+        const trace = item.text ? `<pre class="traceback">${ansiHtml(item.text)}</pre>` : "";
+        return `<div class="output-error"><div class="error-title">${escapeHtml(title)}</div>${trace}</div>`;
+      }
+      case "result":
+      case "display":
+        if (item.data) return `<div class="output-rich">${mimeHtml(item.data)}</div>`;
+        return `<pre class="output-text">${ansiHtml(item.text ?? "")}</pre>`;
+    }
+  }
+
+  function user(entry: UserEntry): string {
+    const context = entry.context ? `<div class="context">${escapeHtml(entry.context)}</div>` : "";
+    return `<div class="entry user" data-id="${escapeHtml(entry.id)}"><div class="role">You</div>${context}<div class="markdown">${markdown(entry.text)}</div></div>`;
+  }
+
+  function assistant(entry: AssistantEntry, state: ConversationState): string {
+    const codes = new Set(
+      state.entries
+        .filter((e): e is ProposalEntry => e.kind === "proposal" && e.proposal.turnId === entry.turnId)
+        .map((e) => e.proposal.code),
+    );
+    const cursor = entry.done ? "" : `<span class="cursor" aria-hidden="true"></span>`;
+    return `<div class="entry assistant${entry.done ? "" : " streaming"}" data-id="${escapeHtml(entry.id)}"><div class="role">Assistant</div><div class="markdown">${markdown(entry.text, codes)}</div>${cursor}</div>`;
+  }
+
+  function proposal(entry: ProposalEntry): string {
+    const p = entry.proposal;
+    const id = escapeHtml(p.proposalId);
+    const reasons = p.risk.reasons.length
+      ? `<ul class="risk-reasons">${p.risk.reasons.map((r) => `<li>${escapeHtml(r)}</li>`).join("")}</ul>`
+      : "";
+    const button = (action: string, label: string, title: string): string =>
+      `<button class="action ${action}" data-action="${action}" data-proposal-id="${id}" title="${escapeHtml(title)}">${label}</button>`;
+    const actions =
+      entry.status === "pending"
+        ? `<div class="actions">${button("approve", "Run", "Run this code in the kernel")}${button("edit", "Edit", "Open the code in an editor; run it from there")}${button("reject", "Reject", "Tell the model you declined")}${button("insert", "Insert", "Write the code into the document")}</div>`
+        : "";
+    const statusText: Record<ProposalEntry["status"], string> = {
+      pending: p.autoRun ? "Runs automatically" : "Waiting for your approval",
+      running: "Running",
+      ran: "Ran",
+      rejected: "Rejected",
+      inserted: "Inserted into the document",
+    };
+    const edited = entry.edited ? " (edited)" : "";
+    return `<div class="entry proposal status-${entry.status}" data-id="${escapeHtml(entry.id)}" data-proposal-id="${id}">
+<div class="proposal-head"><span class="language">${escapeHtml(p.language)}</span><span class="risk risk-${escapeHtml(p.risk.level)}">risk: ${escapeHtml(p.risk.level)}</span><span class="proposal-status">${statusText[entry.status]}${edited}</span></div>
+${reasons}<pre class="code"><code>${escapeHtml(p.code)}</code></pre>${actions}</div>`;
+  }
+
+  function run(entry: RunEntry): string {
+    const parts: string[] = [];
+    const label = RUN_STATE_LABEL[entry.state];
+    const duration = entry.durationMs !== undefined ? ` · ${formatDuration(entry.durationMs)}` : "";
+    const language = entry.language ? `${escapeHtml(entry.language)} · ` : "";
+    parts.push(
+      `<div class="run-head"><span class="run-title">Run</span> <span class="run-meta">${language}<span class="run-state state-${entry.state}">${label}</span>${duration}</span></div>`,
+    );
+    if (entry.code !== undefined && entry.proposalId === undefined) {
+      parts.push(`<details class="run-code"><summary>Code</summary><pre class="code"><code>${escapeHtml(entry.code)}</code></pre></details>`);
+    }
+    parts.push(`<div class="outputs">${entry.outputs.map(outputHtml).join("")}</div>`);
+    if (entry.droppedChars > 0) {
+      parts.push(`<div class="output-note">${entry.droppedChars.toLocaleString("en")} more characters of output not shown.</div>`);
+    }
+    if (entry.lostMessages > 0) {
+      parts.push(`<div class="output-note">${entry.lostMessages} output messages did not arrive.</div>`);
+    }
+    if (entry.message) parts.push(`<div class="run-message">${escapeHtml(entry.message)}</div>`);
+    if (entry.files.length) {
+      const links = entry.files
+        .map((f) => `<li><a href="#" data-action="open-file" data-path="${escapeHtml(f)}">${escapeHtml(f)}</a></li>`)
+        .join("");
+      parts.push(`<div class="run-files">Files touched:<ul>${links}</ul></div>`);
+    }
+    return `<div class="entry run state-${entry.state}" data-id="${escapeHtml(entry.id)}" data-run-id="${escapeHtml(entry.runId)}">${parts.join("")}</div>`;
+  }
+
+  function notice(entry: NoticeEntry): string {
+    return `<div class="entry notice level-${entry.level}" data-id="${escapeHtml(entry.id)}">${escapeHtml(entry.text)}</div>`;
+  }
+
+  function entryHtml(entry: Entry, state: ConversationState): string {
+    switch (entry.kind) {
+      case "user":
+        return user(entry);
+      case "assistant":
+        return assistant(entry, state);
+      case "proposal":
+        return proposal(entry);
+      case "run":
+        return run(entry);
+      case "notice":
+        return notice(entry);
+    }
+  }
+
+  return { entry: entryHtml, markdown };
+}
