@@ -95,28 +95,15 @@ async def _stream_once(
     on_delta: Callable[[str], None],
     state: _Attempt,
 ) -> Completion:
-    loop = asyncio.get_running_loop()
-    first_token_deadline = loop.time() + config.first_token_timeout
-    try:
-        stream = await asyncio.wait_for(
-            litellm.acompletion(**_request_kwargs(messages, config)), config.first_token_timeout
-        )
-    except asyncio.TimeoutError:
-        raise _first_token_timeout(config) from None
-
     parts: list[str] = []
     usage: Any = None
     got_token = False
+    stream: Any = None
+    watchdog = _Watchdog()
+    watchdog.arm(config.first_token_timeout)
     try:
-        iterator = stream.__aiter__()
-        while True:
-            limit = config.stall_timeout if got_token else first_token_deadline - loop.time()
-            try:
-                chunk = await asyncio.wait_for(iterator.__anext__(), max(limit, 0.0))
-            except StopAsyncIteration:
-                break
-            except asyncio.TimeoutError:
-                raise (_stalled(config) if got_token else _first_token_timeout(config)) from None
+        stream = await litellm.acompletion(**_request_kwargs(messages, config))
+        async for chunk in stream:
             usage = getattr(chunk, "usage", None) or usage
             if not chunk.choices:
                 continue
@@ -124,14 +111,23 @@ async def _stream_once(
             text = getattr(delta, "content", None)
             if text or getattr(delta, "reasoning_content", None):
                 got_token = True
+            if got_token:  # chunks before the first token (role, keep-alives) do not extend its limit
+                watchdog.arm(config.stall_timeout)
             if text:
                 parts.append(text)
                 state.delivered = True
                 on_delta(text)
+    except (asyncio.CancelledError, Exception):
+        # The watchdog's cancel may surface as CancelledError or, wrapped by a library, as another error.
+        if watchdog.expired_alone():
+            raise (_stalled(config) if got_token else _first_token_timeout(config)) from None
+        raise
     finally:
-        # Also on cancellation: close the HTTP stream now, so the server stops generating.
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(stream.aclose(), 5.0)
+        watchdog.disarm()
+        if stream is not None:
+            # Also on cancellation: close the HTTP stream now, so the server stops generating.
+            with contextlib.suppress(Exception):
+                await stream.aclose()
 
     text = "".join(parts)
     prompt_tokens, completion_tokens = _token_counts(litellm, config, messages, text, usage)
@@ -141,6 +137,43 @@ async def _stream_once(
         completion_tokens=completion_tokens,
         cost=_cost(litellm, config, prompt_tokens, completion_tokens),
     )
+
+
+class _Watchdog:
+    """A deadline for the current task, re-armed as chunks arrive: when it passes, the task is cancelled.
+
+    One timer per stream instead of asyncio.wait_for per chunk: no extra task per chunk, and no
+    Python 3.11 wait_for race that swallows a user's cancel arriving as the awaited call completes.
+    """
+
+    def __init__(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None, "stream_completion must run in a task"
+        self._task = task
+        self._handle: asyncio.TimerHandle | None = None
+        self.expired = False
+
+    def arm(self, seconds: float) -> None:
+        self.disarm()
+        self._handle = self._loop.call_later(max(seconds, 0.0), self._expire)
+
+    def disarm(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+    def expired_alone(self) -> bool:
+        """Whether the watchdog caused the current cancellation (and no one else asked to cancel)."""
+        if not self.expired:
+            return False
+        uncancel = getattr(self._task, "uncancel", None)  # Python 3.11+
+        return uncancel is None or uncancel() == 0
+
+    def _expire(self) -> None:
+        self._handle = None
+        self.expired = True
+        self._task.cancel()
 
 
 def _request_kwargs(messages: list[dict[str, Any]], config: ModelConfig) -> dict[str, Any]:
@@ -241,8 +274,8 @@ def _causes(exc: BaseException) -> Iterator[BaseException]:
         seen.add(id(current))
         yield current
         original = getattr(current, "original_exception", None)
-        current = current.__cause__ or current.__context__ or (
-            original if isinstance(original, BaseException) else None
+        current = (
+            current.__cause__ or current.__context__ or (original if isinstance(original, BaseException) else None)
         )
 
 
@@ -330,9 +363,7 @@ def _describe(failure: _Failure, config: ModelConfig, retries: int) -> str:
         return f"{model} rejected the request ({detail}): check interpreter.model and the interpreter settings."
     if kind == errors.SERVER:
         status = f"HTTP {failure.status}" if failure.status else "an error"
-        return (
-            f"The model server failed with {status} ({detail}){retried}: try again later or use another model."
-        )
+        return f"The model server failed with {status} ({detail}){retried}: try again later or use another model."
     return f"The model request to {model} failed ({detail}){retried}."
 
 
@@ -350,8 +381,7 @@ def _first_token_timeout(config: ModelConfig) -> ModelError:
 
 def _stalled(config: ModelConfig) -> ModelError:
     return ModelError(
-        f"{config.model} stopped in the middle of its reply (nothing for {config.stall_timeout:g} s): "
-        "try again.",
+        f"{config.model} stopped in the middle of its reply (nothing for {config.stall_timeout:g} s): try again.",
         errors.STALLED,
     )
 
@@ -389,9 +419,7 @@ def _key_variable(config: ModelConfig) -> str:
 def _redact(message: str, config: ModelConfig) -> str:
     """Remove the configured key and every *_API_KEY / *_TOKEN value of the environment from `message`."""
     secrets = {config.api_key or ""}
-    secrets.update(
-        value for name, value in os.environ.items() if name.endswith(("_API_KEY", "_TOKEN", "_SECRET"))
-    )
+    secrets.update(value for name, value in os.environ.items() if name.endswith(("_API_KEY", "_TOKEN", "_SECRET")))
     for secret in sorted(secrets, key=len, reverse=True):
         if len(secret) >= 6:
             message = message.replace(secret, "[redacted]")

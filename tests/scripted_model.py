@@ -1,0 +1,398 @@
+"""A scripted OpenAI-compatible HTTP server on 127.0.0.1, for tests.
+
+Only the model's words are scripted: the client (litellm, the server under test) talks real HTTP to it.
+It runs its own asyncio loop in its own thread, so it serves sync tests, async tests on any loop, and
+separate processes alike. Each queued behaviour answers exactly one chat request, in order; a request that
+finds the queue empty gets a loud 500 so the test fails visibly.
+
+    with ScriptedModel() as model:          # or model.start() / model.stop()
+        model.reply("Hello ```python\\nprint(1)\\n```")
+        litellm.completion(model="openai/scripted", api_base=model.base_url, api_key="x", ...)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+MODEL_ID = "scripted"
+NO_REPLY_QUEUED = "scripted model: no reply queued"
+
+
+@dataclass
+class Scripted:
+    """One queued behaviour, and what happened to it (threading events, so any thread can wait on them)."""
+
+    kind: str  # "reply" | "fail" | "malformed" | "stall" | "hold"
+    text: str = ""
+    chunk_size: int = 7
+    delay: float = 0.0
+    usage: tuple[int, int] | None = None
+    status: int = 200
+    body: str = ""
+    retry_after: float | None = None
+    received: threading.Event = field(default_factory=threading.Event)
+    disconnected: threading.Event = field(default_factory=threading.Event)
+    finished: threading.Event = field(default_factory=threading.Event)
+    _released: threading.Event = field(default_factory=threading.Event)
+    _release_async: asyncio.Event | None = None
+    _loop: asyncio.AbstractEventLoop | None = None
+
+    def release(self) -> None:
+        """Let a held stream go on: it then streams its text as a normal reply."""
+        self._released.set()
+        loop, event = self._loop, self._release_async
+        if loop is not None and event is not None:
+            loop.call_soon_threadsafe(event.set)
+
+    def is_set(self) -> bool:  # asyncio.Event-like, for `hold()` users
+        return self._released.is_set()
+
+    def set(self) -> None:
+        self.release()
+
+    async def wait_disconnected(self, timeout: float = 10.0) -> bool:
+        """From any event loop: wait (bounded) until the client closed this response's connection."""
+        return await asyncio.to_thread(self.disconnected.wait, timeout)
+
+
+class ScriptedModel:
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.base_url = ""
+        self._script: deque[Scripted] = deque()
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._server: asyncio.Server | None = None
+        self._stopping: asyncio.Event | None = None
+        self._connections: set[asyncio.Task[None]] = set()
+
+    # -- life cycle ------------------------------------------------------------------------------------
+
+    def start(self) -> str:
+        """Start serving on a free port of 127.0.0.1; returns the base url "http://127.0.0.1:PORT/v1"."""
+        if self._thread is not None:
+            return self.base_url
+        ready = threading.Event()
+        failure: list[BaseException] = []
+        self._thread = threading.Thread(target=self._serve, args=(ready, failure), name="scripted-model", daemon=True)
+        self._thread.start()
+        if not ready.wait(10):
+            raise RuntimeError("scripted model did not start within 10 s")
+        if failure:
+            raise RuntimeError(f"scripted model failed to start: {failure[0]}")
+        return self.base_url
+
+    def stop(self) -> None:
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+        if self._stopping is not None:
+            loop.call_soon_threadsafe(self._stopping.set)
+        thread.join(10)
+        self._thread = None
+        self._loop = None
+
+    def __enter__(self) -> ScriptedModel:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        return int(self.base_url.rsplit(":", 1)[1].split("/", 1)[0])
+
+    # -- the script ------------------------------------------------------------------------------------
+
+    def reply(
+        self, text: str, *, chunk_size: int = 7, delay: float = 0.0, usage: tuple[int, int] | None = None
+    ) -> Scripted:
+        """Queue a reply: streamed as SSE chunks of `chunk_size` characters, `delay` seconds apart
+        (or one JSON completion for a stream=False request). `usage` = (prompt, completion) tokens,
+        sent as a final usage chunk when the client asked for it."""
+        return self._queue(Scripted("reply", text=text, chunk_size=max(1, chunk_size), delay=delay, usage=usage))
+
+    def fail(
+        self,
+        status: int,
+        body: str = "scripted failure",
+        *,
+        retry_after: float | None = None,
+        times: int = 1,
+    ) -> list[Scripted]:
+        """Queue `times` HTTP errors with an OpenAI-shaped error body whose message is `body`."""
+        return [self._queue(Scripted("fail", status=status, body=body, retry_after=retry_after)) for _ in range(times)]
+
+    def malformed(self, before_text: str = "Here") -> Scripted:
+        """Queue a stream that sends `before_text` then a chunk that is not JSON, then ends."""
+        return self._queue(Scripted("malformed", text=before_text))
+
+    def stall(self, after_text: str = "") -> Scripted:
+        """Queue a stream that sends `after_text` and then goes silent until the client leaves or stop()."""
+        return self._queue(Scripted("stall", text=after_text))
+
+    def hold(self, text: str = "released") -> Scripted:
+        """Queue a stream that sends nothing (after its headers) until `.release()`, then streams `text`.
+        `.received` is set when the request arrives, `.disconnected` when the client closes the connection."""
+        return self._queue(Scripted("hold", text=text))
+
+    def wait_requests(self, n: int, timeout: float = 10) -> list[dict[str, Any]]:
+        """Block until at least n chat requests arrived; raises TimeoutError after `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while len(self.requests) < n:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError(f"scripted model: {len(self.requests)} of {n} requests in {timeout} s")
+                self._cond.wait(remaining)
+            return list(self.requests)
+
+    @property
+    def pending(self) -> int:
+        """How many queued behaviours no request has consumed yet."""
+        with self._cond:
+            return len(self._script)
+
+    def _queue(self, item: Scripted) -> Scripted:
+        with self._cond:
+            self._script.append(item)
+        return item
+
+    def _next(self, body: dict[str, Any]) -> Scripted | None:
+        with self._cond:
+            self.requests.append(body)
+            self._cond.notify_all()
+            return self._script.popleft() if self._script else None
+
+    # -- the server ------------------------------------------------------------------------------------
+
+    def _serve(self, ready: threading.Event, failure: list[BaseException]) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        try:
+            loop.run_until_complete(self._main(ready))
+        except BaseException as exc:  # surface start-up failures to start()
+            failure.append(exc)
+            ready.set()
+        finally:
+            loop.close()
+
+    async def _main(self, ready: threading.Event) -> None:
+        self._stopping = asyncio.Event()
+        self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
+        port = self._server.sockets[0].getsockname()[1]
+        self.base_url = f"http://127.0.0.1:{port}/v1"
+        ready.set()
+        await self._stopping.wait()
+        self._server.close()
+        for task in list(self._connections):
+            task.cancel()
+        await asyncio.gather(*self._connections, return_exceptions=True)
+        await self._server.wait_closed()
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections.add(task)
+        try:
+            while await self._handle_one(reader, writer):
+                pass
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
+            pass  # the client left, or stop() ends every connection
+        finally:
+            self._connections.discard(task)
+            writer.close()
+
+    async def _handle_one(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+        """Serve one request; returns whether the connection may carry another one."""
+        head = await reader.readuntil(b"\r\n\r\n")
+        request_line, *header_lines = head.decode("latin-1").split("\r\n")
+        method, path, _ = request_line.split(" ", 2)
+        headers = {}
+        for line in header_lines:
+            if ":" in line:
+                name, value = line.split(":", 1)
+                headers[name.strip().lower()] = value.strip()
+        length = int(headers.get("content-length", "0"))
+        raw = await reader.readexactly(length) if length else b""
+        path = path.split("?", 1)[0].rstrip("/")
+
+        if method == "GET" and path.endswith("/models"):
+            await _send_json(writer, 200, {"object": "list", "data": [{"id": MODEL_ID, "object": "model"}]})
+            return True
+        if method != "POST" or not path.endswith("/chat/completions"):
+            await _send_json(writer, 404, _error_body(f"scripted model: no route {method} {path}", 404))
+            return True
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            await _send_json(writer, 400, _error_body("scripted model: request body is not JSON", 400))
+            return True
+
+        item = self._next(body)
+        if item is None:
+            await _send_json(writer, 500, _error_body(NO_REPLY_QUEUED, 500))
+            return True
+        item.received.set()
+        try:
+            await self._perform(item, body, reader, writer)
+        finally:
+            item.finished.set()
+        return item.kind in ("reply", "fail") and not item.disconnected.is_set()
+
+    async def _perform(
+        self, item: Scripted, body: dict[str, Any], reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        if item.kind == "fail":
+            extra = {} if item.retry_after is None else {"Retry-After": f"{item.retry_after:g}"}
+            await _send_json(writer, item.status, _error_body(item.body, item.status), extra)
+            return
+        stream = bool(body.get("stream"))
+        if item.kind == "reply" and not stream:
+            await _send_json(writer, 200, _completion(item.text, item.usage))
+            return
+
+        created = int(time.time())
+        await _start_stream(writer)
+        await _send_chunk(writer, _chunk(created, {"role": "assistant", "content": ""}))
+        if item.kind == "hold":
+            item._loop = asyncio.get_running_loop()
+            item._release_async = asyncio.Event()
+            if item._released.is_set():
+                item._release_async.set()
+            if not await _until_released_or_gone(item._release_async, reader):
+                item.disconnected.set()
+                return
+        if item.kind == "malformed":
+            await _send_chunk(writer, _chunk(created, {"content": item.text}))
+            await _send_event(writer, '{"id": "chatcmpl-scripted", "choices": [{"delta": {"content": "x"')
+            await _end_stream(writer)
+            return
+        if item.kind == "stall":
+            if item.text:
+                await _send_chunk(writer, _chunk(created, {"content": item.text}))
+            await reader.read()  # EOF: the client left (or stop() cancels us)
+            item.disconnected.set()
+            return
+
+        try:
+            for start in range(0, len(item.text), item.chunk_size):
+                if item.delay:
+                    await asyncio.sleep(item.delay)
+                await _send_chunk(writer, _chunk(created, {"content": item.text[start : start + item.chunk_size]}))
+            await _send_chunk(writer, _chunk(created, {}, finish_reason="stop"))
+            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            if include_usage and item.usage is not None:
+                await _send_chunk(writer, _usage_chunk(created, item.usage))
+            await _send_event(writer, "[DONE]")
+            await _end_stream(writer)
+        except ConnectionError:
+            item.disconnected.set()
+            raise
+
+
+async def _until_released_or_gone(released: asyncio.Event, reader: asyncio.StreamReader) -> bool:
+    """Wait for release (True) or for the client to close the connection (False)."""
+    release_wait = asyncio.ensure_future(released.wait())
+    eof_wait = asyncio.ensure_future(reader.read())
+    try:
+        await asyncio.wait({release_wait, eof_wait}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        release_wait.cancel()
+        eof_wait.cancel()
+    return released.is_set()
+
+
+def _error_body(message: str, status: int) -> dict[str, Any]:
+    kind = {
+        400: "invalid_request_error",
+        401: "authentication_error",
+        404: "not_found_error",
+        429: "rate_limit_error",
+    }.get(status, "server_error")
+    return {"error": {"message": message, "type": kind, "param": None, "code": str(status)}}
+
+
+def _chunk(created: int, delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-scripted",
+        "object": "chat.completion.chunk",
+        "created": created,
+        "model": MODEL_ID,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+    }
+
+
+def _usage_chunk(created: int, usage: tuple[int, int]) -> dict[str, Any]:
+    prompt, completion = usage
+    return {
+        "id": "chatcmpl-scripted",
+        "object": "chat.completion.chunk",
+        "created": created,
+        "model": MODEL_ID,
+        "choices": [],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
+    }
+
+
+def _completion(text: str, usage: tuple[int, int] | None) -> dict[str, Any]:
+    prompt, completion = usage or (0, 0)
+    return {
+        "id": "chatcmpl-scripted",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": MODEL_ID,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
+    }
+
+
+_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 429: "Too Many Requests"}
+
+
+async def _send_json(
+    writer: asyncio.StreamWriter, status: int, payload: dict[str, Any], extra: dict[str, str] | None = None
+) -> None:
+    data = json.dumps(payload).encode()
+    lines = [
+        f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}",
+        "Content-Type: application/json",
+        f"Content-Length: {len(data)}",
+        *(f"{name}: {value}" for name, value in (extra or {}).items()),
+    ]
+    writer.write(("\r\n".join(lines) + "\r\n\r\n").encode() + data)
+    await writer.drain()
+
+
+async def _start_stream(writer: asyncio.StreamWriter) -> None:
+    writer.write(
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\n"
+    )
+    await writer.drain()
+
+
+async def _send_event(writer: asyncio.StreamWriter, data: str) -> None:
+    payload = f"data: {data}\n\n".encode()
+    writer.write(f"{len(payload):x}\r\n".encode() + payload + b"\r\n")
+    await writer.drain()
+
+
+async def _send_chunk(writer: asyncio.StreamWriter, chunk: dict[str, Any]) -> None:
+    await _send_event(writer, json.dumps(chunk))
+
+
+async def _end_stream(writer: asyncio.StreamWriter) -> None:
+    writer.write(b"0\r\n\r\n")
+    await writer.drain()
