@@ -1,0 +1,138 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import DOMPurify from "dompurify";
+import { JSDOM } from "jsdom";
+import { applyEvent, emptyConversation, type ConversationState } from "../../src/conversation";
+import { createRenderer, formatDuration, pickMime } from "../../src/webview/render";
+
+const window = new JSDOM("").window;
+const purify = DOMPurify(window);
+const renderer = createRenderer((html) => purify.sanitize(html));
+
+function dom(html: string): Document {
+  return new JSDOM(`<body>${html}</body>`).window.document;
+}
+
+function rendered(state: ConversationState, index = 0): Document {
+  return dom(renderer.entry(state.entries[index], state));
+}
+
+test("assistant Markdown is rendered; raw HTML from the model is shown as text, not run", () => {
+  const s = emptyConversation();
+  applyEvent(s, {
+    type: "message",
+    params: { turnId: "t", seq: 0, delta: "**Done** <img src=x onerror=alert(1)> [a](javascript:alert(1))", done: true },
+  });
+  const doc = rendered(s);
+  assert.equal(doc.querySelector("strong")?.textContent, "Done");
+  assert.equal(doc.querySelector("img"), null);
+  assert.match(doc.body.textContent ?? "", /<img src=x onerror=alert\(1\)>/);
+  assert.equal(doc.querySelector("a[href^='javascript']"), null);
+});
+
+test("a code block that became a proposal folds into a note; other blocks stay", () => {
+  const s = emptyConversation();
+  applyEvent(s, {
+    type: "message",
+    params: { turnId: "t", seq: 0, delta: "Run:\n```python\nprint(1)\n```\nExample:\n```text\nhi\n```\n", done: true },
+  });
+  applyEvent(s, {
+    type: "proposal",
+    params: { proposalId: "p", turnId: "t", language: "python", code: "print(1)\n", risk: { level: "low", reasons: [] }, autoRun: false },
+  });
+  const doc = rendered(s);
+  assert.match(doc.querySelector(".folded-code")?.textContent ?? "", /python block: see the proposal below/);
+  assert.equal(doc.querySelectorAll("pre code").length, 1);
+  assert.equal(doc.querySelector("pre code")?.textContent, "hi\n");
+});
+
+test("a proposal shows its language, risk, reasons and the four actions while pending", () => {
+  const s = emptyConversation();
+  applyEvent(s, {
+    type: "proposal",
+    params: {
+      proposalId: "p1",
+      turnId: "t",
+      language: "shell",
+      code: "rm -rf build <b>",
+      risk: { level: "high", reasons: ["deletes files recursively"] },
+      autoRun: false,
+    },
+  });
+  let doc = rendered(s);
+  assert.equal(doc.querySelector(".language")?.textContent, "shell");
+  assert.equal(doc.querySelector(".risk")?.textContent, "risk: high");
+  assert.equal(doc.querySelector(".risk-reasons li")?.textContent, "deletes files recursively");
+  assert.equal(doc.querySelector("pre.code code")?.textContent, "rm -rf build <b>");
+  assert.deepEqual(
+    [...doc.querySelectorAll("button")].map((b) => [b.textContent, b.getAttribute("data-proposal-id")]),
+    [
+      ["Run", "p1"],
+      ["Edit", "p1"],
+      ["Reject", "p1"],
+      ["Insert", "p1"],
+    ],
+  );
+  applyEvent(s, { type: "proposalStatus", proposalId: "p1", status: "rejected" });
+  doc = rendered(s);
+  assert.equal(doc.querySelectorAll("button").length, 0);
+  assert.equal(doc.querySelector(".proposal-status")?.textContent, "Rejected");
+});
+
+test("run output: ANSI colours become classes, errors show name and value, duration shows", () => {
+  const s = emptyConversation();
+  applyEvent(s, { type: "output", params: { runId: "r", seq: 0, kind: "stdout", text: "\u001b[31mred\u001b[0m plain" } });
+  applyEvent(s, {
+    type: "output",
+    params: { runId: "r", seq: 1, kind: "error", ename: "ZeroDivisionError", evalue: "division by zero", text: "Traceback...\n1/0" },
+  });
+  applyEvent(s, { type: "runStatus", params: { runId: "r", state: "error", durationMs: 1530, language: "python" } });
+  const doc = rendered(s);
+  assert.equal(doc.querySelector(".stdout .ansi-red-fg")?.textContent, "red");
+  assert.equal(doc.querySelector(".stdout")?.textContent, "red plain");
+  assert.equal(doc.querySelector(".error-title")?.textContent, "ZeroDivisionError: division by zero");
+  assert.match(doc.querySelector(".traceback")?.textContent ?? "", /1\/0/);
+  assert.equal(doc.querySelector(".run-state")?.textContent, "error");
+  assert.match(doc.querySelector(".run-meta")?.textContent ?? "", /python · error · 1\.5 s/);
+});
+
+test("display data: a PNG becomes an image, HTML is sanitised, bad base64 is refused", () => {
+  const s = emptyConversation();
+  applyEvent(s, { type: "output", params: { runId: "r", seq: 0, kind: "display", data: { "image/png": "iVBORw0KGgo=\n", "text/plain": "<Figure>" } } });
+  applyEvent(s, {
+    type: "output",
+    params: { runId: "r", seq: 1, kind: "result", data: { "text/html": "<table><tr><td>1</td></tr></table><script>alert(1)</script><img src=x onerror=alert(1)>" } },
+  });
+  applyEvent(s, { type: "output", params: { runId: "r", seq: 2, kind: "display", data: { "image/png": "\" onload=\"alert(1)" } } });
+  const doc = rendered(s);
+  const images = doc.querySelectorAll("img.output-image");
+  assert.equal(images.length, 1);
+  assert.equal(images[0].getAttribute("src"), "data:image/png;base64,iVBORw0KGgo=");
+  assert.equal(doc.querySelector(".output-html td")?.textContent, "1");
+  assert.equal(doc.querySelector("script"), null);
+  assert.equal(doc.querySelector("[onerror]"), null);
+  assert.match(doc.body.textContent ?? "", /An image that is not valid base64/);
+});
+
+test("SVG output is shown as an image, never inlined", () => {
+  const s = emptyConversation();
+  applyEvent(s, { type: "output", params: { runId: "r", seq: 0, kind: "display", data: { "image/svg+xml": "<svg xmlns='http://www.w3.org/2000/svg'><script>alert(1)</script></svg>" } } });
+  const doc = rendered(s);
+  assert.equal(doc.querySelector("svg"), null);
+  assert.match(doc.querySelector("img")?.getAttribute("src") ?? "", /^data:image\/svg\+xml;base64,/);
+});
+
+test("MIME choice prefers rich types; durations read naturally", () => {
+  assert.equal(pickMime({ "text/plain": "x", "image/png": "y" }), "image/png");
+  assert.equal(pickMime({ "application/vnd.custom": 1 }), undefined);
+  assert.equal(formatDuration(250), "250 ms");
+  assert.equal(formatDuration(2500), "2.5 s");
+  assert.equal(formatDuration(125_000), "2 min 5 s");
+});
+
+test("files a run touched are listed as links", () => {
+  const s = emptyConversation();
+  applyEvent(s, { type: "runStatus", params: { runId: "r", state: "ok", files: ["out/plot.png"] } });
+  const link = rendered(s).querySelector("a[data-action='open-file']");
+  assert.equal(link?.getAttribute("data-path"), "out/plot.png");
+});

@@ -1,0 +1,47 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { besidePython, commandFromSetting, resolveServerCommand, splitCommandLine } from "../../src/serverCommand";
+import { initializationOptions, serverSettings } from "../../src/settings";
+
+test("a command line splits like a shell's words and quotes", () => {
+  assert.deepEqual(splitCommandLine(`/opt/my env/bin/python -m interpreter_lsp`), ["/opt/my", "env/bin/python", "-m", "interpreter_lsp"]);
+  assert.deepEqual(splitCommandLine(`"/opt/my env/bin/python" -m 'interpreter_lsp' a\\ b`), ["/opt/my env/bin/python", "-m", "interpreter_lsp", "a b"]);
+  assert.throws(() => splitCommandLine(`"unclosed`), /unclosed " quote/);
+});
+
+test("the setting may be a string or a list; empty means unset; other types are refused", () => {
+  assert.deepEqual(commandFromSetting(["/x/interpreter-lsp", "--log-level", "debug"]), ["/x/interpreter-lsp", "--log-level", "debug"]);
+  assert.deepEqual(commandFromSetting("/x/interpreter-lsp --log-file /tmp/l"), ["/x/interpreter-lsp", "--log-file", "/tmp/l"]);
+  assert.equal(commandFromSetting([]), undefined);
+  assert.equal(commandFromSetting(""), undefined);
+  assert.throws(() => commandFromSetting([1]), /list of strings/);
+  assert.throws(() => commandFromSetting(3), /string or a list/);
+});
+
+test("resolution order: setting, then beside the selected Python, then PATH; else a clear error", () => {
+  const exists = new Set(["/venv/bin/interpreter-lsp", "/usr/local/bin/interpreter-lsp"]);
+  const isExecutable = (f: string) => exists.has(f);
+  const base = { pathValue: "/usr/bin:/usr/local/bin", platform: "linux" as const, isExecutable };
+  assert.deepEqual(resolveServerCommand({ ...base, setting: ["/custom", "-v"], pythonPath: "/venv/bin/python" }), {
+    command: "/custom",
+    args: ["-v"],
+    source: "setting",
+  });
+  assert.equal(resolveServerCommand({ ...base, setting: [], pythonPath: "/venv/bin/python" }).command, "/venv/bin/interpreter-lsp");
+  assert.equal(resolveServerCommand({ ...base, setting: [], pythonPath: "/other/bin/python" }).command, "/usr/local/bin/interpreter-lsp");
+  assert.throws(
+    () => resolveServerCommand({ ...base, setting: undefined, pythonPath: "/p/bin/python", isExecutable: () => false }),
+    /not found beside the selected Python \(\/p\/bin\/python\) or on PATH.*interpreter\.server\.command/,
+  );
+  assert.equal(besidePython("C:\\venv\\Scripts\\python.exe", "win32"), "C:\\venv\\Scripts\\interpreter-lsp.exe");
+});
+
+test("the server never sees client-only settings; initializationOptions carry trust and input support", () => {
+  const section = { model: "openai/x", server: { command: ["/x"] }, kernel: { python: "" } };
+  assert.deepEqual(serverSettings(section), { model: "openai/x", kernel: { python: "" } });
+  assert.deepEqual(initializationOptions(section, false), {
+    settings: { model: "openai/x", kernel: { python: "" } },
+    capabilities: { input: true },
+    trusted: false,
+  });
+});
