@@ -9,11 +9,12 @@ import sys
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Union
 
 from lsprotocol import types as t
+from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, default_converter
 from pytest_lsp import client_capabilities
-from pytest_lsp.client import LanguageClient, make_test_lsp_client
+from pytest_lsp.client import LanguageClient, register_lsp_features
 
 from interpreter_lsp import protocol as p
 
@@ -43,6 +44,7 @@ class Session:
         self.input_prompts: list[dict[str, Any]] = []
         self.edits: list[t.ApplyWorkspaceEditParams] = []
         self.apply_edits = True
+        self.init_result: t.InitializeResult | None = None
         for method in (p.MESSAGE, p.PROPOSAL, p.OUTPUT, p.RUN_STATUS, p.TURN_STATUS, p.KERNEL_STATUS):
             client.feature(method)(self._recorder(method))
 
@@ -145,6 +147,30 @@ class Session:
         return uri
 
 
+def _json_converter():
+    """pygls turns params of custom methods into namedtuples, renaming keys such as "text/plain":
+    keep them as the JSON objects a real editor receives."""
+    converter = default_converter()
+    for cls in (JsonRPCNotification, JsonRPCRequestMessage):
+        converter.register_structure_hook(cls, lambda obj, cls: cls(**obj))
+
+    # lsprotocol 2025.0.0 reads every code action that has a `command` as a bare Command; editors tell
+    # them apart by whether `command` is a string, and so do we.
+    def code_action(obj: Any, _type: Any) -> t.Command | t.CodeAction:
+        if isinstance(obj.get("command"), str):
+            return converter.structure(obj, t.Command)
+        return converter.structure(obj, t.CodeAction)
+
+    converter.register_structure_hook(Union[t.Command, t.CodeAction], code_action)  # noqa: UP007
+    return converter
+
+
+def make_client() -> LanguageClient:
+    client = LanguageClient(converter_factory=_json_converter)
+    register_lsp_features(client)
+    return client
+
+
 def server_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
     """The server's environment: isolated user config/state, no model configured unless a test says so."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "COV_"))}
@@ -169,13 +195,13 @@ async def start_session(
     configuration: dict[str, Any] | None = None,
     env: dict[str, str] | None = None,
 ) -> Session:
-    client = make_test_lsp_client()
+    client = make_client()
     session = Session(client, root)
     if configuration is not None:
         client.set_configuration(configuration, section="interpreter")
     await client.start_io(sys.executable, "-m", "interpreter_lsp", env=server_env(home, env), cwd=str(root))
     capabilities = client_capabilities(profile)
-    await asyncio.wait_for(
+    session.init_result = await asyncio.wait_for(
         client.initialize_session(
             t.InitializeParams(
                 capabilities=capabilities,

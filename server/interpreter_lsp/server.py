@@ -31,6 +31,9 @@ from .workspace import ServerContext, Workspace
 
 log = logging.getLogger(__name__)
 
+# A kind of our own: clients list it with the other actions (VS Code's light bulb, Neovim's menu).
+RUN_ACTION_KIND = "interpreter.run"
+
 _EXTENSION_LANGUAGES = {".py": PYTHON, ".ipy": PYTHON, ".sh": "shell", ".bash": "shell", ".zsh": "shell"}
 
 
@@ -142,6 +145,7 @@ class InterpreterServer(LanguageServer):
                 self.work_done_progress.begin(token, t.WorkDoneProgressBegin(title="Starting the python kernel"))
             except Exception:
                 token = None
+        message = "stopped"
         try:
             await ws.warm_up()
             message = "python kernel ready"
@@ -273,7 +277,7 @@ def create_server() -> InterpreterServer:
 
     # ---- editor surface ----------------------------------------------------------------------------------
 
-    @ls.feature(t.TEXT_DOCUMENT_CODE_ACTION, t.CodeActionOptions(code_action_kinds=[t.CodeActionKind.Empty]))
+    @ls.feature(t.TEXT_DOCUMENT_CODE_ACTION, t.CodeActionOptions(code_action_kinds=[RUN_ACTION_KIND]))
     def code_actions(params: t.CodeActionParams) -> list[t.CodeAction]:
         uri, rng = params.text_document.uri, params.range
         doc = ls.workspace.text_documents.get(uri)
@@ -298,7 +302,7 @@ def create_server() -> InterpreterServer:
         for line in cells.cell_starts([line.rstrip("\r\n") for line in doc.lines]):
             rng = t.Range(start=t.Position(line=line, character=0), end=t.Position(line=line, character=0))
             args = {"uri": uri, "position": {"line": line, "character": 0}}
-            lenses.append(t.CodeLens(range=rng, command=t.Command("Run cell", p.RUN, [args])))
+            lenses.append(t.CodeLens(range=rng, command=t.Command(title="Run cell", command=p.RUN, arguments=[args])))
         return lenses
 
     # ---- commands ----------------------------------------------------------------------------------------
@@ -374,7 +378,8 @@ def _pos(position: t.Position) -> dict[str, int]:
 
 
 def _action(title: str, command: str, args: dict[str, Any]) -> t.CodeAction:
-    return t.CodeAction(title=title, kind=t.CodeActionKind.Empty, command=t.Command(title, command, [args]))
+    command_ = t.Command(title=title, command=command, arguments=[args])
+    return t.CodeAction(title=title, kind=RUN_ACTION_KIND, command=command_)
 
 
 def kill_kernels_now(ls: InterpreterServer) -> None:

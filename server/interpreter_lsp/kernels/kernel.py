@@ -105,6 +105,7 @@ class Kernel:
         self._pidfd: int | None = None
         self._expect_exit = False
         self._death_task: asyncio.Task[None] | None = None
+        self._input_tasks: set[asyncio.Task[None]] = set()
 
     # ---- life cycle ------------------------------------------------------------------------------
 
@@ -242,7 +243,7 @@ class Kernel:
             with contextlib.suppress(Exception):
                 await self._km.shutdown_kernel(now=True)
             with contextlib.suppress(Exception):
-                self._km.cleanup_resources()
+                await self._km._async_cleanup_resources()
 
     async def shutdown(self) -> None:
         await self._kill()
@@ -340,7 +341,9 @@ class Kernel:
                 self._maybe_finish(pending)
         elif channel == "stdin" and msg_type == "input_request":
             if pending is not None and pending.sink is not None:
-                asyncio.create_task(self._answer_input(pending.sink, content))
+                task = asyncio.create_task(self._answer_input(pending.sink, content))
+                self._input_tasks.add(task)
+                task.add_done_callback(self._input_tasks.discard)
 
     @staticmethod
     def _maybe_finish(pending: _Pending) -> None:

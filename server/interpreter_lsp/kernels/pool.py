@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,19 +64,24 @@ class KernelPool:
         return self._kernels.get(canonical_language(language))
 
     async def kernel(self, language: str) -> Kernel:
-        """The running kernel for `language`, starting it if needed (concurrent callers share one start)."""
+        """The running kernel for `language`, starting (or awaiting its restart) if needed; concurrent
+        callers share one start."""
         lang = canonical_language(language)
         if self._closed:
             raise KernelStartError("The server is shutting down")
-        kernel = self._kernels.get(lang)
-        if kernel is not None and kernel.state not in ("dead", "stopped"):
-            return kernel
         task = self._starting.get(lang)
         if task is None:
-            task = asyncio.create_task(self._start(lang), name=f"kernel-start-{lang}")
-            self._starting[lang] = task
-            task.add_done_callback(lambda _t: self._starting.pop(lang, None))
+            kernel = self._kernels.get(lang)
+            if kernel is not None and kernel.state not in ("dead", "stopped"):
+                return kernel
+            task = self._track(lang, self._start(lang))
         return await asyncio.shield(task)
+
+    def _track(self, lang: str, coro: Awaitable[Kernel]) -> asyncio.Task[Kernel]:
+        task = asyncio.ensure_future(coro)
+        self._starting[lang] = task
+        task.add_done_callback(lambda _t: self._starting.pop(lang, None) if self._starting.get(lang) is _t else None)
+        return task
 
     async def _start(self, lang: str) -> Kernel:
         choice = self.choice(lang)
@@ -99,18 +104,24 @@ class KernelPool:
         if self._closed:
             return
         self._on_died(kernel.language)
+        task = self._track(kernel.language, self._restart_kernel(kernel, "died"))
         try:
-            await kernel.restart(reason="died")
-        except KernelStartError as exc:
+            await task
+        except Exception as exc:
             log.error("%s", exc)
+
+    @staticmethod
+    async def _restart_kernel(kernel: Kernel, reason: str) -> Kernel:
+        await kernel.restart(reason=reason)
+        return kernel
 
     async def restart(self, language: str) -> None:
         lang = canonical_language(language)
         kernel = self._kernels.get(lang)
-        if kernel is None:
+        if kernel is None or lang in self._starting:
             await self.kernel(lang)
             return
-        await kernel.restart(reason="interrupted")
+        await self._track(lang, self._restart_kernel(kernel, "interrupted"))
 
     async def interrupt_all(self) -> None:
         for kernel in list(self._kernels.values()):

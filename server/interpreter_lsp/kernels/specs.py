@@ -72,7 +72,8 @@ def _python_choice(root: Path, specs_root: Path, configured: str | None) -> Kern
     elif (venv_python := workspace_python(root)) is not None:
         exe, where = venv_python, f"the workspace virtualenv {venv_python.parent.parent}"
     else:
-        exe, where = Path(sys.executable), f"the server's interpreter {sys.executable} (no workspace venv with ipykernel)"
+        exe = Path(sys.executable)
+        where = f"the server's interpreter {sys.executable} (no workspace venv with ipykernel)"
     digest = hashlib.sha1(str(exe).encode()).hexdigest()[:10]
     name = f"ilsp-python-{digest}"
     _write_spec(

@@ -1,0 +1,143 @@
+"""Runs as the editor sees them: ordering, coalescing, rich output, errors, interrupts, kernel death,
+input(), variables."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+
+from harness import Session
+from interpreter_lsp import protocol as p
+
+
+async def test_3000_lines_arrive_in_order_with_gapless_seq_and_coalesced(session: Session) -> None:
+    run_id, status = await session.run_and_wait("for i in range(3000):\n    print(i)")
+    assert status["state"] == "ok"
+    outputs = session.outputs(run_id)
+    assert [o["seq"] for o in outputs] == list(range(len(outputs)))
+    assert session.text(run_id) == "".join(f"{i}\n" for i in range(3000))
+    # Coalesced: a handful of notifications, not one per line.
+    assert len(outputs) < 60, len(outputs)
+
+
+async def test_concurrent_runs_never_mix_outputs(session: Session) -> None:
+    code = "import time\nfor i in range(50):\n    print('{tag}', i)\n    time.sleep(0.001)"
+    ids = await asyncio.gather(*(session.run(code.format(tag=tag)) for tag in "abc"))
+    for run_id in ids:
+        await session.finished(run_id)
+    for tag, run_id in zip("abc", ids, strict=True):
+        assert session.text(run_id) == "".join(f"{tag} {i}\n" for i in range(50))
+    # Runs on one kernel take turns: each starts running after the previous one ended.
+    order = [(n["runId"], n["state"]) for n in session.notes[p.RUN_STATUS] if n["state"] in ("running", "ok")]
+    assert order == [(rid, state) for rid in ids for state in ("running", "ok")]
+
+
+async def test_display_data_with_image_and_result(session: Session) -> None:
+    code = (
+        "import matplotlib\nmatplotlib.use('module://matplotlib_inline.backend_inline')\n"
+        "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()\n6 * 7"
+    )
+    run_id, status = await session.run_and_wait(code, timeout=60)
+    assert status["state"] == "ok"
+    displays = [o for o in session.outputs(run_id) if o["kind"] == "display"]
+    assert displays, session.outputs(run_id)
+    png = base64.b64decode(displays[0]["data"]["image/png"])
+    assert png.startswith(b"\x89PNG")
+    results = [o for o in session.outputs(run_id) if o["kind"] == "result"]
+    assert results[-1]["data"]["text/plain"] == "42"
+
+
+async def test_error_has_plain_traceback(session: Session) -> None:
+    run_id, status = await session.run_and_wait("def f():\n    return 1 / 0\nf()")
+    assert status["state"] == "error"
+    [error] = [o for o in session.outputs(run_id) if o["kind"] == "error"]
+    assert error["ename"] == "ZeroDivisionError"
+    assert error["evalue"] == "division by zero"
+    assert "\x1b[" not in error["text"]
+    assert "return 1 / 0" in error["text"]
+    # The kernel is fine afterwards.
+    run_id, status = await session.run_and_wait("print('still here')")
+    assert session.text(run_id) == "still here\n"
+
+
+async def _interrupt_while_running(session: Session, code: str) -> dict:
+    await session.run_and_wait("kept = 'state survives'")
+    run_id = await session.run(code)
+    await session.wait_for(lambda: any(s["state"] == "running" for s in session.statuses(run_id)), what="running")
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    await session.command(p.INTERRUPT, {})
+    status = await session.finished(run_id, timeout=10)
+    elapsed = loop.time() - start
+    assert status["state"] == "interrupted"
+    assert elapsed < 1.0, f"interrupt took {elapsed:.2f} s"
+    check, _ = await session.run_and_wait("print(kept)")
+    assert session.text(check) == "state survives\n"
+    return status
+
+
+async def test_interrupt_sleep(session: Session) -> None:
+    await _interrupt_while_running(session, "import time\ntime.sleep(1e6)")
+
+
+async def test_interrupt_busy_loop(session: Session) -> None:
+    await _interrupt_while_running(session, "while True:\n    pass")
+
+
+async def test_interrupt_cancels_queued_runs(session: Session) -> None:
+    first = await session.run("import time\ntime.sleep(1e6)")
+    second = await session.run("print('never')")
+    await session.wait_for(lambda: any(s["state"] == "running" for s in session.statuses(first)), what="running")
+    await session.command(p.INTERRUPT, {})
+    assert (await session.finished(first, 10))["state"] == "interrupted"
+    assert (await session.finished(second, 10))["state"] == "interrupted"
+    assert session.text(second) == ""
+
+
+async def test_kernel_death_is_reported_and_recovered(session: Session) -> None:
+    await session.run_and_wait("lost = 1")
+    run_id, status = await session.run_and_wait("import os\nos._exit(1)", timeout=20)
+    assert status["state"] == "died"
+    assert "state" in status["message"] and "lost" in status["message"]
+    await session.wait_for(
+        lambda: any("died" in m.message for m in session.client.messages), what="the user to be told"
+    )
+    run_id, status = await session.run_and_wait("print('lost' in globals())", timeout=60)
+    assert status["state"] == "ok"
+    assert session.text(run_id) == "False\n"
+
+
+async def test_segfault_is_a_death_too(session: Session) -> None:
+    run_id, status = await session.run_and_wait("import ctypes\nctypes.string_at(0)", timeout=20)
+    assert status["state"] == "died"
+    run_id, status = await session.run_and_wait("print('back')", timeout=60)
+    assert session.text(run_id) == "back\n"
+
+
+async def test_input_is_answered_by_the_editor(session: Session) -> None:
+    session.input_answers.append("Ada")
+    run_id, status = await session.run_and_wait("name = input('Your name? ')\nprint('hello', name)")
+    assert status["state"] == "ok"
+    assert session.input_prompts[0]["prompt"] == "Your name? "
+    assert session.input_prompts[0]["password"] is False
+    assert "hello Ada" in session.text(run_id)
+
+
+async def test_cancelled_input_interrupts_instead_of_hanging(session: Session) -> None:
+    run_id, status = await session.run_and_wait("input('never answered: ')", timeout=15)
+    assert status["state"] == "error"
+    assert "KeyboardInterrupt" in session.text(run_id)
+
+
+async def test_variables_are_listed_silently(session: Session) -> None:
+    await session.run_and_wait("import math\nanswer = 42\nnames = ['a', 'b']\n_private = 1")
+    before = await session.command(p.STATUS, {})
+    result = await session.command(p.VARIABLES, {})
+    by_name = {v["name"]: v for v in result["variables"]}
+    assert by_name["answer"] == {"name": "answer", "type": "int", "summary": "42"}
+    assert by_name["names"]["summary"] == "['a', 'b']"
+    assert "math" not in by_name and "_private" not in by_name
+    # Silent: no output, no history entry, no new names.
+    run_id, _ = await session.run_and_wait("print(len(In), sorted(k for k in globals() if not k.startswith('_'))[:6])")
+    assert session.text(run_id).startswith("3 ")
+    assert before["kernels"]
