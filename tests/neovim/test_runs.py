@@ -1,8 +1,8 @@
-"""Running code from Neovim: what the user sees in the panel."""
+"""Running code from Neovim: what the user sees in the panel and how the editor holds up."""
 
 from __future__ import annotations
 
-from conftest import Editor
+from conftest import SLOW_MS, Editor
 
 
 def test_run_cell_shows_its_output(start_editor) -> None:
@@ -10,8 +10,115 @@ def test_run_cell_shows_its_output(start_editor) -> None:
     ed.open("demo.py")
     ed.nvim.command("call cursor(3, 1)")
     ed.nvim.command("InterpreterRun")
-    lines = ed.wait_panel("✓ **Run**")
-    text = "\n".join(lines)
+    text = "\n".join(ed.wait_panel("✓ **Run**"))
     assert "x is 42" in text
-    assert "second cell ran" not in text
+    assert "second cell ran" not in text, "only the cell under the cursor runs"
     assert "demo.py:2-4" in text
+
+    # The kernel keeps its state: the second cell sees x from the first.
+    ed.nvim.command("call cursor(7, 1)")
+    ed.nvim.command("InterpreterRun")
+    ed.wait_panel("✓ **Run**", count=2)
+    ed.nvim.command("4InterpreterRun")  # a blank line: nothing to run, and the user is told
+    notes = ed.lua("return require('interpreter_lsp_test').notes")
+    assert any("nothing to run" in n["msg"] for n in notes), notes
+    ed.nvim.command("3InterpreterRun")
+    lines = ed.wait_panel("✓ **Run**", count=3)
+    assert "\n".join(lines).count("x is 42") == 2
+    assert "second cell ran" in "\n".join(lines)
+    assert any("demo.py:3 · ok" in line for line in lines), lines
+
+
+def test_run_range_runs_only_those_lines(start_editor) -> None:
+    ed: Editor = start_editor()
+    (ed.workspace / "lines.py").write_text('a = 1\nprint("line two", a)\nprint("line three")\n')
+    ed.open("lines.py")
+    ed.nvim.command("1,2InterpreterRun")
+    text = "\n".join(ed.wait_panel("✓ **Run**"))
+    assert "line two 1" in text
+    assert "line three" not in text.split("~~~")[1], "the third line is outside the range"
+    assert "lines.py:1-2" in text
+
+    ed.nvim.command("call cursor(3, 1)")
+    ed.nvim.command("InterpreterRun")  # no range, no cells: the cursor line
+    ed.wait_panel("✓ **Run**", count=2)
+    assert "line three" in "\n".join(ed.panel()).split("lines.py:3")[1]
+
+
+def test_error_is_shown_as_an_error(start_editor) -> None:
+    ed: Editor = start_editor()
+    (ed.workspace / "bad.py").write_text("def f():\n    return 1 / 0\nf()\n")
+    ed.open("bad.py")
+    ed.nvim.command("%InterpreterRun")
+    lines = ed.wait_panel("✗ **Run**")
+    text = "\n".join(lines)
+    assert "ZeroDivisionError" in text
+    assert "division by zero" in text
+    assert "\x1b[" not in text, "tracebacks reach the panel without terminal colour codes"
+    assert "InterpreterError" in ed.helper("highlights_of", "ZeroDivisionError")
+    assert "InterpreterError" in ed.helper("highlights_of", "✗ **Run**")
+
+
+def test_interrupt_stops_a_long_run_and_the_kernel_lives_on(start_editor) -> None:
+    ed: Editor = start_editor()
+    (ed.workspace / "slow.py").write_text(
+        'import time\nprint("sta" + "rted", flush=True)\ntime.sleep(120)\nprint("ne" + "ver")\n'
+    )
+    ed.open("slow.py")
+    ed.nvim.command("%InterpreterRun")
+    ed.wait_panel("started")
+    ed.nvim.command("InterpreterInterrupt")
+    lines = ed.wait_panel("■ **Run**", timeout_ms=20_000)
+    text = "\n".join(lines)
+    assert "interrupted" in text, text
+    assert "started" in text and "never" not in text, text
+
+    ed.lua("require('interpreter_lsp').run_code('print(\"still alive\")', 'python')")
+    assert "still alive" in "\n".join(ed.wait_panel("✓ **Run**"))
+
+
+def test_flood_of_output_does_not_stall_the_editor(start_editor) -> None:
+    """5,000 lines, paced by the kernel over about a second: the panel folds them, the editor's main
+    loop keeps ticking, and a command sent mid-flood is answered before the run ends."""
+    ed: Editor = start_editor()
+    (ed.workspace / "flood.py").write_text(
+        "import time\n"
+        "for i in range(5000):\n"
+        '    print(f"flood line {i}")\n'
+        "    if i % 25 == 0:\n"
+        "        time.sleep(0.005)\n"
+    )
+    ed.open("flood.py")
+    ed.helper("start_lag_probe")
+    ed.nvim.command("%InterpreterRun")
+    ed.wait_panel("flood line 100\n")
+    trip = ed.helper("status_round_trip", 10_000)
+    lines = ed.wait_panel("✓ **Run**", timeout_ms=SLOW_MS)
+    lag = ed.helper("stop_lag_probe")
+    print(f"status answered in {trip['ms']:.0f} ms mid-flood; longest main-loop gap {lag['max_ms']:.0f} ms")
+
+    assert trip["answered"], "interpreter.status got no answer during the flood"
+    assert "running" in trip["runs"].values(), f"the flood ended before the command was answered: {trip}"
+    assert trip["ms"] < 2000
+    assert lag["max_ms"] < 500, f"the editor stalled for {lag['max_ms']:.0f} ms"
+    text = "\n".join(lines)
+    assert "flood line 0" in text
+    assert "flood line 4999" in text
+    assert "more lines folded" in text
+    assert len(lines) < 600, "long output is folded, not written whole into the panel"
+
+    ed.nvim.command("InterpreterOutput")  # the full output, one command away
+    full = ed.nvim.current.buffer[:]
+    assert len(full) == 5000 and full[2500] == "flood line 2500"
+
+
+def test_panel_never_takes_focus(start_editor) -> None:
+    ed: Editor = start_editor()
+    ed.open("demo.py")
+    win = ed.nvim.current.window
+    ed.nvim.command("call cursor(3, 1)")
+    ed.nvim.command("InterpreterRun")
+    ed.wait_panel("✓ **Run**")
+    assert ed.nvim.current.window == win
+    assert ed.nvim.current.buffer.name.endswith("demo.py")
+    assert len(ed.nvim.windows) == 2, "the panel opened beside the source"

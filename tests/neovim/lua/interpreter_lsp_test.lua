@@ -84,4 +84,55 @@ function M.capture_notify()
   end
 end
 
+--- Measure how long Neovim's main loop stays busy: a 10 ms timer schedules work on the main loop and
+--- records the longest gap between two runs. A stalled editor shows as a long gap.
+function M.start_lag_probe()
+  M.lag = { max_ms = 0, ticks = 0, last = vim.uv.hrtime() }
+  M.lag_timer = vim.uv.new_timer()
+  M.lag_timer:start(10, 10, function()
+    vim.schedule(function()
+      local now = vim.uv.hrtime()
+      if M.lag then
+        M.lag.max_ms = math.max(M.lag.max_ms, (now - M.lag.last) / 1e6)
+        M.lag.ticks = M.lag.ticks + 1
+        M.lag.last = now
+      end
+    end)
+  end)
+end
+
+function M.stop_lag_probe()
+  M.lag_timer:stop()
+  M.lag_timer:close()
+  local lag = M.lag
+  M.lag = nil
+  return { max_ms = lag.max_ms, ticks = lag.ticks }
+end
+
+--- Send interpreter.status through the plugin's client and wait for the answer; returns how long it
+--- took and whether the given run was still running when the answer came.
+function M.status_round_trip(timeout_ms)
+  local c = vim.lsp.get_clients({ name = "interpreter_lsp" })[1]
+  local s = session()
+  local started = vim.uv.hrtime()
+  local answered, result = false, nil
+  require("interpreter_lsp.client").execute(c, "interpreter.status", {}, function(r)
+    answered, result = true, r
+  end)
+  vim.wait(timeout_ms, function()
+    return answered
+  end, 5)
+  local running = {}
+  for id, run in pairs(s.runs) do
+    running[id] = run.state
+  end
+  return { answered = answered, ms = (vim.uv.hrtime() - started) / 1e6, runs = running, model = result and result.model }
+end
+
+--- The lines of the :checkhealth buffer for this plugin.
+function M.checkhealth()
+  vim.cmd("checkhealth interpreter_lsp")
+  return vim.api.nvim_buf_get_lines(0, 0, -1, false)
+end
+
 return M
