@@ -32,10 +32,6 @@ def start_warm_up() -> None:
     with _lock:
         if _future is not None:
             return
-        # Must precede the import: the offline cost map avoids a synchronous GET to GitHub at import,
-        # and ERROR keeps litellm's debug/info records quiet.
-        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        os.environ.setdefault("LITELLM_LOG", "ERROR")
         future: concurrent.futures.Future[ModuleType] = concurrent.futures.Future()
         # RUNNING means a cancelled awaiter (asyncio.wrap_future cancels its source) cannot cancel the
         # import for everyone else.
@@ -72,6 +68,10 @@ def _import_into(future: concurrent.futures.Future[ModuleType]) -> None:
 
 
 def _import_litellm() -> ModuleType:
+    # Must precede the import: without the local cost map, importing litellm GETs it from GitHub (and
+    # retries in a thread); ERROR keeps litellm's debug and info records quiet.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    os.environ.setdefault("LITELLM_LOG", "ERROR")
     import litellm
 
     litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" banner on stdout
