@@ -101,6 +101,7 @@ def start_editor(
     def start(settings: dict[str, Any] | None = None, **options: Any) -> Editor:
         options.setdefault("cmd", [str(SERVER), "--log-file", str(tmp_path / "server.log")])
         options.setdefault("settings", settings or {})
+        options = {k: v for k, v in options.items() if v is not None}  # None: leave the default
         monkeypatch.setenv("INTERPRETER_LSP_SETUP", json.dumps(options))
         monkeypatch.chdir(workspace)
         argv = [str(NVIM), "--embed", "--headless", "--clean", "-u", str(TESTS / "init.lua")]

@@ -13,7 +13,7 @@ def test_run_cell_shows_its_output(start_editor) -> None:
     text = "\n".join(ed.wait_panel("✓ **Run**"))
     assert "x is 42" in text
     assert "second cell ran" not in text, "only the cell under the cursor runs"
-    assert "demo.py:2-4" in text
+    assert "demo.py:2-3" in text
 
     # The kernel keeps its state: the second cell sees x from the first.
     ed.nvim.command("call cursor(7, 1)")
@@ -122,3 +122,39 @@ def test_panel_never_takes_focus(start_editor) -> None:
     assert ed.nvim.current.window == win
     assert ed.nvim.current.buffer.name.endswith("demo.py")
     assert len(ed.nvim.windows) == 2, "the panel opened beside the source"
+
+
+def test_input_is_asked_through_vim_ui_input(start_editor) -> None:
+    """input() in the kernel reaches the user through vim.ui.input (here an asynchronous one, as
+    dressing.nvim or snacks.nvim provide), and the answer reaches the code."""
+    ed: Editor = start_editor()
+    ed.lua(
+        "_G.prompts = {} "
+        "vim.ui.input = function(opts, on_confirm) "
+        "  table.insert(_G.prompts, opts.prompt) "
+        "  vim.defer_fn(function() on_confirm('Ada') end, 10) "
+        "end"
+    )
+    (ed.workspace / "ask.py").write_text('name = input("Your name: ")\nprint("Hello", name)\n')
+    ed.open("ask.py")
+    ed.nvim.command("%InterpreterRun")
+    text = "\n".join(ed.wait_panel("✓ **Run**"))
+    assert "Hello Ada" in text, text
+    assert ed.lua("return _G.prompts") == ["Your name: "]
+
+
+def test_an_image_is_saved_and_its_path_shown(start_editor, editor_env) -> None:
+    ed: Editor = start_editor()
+    (ed.workspace / "plot.py").write_text(
+        "import matplotlib\nmatplotlib.use('module://matplotlib_inline.backend_inline')\n"
+        "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.show()\n"
+    )
+    ed.open("plot.py")
+    ed.nvim.command("%InterpreterRun")
+    lines = ed.wait_panel("✓ **Run**")
+    shown = [line for line in lines if line.startswith("[image] ")]
+    assert len(shown) == 1, lines
+    path = shown[0].removeprefix("[image] ")
+    assert path.startswith(str(editor_env / "cache" / "nvim" / "interpreter_lsp" / "images"))
+    with open(path, "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"

@@ -46,6 +46,13 @@ function M.cell_at(lines, row)
       break
     end
   end
+  -- Blank lines around a cell's code are layout, not code.
+  while first < last and vim.trim(lines[first + 1]) == "" do
+    first = first + 1
+  end
+  while last > first and vim.trim(lines[last]) == "" do
+    last = last - 1
+  end
   return { first = first, last = last, kind = "cell" }
 end
 

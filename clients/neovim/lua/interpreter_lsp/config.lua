@@ -55,7 +55,8 @@ M.defaults = {
   image_dir = nil,
 }
 
--- Settings the server documents (PROTOCOL.md, section `interpreter`) and the Lua type each must have.
+-- Settings the server knows (its settings.py, section `interpreter`) and the Lua type each must have.
+-- The server checks values and reports bad ones; this only catches a wrong type early.
 M.known_settings = {
   model = "string",
   apiBase = "string",
@@ -70,6 +71,14 @@ M.known_settings = {
   customInstructions = "string",
   sandbox = "string",
   kernel = "table",
+  autoRunMaxRisk = "string",
+  sandboxNetwork = "boolean",
+  allowEnv = "table",
+  runTimeout = "number",
+  connectTimeout = "number",
+  firstTokenTimeout = "number",
+  streamStallTimeout = "number",
+  maxRetries = "number",
 }
 
 local function fail(msg)
