@@ -266,8 +266,10 @@ class _Scan(ast.NodeVisitor):
         if isinstance(target, ast.Name):
             self.names[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
+            # `for root, dirs, files in os.walk(top)`: every part names something under top.
+            part = value if value.path_like else Value(origins=value.origins)
             for element in target.elts:
-                self._bind(element, Value(origins=value.origins))
+                self._bind(element, part)
 
     def visit_With(self, node: ast.With | ast.AsyncWith) -> None:
         for item in node.items:
