@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import socket
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +22,7 @@ from scripted_model import ScriptedModel
 
 MESSAGES = [{"role": "system", "content": "You run code."}, {"role": "user", "content": "say hello"}]
 SECRET_KEY = "sk-test-4f9d2c7a1b8e6f30"
+SERVER_DIR = Path(__file__).resolve().parent.parent / "server"
 
 
 @pytest.fixture(autouse=True)
@@ -311,3 +317,71 @@ async def test_a_held_stream_released_streams_normally(model: ScriptedModel) -> 
 
     assert completion.text == "after the wait"
     assert not held.disconnected.is_set()
+
+
+WARM_UP_CHILD = r"""
+import asyncio, json, logging, os, socket, sys, time
+import interpreter_lsp.llm as llm
+
+imported_early = "litellm" in sys.modules
+started = time.perf_counter()
+llm.start_warm_up()
+llm.start_warm_up()  # idempotent
+start_call = time.perf_counter() - started
+
+async def main():
+    gaps = []
+    async def heartbeat():
+        last = time.perf_counter()
+        while True:
+            await asyncio.sleep(0.01)
+            now = time.perf_counter()
+            gaps.append(now - last)
+            last = now
+    beat = asyncio.create_task(heartbeat())
+    t0 = time.perf_counter()
+    waiter = asyncio.create_task(llm.get_litellm())
+    await asyncio.sleep(0.05)
+    waiter.cancel()  # one impatient caller must not spoil the import for the others
+    litellm = await llm.get_litellm()
+    import_wait = time.perf_counter() - t0
+    beat.cancel()
+    logger = logging.getLogger("LiteLLM")
+    logger.setLevel(logging.DEBUG)
+    for handler in logger.handlers:
+        handler.setLevel(logging.DEBUG)
+    logger.debug("debug record"); logger.info("info record"); logger.warning("warning record")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0)); port = sock.getsockname()[1]
+    try:
+        await litellm.acompletion(model="openai/x", api_base=f"http://127.0.0.1:{port}/v1", api_key="x",
+                                  messages=[{"role": "user", "content": "hi"}], num_retries=0, max_retries=0)
+    except Exception:
+        pass
+    print("RESULT " + json.dumps({
+        "imported_early": imported_early, "start_call": start_call, "import_wait": import_wait,
+        "max_gap": max(gaps), "cost_map_env": os.environ.get("LITELLM_LOCAL_MODEL_COST_MAP"),
+        "same_module": litellm is sys.modules["litellm"],
+    }), file=sys.stderr)
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.slow
+def test_warm_up_imports_off_the_loop_and_nothing_reaches_stdout(tmp_path: Path) -> None:
+    env = {**os.environ, "LITELLM_LOG": "DEBUG", "PYTHONPATH": str(SERVER_DIR)}
+    env.pop("LITELLM_LOCAL_MODEL_COST_MAP", None)
+
+    child = subprocess.run(
+        [sys.executable, "-c", WARM_UP_CHILD], capture_output=True, env=env, cwd=tmp_path, timeout=120
+    )
+
+    assert child.returncode == 0, child.stderr.decode()[-3000:]
+    assert child.stdout == b""  # stdout is the LSP wire: not one byte from litellm, at any log level
+    result = json.loads(child.stderr.decode().rsplit("RESULT ", 1)[1].splitlines()[0])
+    assert result["imported_early"] is False  # importing the package does not import litellm
+    assert result["start_call"] < 0.05  # start_warm_up returns at once
+    assert result["max_gap"] < 1.0  # the event loop kept running during the import
+    assert result["cost_map_env"] == "True"  # the offline cost map: no GET to GitHub at import
+    assert result["same_module"] is True

@@ -28,9 +28,10 @@ async def discover_local_model(
     ollama_port: int = OLLAMA_PORT,
     lm_studio_port: int = LM_STUDIO_PORT,
 ) -> tuple[str, str] | None:
-    """(litellm model name, api_base) of the first model a local server offers, or None.
+    """(litellm model name, api_base) of the first chat model a local server offers, or None.
 
-    Both servers are probed at once; Ollama wins when both answer. Each probe is bounded by `timeout`.
+    Both servers are probed at once; Ollama wins when both answer. Each probe is bounded by `timeout`;
+    only loopback is asked, and proxy settings of the environment are ignored.
     """
     import httpx
 
@@ -41,10 +42,10 @@ async def discover_local_model(
             _get_json(client, f"{ollama_base}/api/tags"),
             _get_json(client, f"{lm_studio_base}/models"),
         )
-    name = _first(ollama, "models", "name") or _first(ollama, "models", "model")
+    name = _chat_model(ollama, "models", "name")
     if name:
         return f"ollama_chat/{name}", ollama_base
-    model_id = _first(lm_studio, "data", "id")
+    model_id = _chat_model(lm_studio, "data", "id")
     if model_id:
         return f"openai/{model_id}", lm_studio_base
     return None
@@ -60,13 +61,12 @@ async def _get_json(client: Any, url: str) -> Any:
         return None
 
 
-def _first(payload: Any, list_key: str, item_key: str) -> str | None:
-    if not isinstance(payload, dict):
+def _chat_model(payload: Any, list_key: str, item_key: str) -> str | None:
+    """The first model listed that is not an embedding model (those cannot chat)."""
+    if not isinstance(payload, dict) or not isinstance(payload.get(list_key), list):
         return None
-    items = payload.get(list_key)
-    if not isinstance(items, list):
-        return None
-    for item in items:
-        if isinstance(item, dict) and isinstance(item.get(item_key), str) and item[item_key]:
-            return str(item[item_key])
+    for item in payload[list_key]:
+        name = item.get(item_key) if isinstance(item, dict) else None
+        if isinstance(name, str) and name and "embed" not in name.lower():
+            return name
     return None

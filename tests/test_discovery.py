@@ -1,0 +1,155 @@
+"""Finding a local model server on loopback: Ollama-shaped and LM Studio-shaped endpoints on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from interpreter_lsp.llm.discovery import NO_MODEL_HELP, discover_local_model
+from scripted_model import ScriptedModel
+
+
+class FakeServer:
+    """Answers GET `path` with `payload` (JSON, or raw bytes), 404 elsewhere."""
+
+    def __init__(self, path: str, payload: Any, status: int = 200) -> None:
+        outer = self
+        self.hits: list[str] = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                outer.hits.append(self.path)
+                body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+                found = self.path == path
+                self.send_response(status if found else 404)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body) if found else 0))
+                self.end_headers()
+                if found:
+                    self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = int(self.httpd.server_address[1])
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
+
+    def __enter__(self) -> FakeServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def lm_studio() -> Iterator[ScriptedModel]:
+    with ScriptedModel() as model:  # it lists "scripted" at GET /v1/models, as LM Studio lists its models
+        yield model
+
+
+OLLAMA_TAGS = {
+    "models": [
+        {"name": "qwen2.5-coder:7b", "model": "qwen2.5-coder:7b", "size": 4683087332},
+        {"name": "llama3.2:latest", "model": "llama3.2:latest", "size": 2019393189},
+    ]
+}
+
+
+async def test_ollama_first_model() -> None:
+    with FakeServer("/api/tags", OLLAMA_TAGS) as ollama:
+        found = await discover_local_model(ollama_port=ollama.port, lm_studio_port=free_port())
+
+    assert found == ("ollama_chat/qwen2.5-coder:7b", f"http://127.0.0.1:{ollama.port}")
+    assert ollama.hits == ["/api/tags"]
+
+
+async def test_ollama_embedding_models_are_skipped() -> None:
+    tags = {"models": [{"name": "nomic-embed-text:latest"}, {"name": "mistral:7b"}]}
+    with FakeServer("/api/tags", tags) as ollama:
+        found = await discover_local_model(ollama_port=ollama.port, lm_studio_port=free_port())
+
+    assert found == ("ollama_chat/mistral:7b", f"http://127.0.0.1:{ollama.port}")
+
+
+async def test_lm_studio_when_there_is_no_ollama(lm_studio: ScriptedModel) -> None:
+    found = await discover_local_model(ollama_port=free_port(), lm_studio_port=lm_studio.port)
+
+    assert found == ("openai/scripted", lm_studio.base_url)
+    assert lm_studio.requests == []  # only listed, no chat request
+
+
+async def test_lm_studio_when_ollama_has_no_models(lm_studio: ScriptedModel) -> None:
+    with FakeServer("/api/tags", {"models": []}) as ollama:
+        found = await discover_local_model(ollama_port=ollama.port, lm_studio_port=lm_studio.port)
+
+    assert found == ("openai/scripted", lm_studio.base_url)
+
+
+async def test_ollama_wins_when_both_answer(lm_studio: ScriptedModel) -> None:
+    with FakeServer("/api/tags", OLLAMA_TAGS) as ollama:
+        found = await discover_local_model(ollama_port=ollama.port, lm_studio_port=lm_studio.port)
+
+    assert found is not None and found[0] == "ollama_chat/qwen2.5-coder:7b"
+
+
+async def test_nothing_listening_is_none_quickly() -> None:
+    started = time.monotonic()
+    found = await discover_local_model(ollama_port=free_port(), lm_studio_port=free_port())
+
+    assert found is None
+    assert time.monotonic() - started < 1.0
+
+
+async def test_a_server_that_never_answers_is_bounded_by_the_timeout() -> None:
+    with socket.socket() as silent:  # accepts connections (kernel backlog) and never replies
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        port = int(silent.getsockname()[1])
+        started = time.monotonic()
+        found = await discover_local_model(timeout=0.3, ollama_port=port, lm_studio_port=port)
+        elapsed = time.monotonic() - started
+
+    assert found is None
+    assert 0.25 <= elapsed < 1.5
+
+
+@pytest.mark.parametrize(
+    ("status", "payload"),
+    [(200, b"<html>not ollama</html>"), (500, {"error": "boom"}), (200, {"models": "nope"}), (200, [1, 2])],
+    ids=["not-json", "server-error", "wrong-shape", "a-list"],
+)
+async def test_other_servers_on_the_port_are_not_mistaken_for_ollama(status: int, payload: Any) -> None:
+    with FakeServer("/api/tags", payload, status) as other:
+        found = await discover_local_model(ollama_port=other.port, lm_studio_port=free_port())
+
+    assert found is None
+
+
+def test_no_model_help_says_how_to_set_one() -> None:
+    assert "interpreter.model" in NO_MODEL_HELP
+    for example in (
+        "gpt-4o-mini",
+        "OPENAI_API_KEY",
+        "anthropic/claude-sonnet-4-5",
+        "ANTHROPIC_API_KEY",
+        "ollama_chat/qwen2.5-coder",
+        "openai/<model>",
+        "apiBase",
+    ):
+        assert example in NO_MODEL_HELP
