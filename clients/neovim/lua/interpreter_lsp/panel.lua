@@ -329,7 +329,7 @@ function Panel:flush()
     end
     vim.wo[win].winbar = self.winbar
   end
-  for _, fn in ipairs(self.on_flush or {}) do
+  for _, fn in ipairs(vim.list_extend({}, self.on_flush or {})) do
     pcall(fn)
   end
 end

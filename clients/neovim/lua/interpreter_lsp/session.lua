@@ -438,14 +438,52 @@ function Session:save_image(mime, payload, run)
   return path
 end
 
+-- With image.nvim installed, draw the image below its "[image] path" line once that line is written.
+function Session:draw_image_later(path)
+  local ok, image = pcall(require, "image")
+  if not ok or type(image.from_file) ~= "function" then
+    return
+  end
+  local panel = self.panel
+  panel.on_flush = panel.on_flush or {}
+  local function draw()
+    local win = panel:window()
+    if not win then
+      return false
+    end
+    local lines = vim.api.nvim_buf_get_lines(panel.buf, 0, -1, false)
+    for row = #lines, 1, -1 do
+      if lines[row] == "[image] " .. path then
+        local img = image.from_file(path, { window = win, buffer = panel.buf, with_virtual_padding = true, x = 0, y = row })
+        if img then
+          img:render()
+        end
+        return true
+      end
+    end
+    return false
+  end
+  local entry
+  entry = function()
+    if draw() then
+      for i, fn in ipairs(panel.on_flush) do
+        if fn == entry then
+          table.remove(panel.on_flush, i)
+          break
+        end
+      end
+    end
+  end
+  table.insert(panel.on_flush, entry)
+end
+
 -- Text a user can read for a MIME bundle: an image becomes a saved file's path.
 function Session:render_data(data, run)
   for mime in pairs(IMAGE_TYPES) do
     if type(data[mime]) == "string" then
       local path = self:save_image(mime, data[mime], run)
       if path then
-        run.section.data.image_paths = run.section.data.image_paths or {}
-        table.insert(run.section.data.image_paths, path)
+        self:draw_image_later(path)
         return "[image] " .. path .. "\n", "muted"
       end
     end
