@@ -23,11 +23,11 @@ CTX = PromptContext(workspace="/home/ana/proj", os_name="Linux", languages=["pyt
 def test_system_message_says_where_and_how() -> None:
     text = system_message(CTX)
 
-    assert "/home/ana/proj" in text and "Linux" in text and "python, shell" in text
-    assert "one fenced code block" in text and "```python" in text
-    assert "persistent kernel" in text and "approves" in text
+    assert "/home/ana/proj" in text and "Linux" in text and "Languages: python, shell" in text
+    assert "one fenced code block per step" in text and "```python" in text
+    assert "persistent kernel" in text and "approves" in text and "output comes back" in text
     assert "without a code block" in text
-    assert len(text) < 1_400  # lean: it is re-sent with every step
+    assert len(text) < 1_000  # lean: it is re-sent with every step
 
 
 def test_custom_instructions_extend_it() -> None:
