@@ -158,3 +158,14 @@ def test_an_image_is_saved_and_its_path_shown(start_editor, editor_env) -> None:
     assert path.startswith(str(editor_env / "cache" / "nvim" / "interpreter_lsp" / "images"))
     with open(path, "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_workspace_root_is_the_nearest_marker(start_editor) -> None:
+    """A project inside a git repository: its own pyproject.toml makes it the workspace, not the repo."""
+    ed: Editor = start_editor()
+    inner = ed.workspace / "packages" / "tool"
+    inner.mkdir(parents=True)
+    (inner / "pyproject.toml").write_text("[project]\nname = 'tool'\n")
+    (inner / "main.py").write_text("import os\nprint('cwd', os.getcwd())\n")
+    ed.open("packages/tool/main.py")
+    assert ed.lua("return vim.lsp.get_clients({ bufnr = 0 })[1].root_dir") == str(inner)

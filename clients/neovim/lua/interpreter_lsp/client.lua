@@ -49,9 +49,15 @@ end
 function M.root_for(buf)
   local opts = assert(M.opts)
   local name = vim.api.nvim_buf_get_name(buf)
-  local found = name ~= "" and vim.fs.root(buf, opts.root_markers) or nil
-  if found then
-    return found
+  -- The nearest folder holding any marker (vim.fs.root would try each marker all the way up in turn).
+  if name ~= "" then
+    for dir in vim.fs.parents(vim.fs.normalize(vim.fn.fnamemodify(name, ":p"))) do
+      for _, marker in ipairs(opts.root_markers) do
+        if vim.uv.fs_stat(dir .. "/" .. marker) then
+          return dir
+        end
+      end
+    end
   end
   local cwd = vim.fn.getcwd()
   if name == "" or vim.startswith(name, cwd .. "/") then
