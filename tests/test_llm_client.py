@@ -37,10 +37,10 @@ def model() -> Iterator[ScriptedModel]:
         yield scripted
 
 
-def config_for(model: ScriptedModel, **overrides: object) -> ModelConfig:
+def config_for(scripted: ScriptedModel, **overrides: object) -> ModelConfig:
     settings: dict[str, object] = {
         "model": "openai/scripted",
-        "api_base": model.base_url,
+        "api_base": scripted.base_url,
         "api_key": SECRET_KEY,
         "backoff_base": 0.05,
     }
@@ -385,3 +385,37 @@ def test_warm_up_imports_off_the_loop_and_nothing_reaches_stdout(tmp_path: Path)
     assert result["max_gap"] < 1.0  # the event loop kept running during the import
     assert result["cost_map_env"] == "True"  # the offline cost map: no GET to GitHub at import
     assert result["same_module"] is True
+
+
+async def test_an_error_in_on_delta_is_the_callers_and_passes_through(model: ScriptedModel) -> None:
+    model.reply("some text")
+
+    def broken(_: str) -> None:
+        raise KeyError("caller bug")
+
+    with pytest.raises(KeyError, match="caller bug"):
+        await stream_completion(MESSAGES, config_for(model), broken)
+    assert len(model.requests) == 1
+
+
+async def test_ollama_connection_refused_names_the_url() -> None:
+    base = f"http://127.0.0.1:{closed_port()}"
+    config = ModelConfig(model="ollama_chat/qwen2.5-coder", api_base=base, max_retries=0)
+
+    with pytest.raises(ModelError) as caught:
+        await stream_completion(MESSAGES, config, lambda _: None)
+
+    assert caught.value.kind == errors.CONNECTION
+    assert f"Cannot reach {base}: is the server running?" in caught.value.message
+
+
+async def test_cost_comes_from_the_offline_cost_map_for_a_priced_model(model: ScriptedModel) -> None:
+    litellm = await get_litellm()
+    prices = litellm.model_cost["gpt-4o-mini"]
+    model.reply("priced", usage=(1000, 500))
+
+    completion = await stream_completion(MESSAGES, config_for(model, model="openai/gpt-4o-mini"), lambda _: None)
+
+    expected = 1000 * prices["input_cost_per_token"] + 500 * prices["output_cost_per_token"]
+    assert completion.cost == pytest.approx(expected)
+    assert completion.cost > 0

@@ -68,6 +68,8 @@ async def stream_completion(
         except ModelError:
             raise
         except Exception as exc:
+            if attempt_state.callback_failed:
+                raise
             failure = _classify(exc, litellm)
             if attempt_state.delivered or not failure.retryable or attempt >= config.max_retries:
                 raise ModelError(_redact(_describe(failure, config, attempt), config), failure.kind) from exc
@@ -86,6 +88,7 @@ async def stream_completion(
 @dataclass
 class _Attempt:
     delivered: bool = False  # some text reached on_delta: this attempt must not be retried
+    callback_failed: bool = False  # on_delta raised: the caller's bug, passed through as it is
 
 
 async def _stream_once(
@@ -116,7 +119,11 @@ async def _stream_once(
             if text:
                 parts.append(text)
                 state.delivered = True
-                on_delta(text)
+                try:
+                    on_delta(text)
+                except Exception:
+                    state.callback_failed = True
+                    raise
     except (asyncio.CancelledError, Exception):
         # The watchdog's cancel may surface as CancelledError or, wrapped by a library, as another error.
         if watchdog.expired_alone():
