@@ -67,9 +67,9 @@ async function selectedPython(folder: vscode.WorkspaceFolder | undefined): Promi
 
 /** A message a person can act on, from whatever a command's failure was. */
 export function errorMessage(error: unknown): string {
-  if (error instanceof ResponseError) return error.message;
-  if (error instanceof Error) return error.message;
-  return String(error);
+  const message = error instanceof ResponseError || error instanceof Error ? error.message : String(error);
+  // pygls prefixes JSON-RPC error messages with the error's name; the person wants the sentence.
+  return message.replace(/^(Invalid Params|Internal Error|Invalid Request|Method Not Found): /, "");
 }
 
 export class InterpreterClient implements vscode.Disposable {

@@ -49,7 +49,11 @@ class Extension implements vscode.Disposable {
       output: (params) => push({ type: "output", params }),
       runStatus: (params) => push({ type: "runStatus", params }),
       turnStatus: (params) => push({ type: "turnStatus", params }),
-      kernelStatus: (params) => this.statusBar.kernel(params),
+      kernelStatus: (params) => {
+        this.statusBar.kernel(params);
+        // The first kernel news comes after the server read its settings: the model is known by then.
+        if (!this.statusBar.hasModel) void this.refreshStatus();
+      },
       started: () => this.onServerStarted(),
       stopped: () => this.statusBar.setServerRunning(false),
     });
@@ -226,9 +230,9 @@ class Extension implements vscode.Disposable {
       ? { uri, position: { line: selection.active.line, character: selection.active.character } }
       : { uri, range: converter ? converter.asRange(selection) : undefined };
     const code = selection.isEmpty ? undefined : document.getText(selection);
+    await this.panel.reveal(false);
     const { runId } = await this.client.command<{ runId: string }>(Commands.run, args);
     this.panel.push({ type: "runStarted", runId, ...(code !== undefined ? { code } : {}), language: protocolLanguage(document.languageId) });
-    await this.panel.reveal(false);
   }
 
   /** A proposal for a command that may be given one: the argument, the edited document, or the pending one. */

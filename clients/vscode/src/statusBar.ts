@@ -50,6 +50,10 @@ export class KernelStatusBar implements vscode.Disposable {
     this.render();
   }
 
+  get hasModel(): boolean {
+    return this.model !== "";
+  }
+
   setModel(model: string): void {
     this.model = model;
     this.render();

@@ -1,0 +1,235 @@
+// End-to-end tests in a real VS Code with the extension installed from its .vsix, the real interpreter-lsp
+// server and real Jupyter kernels; the model is a scripted OpenAI-compatible endpoint on 127.0.0.1.
+// Every assertion reads what a user sees: the panel's DOM, the editor's text, files on disk.
+//
+// Run: node test/e2e/vscode.e2e.mjs  (after `npm run package`; see scripts/test.d/40-vscode.sh)
+// Env: INTERPRETER_LSP_SERVER (default <repo>/.venv/bin/interpreter-lsp), INTERPRETER_LSP_VSIX,
+//      INTERPRETER_LSP_ARTIFACTS (default <repo>/test-artifacts).
+
+import assert from "node:assert/strict";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync, chmodSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { ScriptedModel } from "./scriptedModel.mjs";
+import { EXT_DIR, VsCode } from "./vscode.mjs";
+
+const REPO = resolve(EXT_DIR, "../..");
+const SERVER = process.env.INTERPRETER_LSP_SERVER ?? join(REPO, ".venv/bin/interpreter-lsp");
+const VSIX = process.env.INTERPRETER_LSP_VSIX ?? join(EXT_DIR, "interpreter-lsp.vsix");
+const ARTIFACTS = process.env.INTERPRETER_LSP_ARTIFACTS ?? join(REPO, "test-artifacts");
+const STEP = 60_000; // bound for anything that involves a kernel or the model
+
+const started = Date.now();
+const log = (line) => console.log(`# [${((Date.now() - started) / 1000).toFixed(1)}s] ${line}`);
+
+function makeWorkspace(name, files) {
+  const dir = mkdtempSync(join(tmpdir(), `ilsp-ws-${name}-`));
+  for (const [path, text] of Object.entries(files)) {
+    mkdirSync(join(dir, path, ".."), { recursive: true });
+    writeFileSync(join(dir, path), text);
+  }
+  return dir;
+}
+
+function settings(modelUrl, logFile) {
+  return {
+    "interpreter.server.command": [SERVER, "--log-file", logFile, "--log-level", "DEBUG"],
+    "interpreter.model": "openai/scripted",
+    "interpreter.apiBase": modelUrl,
+    "interpreter.apiKey": "sk-test",
+    "workbench.startupEditor": "none",
+    "telemetry.telemetryLevel": "off",
+    "extensions.ignoreRecommendations": true,
+    "editor.minimap.enabled": false,
+    "workbench.tips.enabled": false,
+    "chat.commandCenter.enabled": false,
+    "security.workspace.trust.startupPrompt": "always",
+  };
+}
+
+function fence(language, code) {
+  return "```" + language + "\n" + code + "\n```";
+}
+
+describe("VS Code, trusted workspace", { timeout: 8 * 60_000 }, () => {
+  const model = new ScriptedModel();
+  let vscode;
+  let workspace;
+
+  before(async () => {
+    assert.ok(existsSync(SERVER), `the server is not installed at ${SERVER}: run scripts/setup.sh`);
+    assert.ok(existsSync(VSIX), `no .vsix at ${VSIX}: run npm run package in clients/vscode`);
+    const modelUrl = await model.start();
+    workspace = makeWorkspace("trusted", {
+      "analysis.py": 'x = 21\nprint("answer", x * 2)\n',
+      "plot.py": "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.show()\n",
+      "slow.py": "import time\nfor i in range(600):\n    time.sleep(0.1)\n",
+      "target.py": "# helpers\n",
+      "build/keep.txt": "still here\n",
+    });
+    vscode = new VsCode({ name: "trusted", workspace, settings: settings(modelUrl, join(ARTIFACTS, "vscode-server-trusted.log")), vsix: VSIX, trust: true, log });
+    mkdirSync(ARTIFACTS, { recursive: true });
+    await vscode.start();
+  });
+
+  after(async () => {
+    if (vscode?.page) await vscode.screenshot(join(ARTIFACTS, "vscode-trusted-final.png")).catch(() => undefined);
+    await vscode?.stop();
+    await model.stop();
+    if (workspace) rmSync(workspace, { recursive: true, force: true });
+  });
+
+  it("activates, starts the server and shows the python kernel in the status bar", async () => {
+    await vscode.statusBar().waitFor({ timeout: STEP });
+    await vscode.page.locator(".statusbar-item", { hasText: "python: idle" }).first().waitFor({ timeout: STEP });
+    await vscode.command("Interpreter: Show Panel");
+    const panel = await vscode.panel();
+    await panel.locator("#empty", { hasText: "Ask for something below" }).waitFor();
+    log("server up, kernel idle, panel shown");
+  });
+
+  it("runs the selection and shows its output in the panel", async () => {
+    await vscode.openFile("analysis.py");
+    await vscode.focusEditor();
+    await vscode.page.keyboard.press("Control+A");
+    await vscode.command("Interpreter: Run Selection or Cell");
+    const panel = await vscode.panel();
+    const run = panel.locator(".entry.run", { hasText: "answer 42" }).last();
+    await run.waitFor({ timeout: STEP });
+    await run.locator(".run-state", { hasText: "done" }).waitFor({ timeout: STEP });
+    assert.equal((await run.locator(".stdout").innerText()).trim(), "answer 42");
+    assert.match(await run.locator(".run-meta").innerText(), /python · done · \d/);
+  });
+
+  it("shows a matplotlib plot as an image", async () => {
+    await vscode.openFile("plot.py");
+    await vscode.focusEditor();
+    await vscode.page.keyboard.press("Control+A");
+    await vscode.command("Interpreter: Run Selection or Cell");
+    const panel = await vscode.panel();
+    const image = panel.locator(".entry.run img.output-image").last();
+    await image.waitFor({ timeout: STEP });
+    assert.match((await image.getAttribute("src")) ?? "", /^data:image\/png;base64,/);
+    // The image decoded: a real picture, not a broken icon.
+    const width = await image.evaluate((img) => (img.complete ? img.naturalWidth : 0));
+    assert.ok(width > 100, `the plot image is ${width} pixels wide`);
+  });
+
+  it("interrupts running code from the panel's Stop button", async () => {
+    await vscode.openFile("slow.py");
+    await vscode.focusEditor();
+    await vscode.page.keyboard.press("Control+A");
+    await vscode.command("Interpreter: Run Selection or Cell");
+    const panel = await vscode.panel();
+    const run = panel.locator(".entry.run").last();
+    await run.locator(".run-state", { hasText: "running" }).waitFor({ timeout: STEP });
+    await panel.locator("#stop").click({ timeout: STEP });
+    await run.locator(".run-state", { hasText: "interrupted" }).waitFor({ timeout: STEP });
+    assert.match(await run.innerText(), /KeyboardInterrupt/);
+  });
+
+  it("chat: streamed text, a proposal, Run, output, and the model's next step", async () => {
+    model.reply(`I will compute it in Python.\n\n${fence("python", "print(6 * 7)")}\n`);
+    model.reply("The answer is **42**.");
+    const panel = await vscode.panel();
+    await panel.locator("#prompt").fill("What is six times seven?");
+    await panel.locator("#prompt").press("Enter");
+    await panel.locator(".entry.user", { hasText: "What is six times seven?" }).waitFor();
+    await panel.locator(".entry.assistant", { hasText: "I will compute it in Python." }).waitFor({ timeout: STEP });
+    const proposal = panel.locator(".entry.proposal", { hasText: "print(6 * 7)" }).last();
+    await proposal.waitFor({ timeout: STEP });
+    assert.equal(await proposal.locator(".language").innerText(), "python");
+    assert.match(await proposal.locator(".risk").innerText(), /risk: (low|medium|high)/);
+    await proposal.locator("button[data-action='approve']").click();
+    const run = panel.locator(".entry.run", { hasText: "42" }).last();
+    await run.locator(".run-state", { hasText: "done" }).waitFor({ timeout: STEP });
+    await panel.locator(".entry.assistant strong", { hasText: "42" }).waitFor({ timeout: STEP });
+    await model.waitForRequests(2, STEP);
+    assert.match(model.requestText(2), /42/, "the run's output went back to the model");
+    await panel.locator("#activity").waitFor({ state: "hidden", timeout: STEP });
+    await vscode.screenshotPanel(join(ARTIFACTS, "vscode-panel-after-loop.png"));
+    log("full loop done; panel screenshot saved");
+  });
+
+  it("reject: the code does not run and the proposal says so", async () => {
+    const before = model.requests.length;
+    model.reply(`Cleaning up.\n\n${fence("shell", "rm -rf build")}\n`);
+    model.reply("Understood, I left it alone.");
+    const panel = await vscode.panel();
+    await panel.locator("#prompt").fill("Delete the build folder");
+    await panel.locator("#prompt").press("Enter");
+    const proposal = panel.locator(".entry.proposal", { hasText: "rm -rf build" }).last();
+    await proposal.waitFor({ timeout: STEP });
+    await proposal.locator("button[data-action='reject']").click();
+    await proposal.locator(".proposal-status", { hasText: "Rejected" }).waitFor({ timeout: STEP });
+    await model.waitForRequests(before + 1, STEP);
+    await panel.locator("#activity").waitFor({ state: "hidden", timeout: STEP });
+    assert.equal(await proposal.locator("button").count(), 0);
+    assert.ok(existsSync(join(workspace, "build/keep.txt")), "the rejected command ran: build/ is gone");
+  });
+
+  it("insert: a proposal is written into the document at the cursor", async () => {
+    await vscode.openFile("target.py");
+    await vscode.focusEditor();
+    await vscode.page.keyboard.press("Control+End");
+    model.reply(`Here is a helper.\n\n${fence("python", "def double(x):\n    return 2 * x")}\n`);
+    const panel = await vscode.panel();
+    await panel.locator("#prompt").fill("Write a function that doubles a number");
+    await panel.locator("#prompt").press("Enter");
+    const proposal = panel.locator(".entry.proposal", { hasText: "def double(x):" }).last();
+    await proposal.waitFor({ timeout: STEP });
+    await proposal.locator("button[data-action='insert']").click();
+    await proposal.locator(".proposal-status", { hasText: "Inserted" }).waitFor({ timeout: STEP });
+    await vscode.editorLines().first().locator(".view-line", { hasText: "def double(x):" }).waitFor({ timeout: STEP });
+    const text = await vscode.editorText();
+    assert.match(text, /# helpers[\s\S]*def double\(x\):\s+return 2 \* x/);
+    await vscode.command("Interpreter: Interrupt");
+  });
+});
+
+describe("VS Code, untrusted workspace", { timeout: 4 * 60_000 }, () => {
+  const model = new ScriptedModel();
+  let vscode;
+  let workspace;
+
+  before(async () => {
+    const modelUrl = await model.start();
+    workspace = makeWorkspace("untrusted", {
+      "analysis.py": 'open("ran.txt", "w").write("code ran")\nprint("ran")\n',
+      // A workspace virtualenv whose python would betray being started: an untrusted folder's own
+      // interpreter must not run either.
+      ".venv/bin/python": `#!/bin/sh\necho started > "$(dirname "$0")/../../venv-python-ran.txt"\nexec python3 "$@"\n`,
+      ".venv/pyvenv.cfg": "home = /usr/bin\n",
+      ".venv/lib/python3.11/site-packages/ipykernel/__init__.py": "",
+    });
+    chmodSync(join(workspace, ".venv/bin/python"), 0o755);
+    vscode = new VsCode({ name: "untrusted", workspace, settings: settings(modelUrl, join(ARTIFACTS, "vscode-server-untrusted.log")), vsix: VSIX, trust: false, log });
+    await vscode.start();
+  });
+
+  after(async () => {
+    if (vscode?.page) await vscode.screenshot(join(ARTIFACTS, "vscode-untrusted-final.png")).catch(() => undefined);
+    await vscode?.stop();
+    await model.stop();
+    if (workspace) rmSync(workspace, { recursive: true, force: true });
+  });
+
+  it("runs nothing, and says why", async () => {
+    const page = vscode.page;
+    // VS Code asks whether to trust the folder's authors: the user says no (Restricted Mode).
+    await page.getByRole("button", { name: /No, I don.t trust the authors/ }).click({ timeout: STEP });
+    await page.locator(".statusbar-item", { hasText: "Restricted Mode" }).first().waitFor({ timeout: STEP });
+    await vscode.statusBar().waitFor({ timeout: STEP });
+    await vscode.openFile("analysis.py");
+    await vscode.focusEditor();
+    await page.keyboard.press("Control+A");
+    await vscode.command("Interpreter: Run Selection or Cell");
+    const panel = await vscode.panel();
+    await panel.locator(".entry.notice.level-error", { hasText: "not trusted" }).waitFor({ timeout: STEP });
+    assert.equal(await panel.locator(".entry.run").count(), 0);
+    assert.ok(!existsSync(join(workspace, "ran.txt")), "code ran in an untrusted workspace");
+    assert.ok(!existsSync(join(workspace, "venv-python-ran.txt")), "the untrusted workspace's own python was started");
+    assert.equal(model.requests.length, 0);
+  });
+});
