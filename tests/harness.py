@@ -39,6 +39,8 @@ class Session:
         self.client = client
         self.root = root
         self.notes: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        # Called synchronously on each notification (before it is recorded), for lean waiting.
+        self.listeners: dict[str, list[Callable[[dict[str, Any]], None]]] = defaultdict(list)
         self._changed = asyncio.Condition()
         self.input_answers: list[str | None] = []
         self.input_prompts: list[dict[str, Any]] = []
@@ -59,7 +61,10 @@ class Session:
 
     def _recorder(self, method: str) -> Callable[[Any], None]:
         def record(params: Any) -> None:
-            self.notes[method].append(_plain(params))
+            params = _plain(params)
+            for listener in self.listeners[method]:
+                listener(params)
+            self.notes[method].append(params)
             asyncio.get_running_loop().create_task(self._notify())
 
         return record

@@ -75,7 +75,10 @@ def main(argv: list[str] | None = None) -> int:
                 return 2
             server.start_tcp(host or "127.0.0.1", int(port))
         else:
-            server.start_io(wire_in, wire_out)
+            from .transport import serve_stdio
+
+            assert wire_in is not None and wire_out is not None
+            serve_stdio(server, wire_in, wire_out)
     finally:
         kill_kernels_now(server)
     return 0

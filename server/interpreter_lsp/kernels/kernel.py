@@ -102,6 +102,7 @@ class Kernel:
         self._kc: AsyncKernelClient | None = None
         self._pending: dict[str, _Pending] = {}
         self._router: asyncio.Task[None] | None = None
+        self._drains: dict[str, Callable[[], None]] = {}
         self._pidfd: int | None = None
         self._expect_exit = False
         self._death_task: asyncio.Task[None] | None = None
@@ -163,6 +164,7 @@ class Kernel:
                 raise KernelStartError(f"The {self.language} kernel exited while starting")
             msg_id = self._kc.kernel_info()
             pending = self._register(msg_id, None)
+            self._sent("shell")
             try:
                 await asyncio.wait_for(pending.replied.wait(), 1.0)
                 # Its idle status follows the reply at once when iopub is connected.
@@ -285,6 +287,7 @@ class Kernel:
         )
         # Registered before any await: the router cannot see this msg_id's messages earlier.
         pending = self._register(msg_id, sink)
+        self._sent("shell")
         try:
             return await pending.done
         finally:
@@ -293,27 +296,53 @@ class Kernel:
     # ---- the router --------------------------------------------------------------------------------
 
     async def _route(self) -> None:
+        """The router: a reader callback on each channel's zmq descriptor drains that socket and routes
+        every message; this task only holds the readers for the kernel's lifetime."""
         kc = self._kc
         assert kc is not None
-        channels = {
-            kc.iopub_channel.socket: ("iopub", kc.iopub_channel),
-            kc.shell_channel.socket: ("shell", kc.shell_channel),
-            kc.stdin_channel.socket: ("stdin", kc.stdin_channel),
-        }
-        poller = zmq.asyncio.Poller()
-        for socket in channels:
-            poller.register(socket, zmq.POLLIN)
-        while True:
-            for socket, _event in await poller.poll():
-                name, channel = channels[socket]
+        loop = asyncio.get_running_loop()
+        self._drains = {}
+        fds = []
+        for name, channel in (("iopub", kc.iopub_channel), ("shell", kc.shell_channel), ("stdin", kc.stdin_channel)):
+            # A plain (non-asyncio) view of the socket: non-blocking reads without a Future per message.
+            sock = zmq.Socket.shadow(channel.socket.underlying)
+            drain = self._make_drain(name, sock, kc.session)
+            self._drains[name] = drain
+            fd = sock.getsockopt(zmq.FD)
+            loop.add_reader(fd, drain)
+            fds.append(fd)
+            drain()  # anything that arrived before the reader was registered
+        try:
+            await loop.create_future()  # until cancelled
+        finally:
+            for fd in fds:
+                loop.remove_reader(fd)
+            self._drains = {}
+
+    def _make_drain(self, name: str, sock: zmq.Socket, session: Any) -> Callable[[], None]:
+        def drain() -> None:
+            # zmq's descriptor is edge-triggered: read until the socket says nothing is left.
+            while sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
                 try:
-                    msg = await channel.get_msg(timeout=0)
-                except Exception:  # Empty, or a message that does not decode: skip it
-                    continue
+                    frames = sock.recv_multipart(zmq.NOBLOCK)
+                except zmq.Again:
+                    return
+                except zmq.ZMQError:
+                    log.exception("reading the %s channel failed", name)
+                    return
                 try:
-                    self._dispatch(name, msg)
+                    _idents, parts = session.feed_identities(frames)
+                    self._dispatch(name, session.deserialize(parts))
                 except Exception:
                     log.exception("routing a %s message failed", name)
+
+        return drain
+
+    def _sent(self, channel: str) -> None:
+        """After a send on a socket, zmq may have consumed its descriptor's read edge: check again soon."""
+        drain = self._drains.get(channel)
+        if drain is not None:
+            asyncio.get_running_loop().call_soon(drain)
 
     def _dispatch(self, channel: str, msg: dict[str, Any]) -> None:
         msg_type = msg["header"]["msg_type"]
@@ -364,3 +393,4 @@ class Kernel:
             await self.interrupt()
         else:
             self._kc.input(value)
+            self._sent("stdin")

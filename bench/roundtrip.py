@@ -1,0 +1,143 @@
+"""Round trip and flood through the server, against the bare jupyter_client kernel in the same run.
+
+    .venv/bin/python bench/roundtrip.py [--runs 200]
+
+1. Median time from `interpreter.run {code: "print(1)"}` sent by a real LSP client (stdio) to its
+   `runStatus ok` received, vs bare AsyncKernelClient execute -> idle, same machine, same run.
+2. Flood: `for i in range(200_000): print(i)` through the server vs bare (wall time ratio, notifications),
+   with an `interpreter.status` request sent during the flood (its latency).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from jupyter_client.manager import AsyncKernelManager
+from lsprotocol import types
+
+from harness import Session, start_session, stop_session
+from interpreter_lsp import protocol as p
+
+FLOOD = "for i in range(200_000):\n    print(i)"
+
+
+async def bare_kernel(cwd: Path) -> tuple[AsyncKernelManager, object]:
+    km = AsyncKernelManager(kernel_name="python3", transport="ipc", ip=str(cwd / "bare"))
+    await km.start_kernel(cwd=str(cwd))
+    kc = km.client()
+    kc.start_channels(hb=False)
+    await kc.wait_for_ready(timeout=60)
+    return km, kc
+
+
+async def bare_execute(kc, code: str) -> tuple[float, int]:
+    """Seconds from execute to idle, and how many iopub messages arrived."""
+    start = time.perf_counter()
+    msg_id = kc.execute(code)
+    count = 0
+    while True:
+        msg = await kc.get_iopub_msg()
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        count += 1
+        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            return time.perf_counter() - start, count
+
+
+class FinishWaiter:
+    """Resolves a future the moment a run's final runStatus arrives (no extra tasks in the client)."""
+
+    def __init__(self, s: Session) -> None:
+        self.waiting: dict[str, asyncio.Future[None]] = {}
+        self.early: set[str] = set()
+
+        def on_status(params: dict) -> None:
+            if params["state"] in p.FINAL_RUN_STATES:
+                future = self.waiting.pop(params["runId"], None)
+                if future is None:
+                    self.early.add(params["runId"])
+                elif not future.done():
+                    future.set_result(None)
+
+        s.listeners[p.RUN_STATUS].append(on_status)
+
+    async def run(self, s: Session, code: str) -> float:
+        start = time.perf_counter()
+        result = await s.client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command=p.RUN, arguments=[{"code": code}])
+        )
+        run_id = result["runId"]
+        if run_id in self.early:
+            self.early.discard(run_id)
+        else:
+            future = asyncio.get_running_loop().create_future()
+            self.waiting[run_id] = future
+            await asyncio.wait_for(future, 300)
+        return time.perf_counter() - start
+
+
+async def main(runs: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="ilsp-bench-") as tmp:
+        tmp_path = Path(tmp)
+        root, home = tmp_path / "ws", tmp_path / "home"
+        root.mkdir()
+        home.mkdir()
+        km, kc = await bare_kernel(tmp_path)
+        s = await start_session(root, home)
+        try:
+            waiter = FinishWaiter(s)
+            for _ in range(10):
+                await bare_execute(kc, "print(1)")
+                await waiter.run(s, "print(1)")
+            # Interleaved, so that whatever else the machine does hits both sides alike.
+            bare, served = [], []
+            for _ in range(runs):
+                bare.append((await bare_execute(kc, "print(1)"))[0])
+                served.append(await waiter.run(s, "print(1)"))
+
+            bare_floods, server_floods, latencies, notifications, bare_msgs = [], [], [], 0, 0
+            for _ in range(3):
+                seconds, bare_msgs = await bare_execute(kc, FLOOD)
+                bare_floods.append(seconds)
+                before = len(s.notes[p.OUTPUT])
+                flood_task = asyncio.create_task(waiter.run(s, FLOOD))
+                await s.wait_for(lambda before=before: len(s.notes[p.OUTPUT]) > before, 60, "the flood")
+                t0 = time.perf_counter()
+                await s.command(p.STATUS, {})
+                latencies.append(time.perf_counter() - t0)
+                server_floods.append(await flood_task)
+                notifications = len(s.notes[p.OUTPUT]) - before
+        finally:
+            await stop_session(s)
+            kc.stop_channels()
+            await km.shutdown_kernel(now=True)
+
+    bare_ms, served_ms = statistics.median(bare) * 1000, statistics.median(served) * 1000
+    server_flood, bare_flood = statistics.median(server_floods), statistics.median(bare_floods)
+    print(
+        f"round trip print(1), median of {runs}: server {served_ms:.2f} ms, bare kernel {bare_ms:.2f} ms, "
+        f"ratio {served_ms / bare_ms:.2f}x (target <= 1.3x)"
+    )
+    print(
+        f"flood of 200,000 lines (median of 3): server {server_flood:.2f} s, bare kernel {bare_flood:.2f} s, "
+        f"ratio {server_flood / bare_flood:.2f}x (target <= 1.2x); "
+        f"{notifications} output notifications (bare: {bare_msgs} iopub messages)"
+    )
+    print(
+        f"interpreter.status during the flood answered in {max(latencies) * 1000:.1f} ms at worst "
+        "(target <= 100 ms)"
+    )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=200)
+    asyncio.run(main(parser.parse_args().runs))

@@ -1,0 +1,73 @@
+"""stdio transport on the event loop. pygls reads stdin through a thread pool (three thread hand-offs
+per message); reading the pipe with asyncio's own reader keeps each request on the loop."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from typing import BinaryIO
+
+from pygls.io_ import StdinAsyncReader, StdoutWriter, run_async
+from pygls.lsp.server import LanguageServer
+
+log = logging.getLogger(__name__)
+
+
+class PipeReader:
+    """pygls' reader interface (readline, readexactly) over an asyncio StreamReader on the pipe."""
+
+    def __init__(self, stdin: BinaryIO) -> None:
+        self._stdin = stdin
+        self._reader: asyncio.StreamReader | None = None
+
+    async def _stream(self) -> asyncio.StreamReader:
+        if self._reader is None:
+            loop = asyncio.get_running_loop()
+            reader = asyncio.StreamReader(limit=1 << 26)
+            await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), self._stdin)
+            self._reader = reader
+        return self._reader
+
+    async def readline(self) -> bytes:
+        return await (await self._stream()).readline()
+
+    async def readexactly(self, n: int) -> bytes:
+        try:
+            return await (await self._stream()).readexactly(n)
+        except asyncio.IncompleteReadError as exc:
+            return exc.partial
+
+
+def _readable_by_loop(stdin: BinaryIO) -> bool:
+    """connect_read_pipe takes pipes, sockets and character devices, not regular files."""
+    import os
+    import stat
+
+    try:
+        mode = os.fstat(stdin.fileno()).st_mode
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+
+
+def serve_stdio(server: LanguageServer, stdin: BinaryIO, stdout: BinaryIO) -> None:
+    reader = PipeReader(stdin) if _readable_by_loop(stdin) else StdinAsyncReader(stdin, server.thread_pool)
+    server._stop_event = threading.Event()
+    server.protocol.set_writer(StdoutWriter(stdout))
+    try:
+        asyncio.run(
+            run_async(
+                stop_event=server._stop_event,
+                reader=reader,
+                protocol=server.protocol,
+                logger=log,
+                error_handler=server.report_server_error,
+            )
+        )
+    except BrokenPipeError:
+        log.error("Connection to the client is lost; shutting down.")
+    except (KeyboardInterrupt, SystemExit):
+        pass
+    finally:
+        server.shutdown()
