@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import email.utils
 import json
 import logging
 import os
@@ -312,7 +311,9 @@ def _retry_after(exc: BaseException) -> float | None:
         return max(0.0, float(value))
     except ValueError:
         pass
-    with contextlib.suppress(Exception):  # an HTTP date
+    import email.utils  # only for the rare Retry-After given as an HTTP date
+
+    with contextlib.suppress(Exception):
         return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
     return None
 
