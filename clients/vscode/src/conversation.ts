@@ -340,7 +340,7 @@ export function applyEvent(state: ConversationState, event: PanelEvent): Change 
 /** Proposals still waiting for the user, oldest first. */
 export function pendingProposals(state: ConversationState): ProposalParams[] {
   return state.entries
-    .filter((e): e is ProposalEntry => e.kind === "proposal" && e.status === "pending")
+    .filter((e): e is ProposalEntry => e.kind === "proposal" && (e.status === "pending" || e.status === "inserted"))
     .map((e) => e.proposal);
 }
 

@@ -189,10 +189,11 @@ export function createRenderer(sanitize: Sanitize): Renderer {
       : "";
     const button = (action: string, label: string, title: string): string =>
       `<button class="action ${action}" data-action="${action}" data-proposal-id="${id}" title="${escapeHtml(title)}">${label}</button>`;
-    const actions =
-      entry.status === "pending"
-        ? `<div class="actions">${button("approve", "Run", "Run this code in the kernel")}${button("edit", "Edit", "Open the code in an editor; run it from there")}${button("reject", "Reject", "Tell the model you declined")}${button("insert", "Insert", "Write the code into the document")}</div>`
-        : "";
+    // Inserting writes the code into a document; the proposal still waits to be run or rejected.
+    const open = entry.status === "pending" || entry.status === "inserted";
+    const actions = open
+      ? `<div class="actions">${button("approve", "Run", "Run this code in the kernel")}${button("edit", "Edit", "Open the code in an editor; run it from there")}${button("reject", "Reject", "Tell the model you declined")}${entry.status === "pending" ? button("insert", "Insert", "Write the code into the document") : ""}</div>`
+      : "";
     const statusText: Record<ProposalEntry["status"], string> = {
       pending: p.autoRun ? "Runs automatically" : "Waiting for your approval",
       running: "Running",

@@ -52,6 +52,25 @@ function fence(language, code) {
   return "```" + language + "\n" + code + "\n```";
 }
 
+/**
+ * Sends a chat message from the panel's input box. Returns `until(locator)`, which waits for the locator
+ * and fails at once, with the panel's words, if an error notice appears in the panel instead.
+ */
+async function sendChat(panel, text) {
+  const errors = panel.locator(".entry.notice.level-error");
+  const newError = errors.nth(await errors.count());
+  await panel.locator("#prompt").fill(text);
+  await panel.locator("#prompt").press("Enter");
+  await panel.locator(".entry.user", { hasText: text }).last().waitFor();
+  const failure = newError.waitFor({ timeout: STEP }).then(
+    async () => {
+      throw new Error(`the panel shows an error: ${await newError.innerText()}`);
+    },
+    () => new Promise(() => undefined), // no error within the bound: leave the race to the locator
+  );
+  return (locator) => Promise.race([locator.waitFor({ timeout: STEP }), failure]);
+}
+
 describe("VS Code, trusted workspace", { timeout: 8 * 60_000 }, () => {
   const model = new ScriptedModel();
   let vscode;
@@ -133,12 +152,10 @@ describe("VS Code, trusted workspace", { timeout: 8 * 60_000 }, () => {
     model.reply(`I will compute it in Python.\n\n${fence("python", "print(6 * 7)")}\n`);
     model.reply("The answer is **42**.");
     const panel = await vscode.panel();
-    await panel.locator("#prompt").fill("What is six times seven?");
-    await panel.locator("#prompt").press("Enter");
-    await panel.locator(".entry.user", { hasText: "What is six times seven?" }).waitFor();
-    await panel.locator(".entry.assistant", { hasText: "I will compute it in Python." }).waitFor({ timeout: STEP });
+    const until = await sendChat(panel, "What is six times seven?");
+    await until(panel.locator(".entry.assistant", { hasText: "I will compute it in Python." }));
     const proposal = panel.locator(".entry.proposal", { hasText: "print(6 * 7)" }).last();
-    await proposal.waitFor({ timeout: STEP });
+    await until(proposal);
     assert.equal(await proposal.locator(".language").innerText(), "python");
     assert.match(await proposal.locator(".risk").innerText(), /risk: (low|medium|high)/);
     await proposal.locator("button[data-action='approve']").click();
@@ -153,14 +170,14 @@ describe("VS Code, trusted workspace", { timeout: 8 * 60_000 }, () => {
   });
 
   it("reject: the code does not run and the proposal says so", async () => {
+    model.replies.length = 0;
     const before = model.requests.length;
     model.reply(`Cleaning up.\n\n${fence("shell", "rm -rf build")}\n`);
     model.reply("Understood, I left it alone.");
     const panel = await vscode.panel();
-    await panel.locator("#prompt").fill("Delete the build folder");
-    await panel.locator("#prompt").press("Enter");
+    const until = await sendChat(panel, "Delete the build folder");
     const proposal = panel.locator(".entry.proposal", { hasText: "rm -rf build" }).last();
-    await proposal.waitFor({ timeout: STEP });
+    await until(proposal);
     await proposal.locator("button[data-action='reject']").click();
     await proposal.locator(".proposal-status", { hasText: "Rejected" }).waitFor({ timeout: STEP });
     await model.waitForRequests(before + 1, STEP);
@@ -173,12 +190,12 @@ describe("VS Code, trusted workspace", { timeout: 8 * 60_000 }, () => {
     await vscode.openFile("target.py");
     await vscode.focusEditor();
     await vscode.page.keyboard.press("Control+End");
+    model.replies.length = 0;
     model.reply(`Here is a helper.\n\n${fence("python", "def double(x):\n    return 2 * x")}\n`);
     const panel = await vscode.panel();
-    await panel.locator("#prompt").fill("Write a function that doubles a number");
-    await panel.locator("#prompt").press("Enter");
+    const until = await sendChat(panel, "Write a function that doubles a number");
     const proposal = panel.locator(".entry.proposal", { hasText: "def double(x):" }).last();
-    await proposal.waitFor({ timeout: STEP });
+    await until(proposal);
     await proposal.locator("button[data-action='insert']").click();
     await proposal.locator(".proposal-status", { hasText: "Inserted" }).waitFor({ timeout: STEP });
     await vscode.editorLines().first().locator(".view-line", { hasText: "def double(x):" }).waitFor({ timeout: STEP });

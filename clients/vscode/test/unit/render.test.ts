@@ -73,6 +73,10 @@ test("a proposal shows its language, risk, reasons and the four actions while pe
       ["Insert", "p1"],
     ],
   );
+  applyEvent(s, { type: "proposalStatus", proposalId: "p1", status: "inserted" });
+  doc = rendered(s);
+  assert.deepEqual([...doc.querySelectorAll("button")].map((b) => b.textContent), ["Run", "Edit", "Reject"]);
+  assert.equal(doc.querySelector(".proposal-status")?.textContent, "Inserted into the document");
   applyEvent(s, { type: "proposalStatus", proposalId: "p1", status: "rejected" });
   doc = rendered(s);
   assert.equal(doc.querySelectorAll("button").length, 0);
