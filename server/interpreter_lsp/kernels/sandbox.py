@@ -1,0 +1,135 @@
+"""The bubblewrap sandbox for kernels: the command line that starts a kernel inside it.
+
+Inside: the file system is read-only except the workspace and the runtime directory (the 0700 directory
+holding the kernel's IPC sockets and connection file); /tmp is private; home directories are empty
+except what the kernel needs to start; no network unless allowed (the kernel is reached through its
+unix sockets, which need none); its own PID namespace, so it cannot see or signal the server; it dies
+when the server dies.
+
+Interrupts: jupyter_client interrupts a kernel with SIGINT to its whole process group, which includes
+bwrap itself, and bwrap dies of SIGINT (taking the kernel with it, through --die-with-parent). So bwrap
+starts with SIGINT ignored (`env --ignore-signal=INT`) and the kernel with it restored
+(`env --default-signal=INT`): the interrupt reaches the kernel only.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+# ipykernel's parent poller exits as soon as this PID is not its parent, which under --unshare-pid is
+# always. --die-with-parent does the same job for the sandbox.
+_PARENT_PID_VARIABLE = "JPY_PARENT_PID"
+_OFF_HINT = 'or set interpreter.sandbox to "off"'
+_SHARED_HOMES = ("/home", "/root")
+_TEMP_DIRS = ("/tmp", "/var/tmp")
+
+
+@dataclass(frozen=True)
+class SandboxConfig:
+    workspace: Path
+    runtime_dir: Path
+    network: bool = False
+    extra_ro_binds: tuple[Path, ...] = ()
+    home_keep: tuple[str, ...] = ()  # paths relative to $HOME to keep readable, e.g. ".ipython"
+
+
+@functools.lru_cache(maxsize=1)
+def bwrap_available() -> str | None:
+    """None if bubblewrap can sandbox kernels here, else what went wrong and what to do (checked once)."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return f"bubblewrap (bwrap) is not installed: apt-get install bubblewrap, {_OFF_HINT}"
+    env_command = shutil.which("env") or "/usr/bin/env"
+    probe = [env_command, "--ignore-signal=INT", bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+             "--unshare-pid", "--unshare-net", "--die-with-parent", "--", env_command, "--default-signal=INT",
+             "true"]
+    try:
+        result = subprocess.run(probe, capture_output=True, text=True, timeout=20, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"bubblewrap (bwrap) could not be started: {error}; {_OFF_HINT}"
+    if result.returncode == 0:
+        return None
+    detail = (result.stderr or result.stdout).strip().splitlines()
+    reason = detail[-1] if detail else f"exit status {result.returncode}"
+    if "--ignore-signal" in reason or "--default-signal" in reason:
+        return f"the env command is too old to run the sandbox (needs GNU coreutils 8.31 or newer), {_OFF_HINT}"
+    return (
+        f"bubblewrap (bwrap) cannot create a sandbox here ({reason}). Unprivileged user namespaces may be "
+        f"disabled (sysctl kernel.unprivileged_userns_clone=1; on Ubuntu 24.04 an AppArmor profile for bwrap), "
+        f"{_OFF_HINT}"
+    )
+
+
+def wrap_command(argv: list[str], env: Mapping[str, str], config: SandboxConfig) -> tuple[list[str], dict[str, str]]:
+    """The command line that runs `argv` (a kernel) inside the sandbox, and the environment to start it with."""
+    bwrap = shutil.which("bwrap") or "bwrap"
+    env_command = shutil.which("env") or "/usr/bin/env"
+    workspace = os.path.realpath(config.workspace)
+    runtime_dir = os.path.realpath(config.runtime_dir)
+    home = os.path.realpath(env.get("HOME") or os.path.expanduser("~"))
+
+    hidden = _hidden_dirs(home)
+    args = [env_command, "--ignore-signal=INT", bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    # tmpfs first: a later bind of a path under /tmp or a home directory must land on top of it.
+    for directory in (*_TEMP_DIRS, *hidden):
+        if os.path.isdir(directory):
+            args += ["--tmpfs", directory]
+    covered = (*_TEMP_DIRS, *hidden)
+    for path in _paths_the_kernel_reads(argv, env, config, home):
+        if _under_any(path, covered) and not _under_any(path, (workspace, runtime_dir)):
+            args += ["--ro-bind-try", path, path]
+    args += ["--bind", workspace, workspace, "--bind", runtime_dir, runtime_dir]
+    args += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+    if not config.network:
+        args.append("--unshare-net")
+    args += ["--die-with-parent", "--unsetenv", _PARENT_PID_VARIABLE, "--chdir", workspace]
+    if os.geteuid() == 0:
+        args += ["--cap-drop", "ALL"]  # root inside would otherwise keep every capability
+    args += ["--", env_command, "--default-signal=INT", *argv]
+    kernel_env = {name: value for name, value in env.items() if name != _PARENT_PID_VARIABLE}
+    return args, kernel_env
+
+
+def _hidden_dirs(home: str) -> list[str]:
+    dirs: list[str] = []
+    for candidate in (home, *_SHARED_HOMES):
+        if candidate in ("/", "") or candidate in dirs or _under_any(candidate, tuple(dirs)):
+            continue
+        if os.path.isdir(candidate):
+            dirs.append(candidate)
+    return dirs
+
+
+def _paths_the_kernel_reads(argv: list[str], env: Mapping[str, str], config: SandboxConfig, home: str) -> list[str]:
+    """The interpreter and its environment (venv, base install), PYTHONPATH, and what the user listed."""
+    paths: list[str] = []
+
+    def add(path: str) -> None:
+        real = os.path.realpath(path)
+        for candidate in (path, real):
+            if candidate not in paths and os.path.exists(candidate):
+                paths.append(candidate)
+
+    if argv and os.path.isabs(argv[0]):
+        for executable in (argv[0], os.path.realpath(argv[0])):
+            prefix = os.path.dirname(os.path.dirname(executable))  # .../bin/python -> ...
+            if prefix not in ("/", "/usr", ""):
+                add(prefix)
+    for entry in env.get("PYTHONPATH", "").split(os.pathsep):
+        if entry and os.path.isabs(entry):
+            add(entry)
+    for keep in config.home_keep:
+        add(os.path.join(home, keep))
+    for extra in config.extra_ro_binds:
+        add(str(extra))
+    return paths
+
+
+def _under_any(path: str, bases: tuple[str, ...]) -> bool:
+    return any(path == base or path.startswith(base.rstrip("/") + "/") for base in bases)

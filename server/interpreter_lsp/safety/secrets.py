@@ -1,0 +1,116 @@
+"""Secrets kept out of reach: model-provider keys stay out of the kernel's environment, and no secret
+value appears in logs, notifications, error messages or history.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+MIN_SECRET_LENGTH = 8  # shorter values ("1", "true") would redact ordinary text
+MASK = "***"
+
+# Name parts that mark a variable as secret: OPENAI_API_KEY, GH_TOKEN, DB_PASSWORD, ...
+_SECRET_PARTS = frozenset({"KEY", "APIKEY", "ZENAPIKEY", "TOKEN", "PASSWORD", "PASSWD", "PASSPHRASE",
+                           "CREDENTIAL", "CREDENTIALS", "PAT"})
+_SECRET_SUBSTRINGS = ("SECRET", "API_KEY", "APIKEY", "ACCESS_KEY", "PRIVATE_KEY", "AUTH_TOKEN")
+# Variables litellm reads for providers (litellm 1.x source) that the patterns above would not all catch,
+# listed so the rule is visible: every one of these is kept from kernels unless allowed by name.
+LITELLM_SECRET_NAMES = frozenset({
+    "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "AZURE_API_KEY", "AZURE_OPENAI_API_KEY",
+    "AZURE_AD_TOKEN", "AZURE_CLIENT_SECRET", "AZURE_PASSWORD", "AZURE_CERTIFICATE_PASSWORD",
+    "AZURE_AI_API_KEY", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+    "AWS_BEARER_TOKEN_BEDROCK", "AWS_WEB_IDENTITY_TOKEN", "GEMINI_API_KEY", "GOOGLE_API_KEY", "PALM_API_KEY",
+    "GOOGLE_APPLICATION_CREDENTIALS", "VERTEXAI_CREDENTIALS", "VERTEX_CREDENTIALS", "HF_TOKEN",
+    "HUGGINGFACE_API_KEY", "HUGGING_FACE_HUB_TOKEN", "HUGGINGFACE_HUB_TOKEN", "COHERE_API_KEY", "CO_API_KEY",
+    "MISTRAL_API_KEY", "CODESTRAL_API_KEY", "GROQ_API_KEY", "TOGETHER_API_KEY", "TOGETHERAI_API_KEY",
+    "TOGETHER_AI_API_KEY", "TOGETHER_AI_TOKEN", "OPENROUTER_API_KEY", "OR_API_KEY", "DEEPSEEK_API_KEY",
+    "XAI_API_KEY", "REPLICATE_API_KEY", "REPLICATE_API_TOKEN", "PERPLEXITYAI_API_KEY", "PERPLEXITY_API_KEY",
+    "FIREWORKS_AI_API_KEY", "FIREWORKS_API_KEY", "FIREWORKSAI_API_KEY", "ANYSCALE_API_KEY", "DEEPINFRA_API_KEY",
+    "CEREBRAS_API_KEY", "AI21_API_KEY", "NVIDIA_NIM_API_KEY", "WATSONX_APIKEY", "WATSONX_API_KEY",
+    "WATSONX_TOKEN", "WATSONX_ZENAPIKEY", "WX_API_KEY", "DATABRICKS_API_KEY", "DATABRICKS_CLIENT_SECRET",
+    "CLARIFAI_API_KEY", "VOYAGE_API_KEY", "JINA_AI_API_KEY", "OLLAMA_API_KEY", "LITELLM_MASTER_KEY",
+    "LITELLM_SALT_KEY", "LITELLM_PROXY_API_KEY", "GITHUB_API_KEY", "AIMLAPI_KEY", "COMETAPI_KEY",
+    "FRIENDLI_TOKEN", "GIGACHAT_CREDENTIALS", "GIGACHAT_ACCESS_TOKEN", "DASHSCOPE_API_KEY", "MOONSHOT_API_KEY",
+    "SAMBANOVA_API_KEY", "NEBIUS_API_KEY", "ALEPH_ALPHA_API_KEY", "ALEPHALPHA_API_KEY", "NLP_CLOUD_API_KEY",
+    "PREDIBASE_API_KEY", "MARITALK_API_KEY", "VOLCENGINE_API_KEY", "OPENAI_LIKE_API_KEY", "HOSTED_VLLM_API_KEY",
+    "LM_STUDIO_API_KEY", "GITHUB_TOKEN", "GH_TOKEN", "NPM_TOKEN",
+})
+
+
+def is_secret_name(name: str) -> bool:
+    """Does an environment variable's name say it holds a secret (a key, token, password)?"""
+    upper = name.upper()
+    if upper in LITELLM_SECRET_NAMES:
+        return True
+    if any(part in _SECRET_PARTS for part in upper.split("_")):
+        return True
+    return any(marker in upper for marker in _SECRET_SUBSTRINGS)
+
+
+def kernel_environment(env: Mapping[str, str], allowed: Iterable[str] = ()) -> dict[str, str]:
+    """A copy of `env` for a kernel: without secrets, except the names the user allowed explicitly."""
+    keep = set(allowed)
+    return {name: value for name, value in env.items() if name in keep or not is_secret_name(name)}
+
+
+class Redactor:
+    """Replaces every known secret value in text with ***: for logs, notifications, errors and history."""
+
+    def __init__(self, env: Mapping[str, str] | None = None, extra: Iterable[str | None] = ()) -> None:
+        self._secrets: set[str] = set()
+        self._pattern: re.Pattern[str] | None = None
+        self.add(*(value for name, value in (env or {}).items() if is_secret_name(name)))
+        self.add(*extra)
+
+    def add(self, *secrets: str | None) -> None:
+        """Also redact these values (e.g. an apiKey set in the settings)."""
+        fresh = {s for s in secrets if isinstance(s, str) and len(s.strip()) >= MIN_SECRET_LENGTH}
+        if not fresh - self._secrets:
+            return
+        self._secrets |= fresh
+        # Longest first, so a secret that contains another is masked whole.
+        ordered = sorted(self._secrets, key=len, reverse=True)
+        self._pattern = re.compile("|".join(re.escape(s) for s in ordered))
+
+    def redact(self, text: str) -> str:
+        if self._pattern is None or not text:
+            return text
+        return self._pattern.sub(MASK, text)
+
+    def redact_obj(self, obj: Any) -> Any:
+        """A copy of a JSON-like value (dicts, lists, strings) with secrets masked; other values as they are."""
+        if isinstance(obj, str):
+            return self.redact(obj)
+        if isinstance(obj, dict):
+            return {self.redact_obj(k): self.redact_obj(v) for k, v in obj.items()}
+        if isinstance(obj, list):
+            return [self.redact_obj(v) for v in obj]
+        if isinstance(obj, tuple):
+            return tuple(self.redact_obj(v) for v in obj)
+        return obj
+
+
+class RedactingFilter(logging.Filter):
+    """A logging filter that masks secrets in the message, its arguments and any traceback."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        super().__init__()
+        self.redactor = redactor
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # a bad format string: log it as written rather than drop it
+            message = str(record.msg)
+        record.msg = self.redactor.redact(message)
+        record.args = None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = self.redactor.redact(record.exc_text)
+        if record.stack_info:
+            record.stack_info = self.redactor.redact(record.stack_info)
+        return True

@@ -1,0 +1,58 @@
+"""The approval policy: what runs by itself, what waits, and why."""
+
+from __future__ import annotations
+
+import pytest
+
+from interpreter_lsp.protocol import Risk
+from interpreter_lsp.safety.policy import UNTRUSTED_MESSAGE, Decision, decide, may_run
+
+LOW, MEDIUM, HIGH = Risk("low"), Risk("medium", ["installs packages"]), Risk("high", ["deletes your home"])
+
+
+def test_nothing_runs_by_itself_when_auto_run_is_off() -> None:
+    for risk in (LOW, MEDIUM, HIGH):
+        decision = decide(risk, auto_run=False, auto_run_max_risk="medium", trusted=True)
+        assert decision == Decision(False, "auto-run is off: waits for approval")
+
+
+def test_auto_run_runs_low_risk_only_by_default() -> None:
+    assert decide(LOW, auto_run=True, auto_run_max_risk="low", trusted=True) == Decision(True, "")
+    waits = decide(MEDIUM, auto_run=True, auto_run_max_risk="low", trusted=True)
+    assert not waits.run_now
+    assert waits.reason == "medium risk is above autoRunMaxRisk (low): waits for approval"
+
+
+def test_auto_run_max_risk_medium_widens_it() -> None:
+    assert decide(MEDIUM, auto_run=True, auto_run_max_risk="medium", trusted=True).run_now
+
+
+@pytest.mark.parametrize("limit", ["low", "medium", "high", "anything"])
+def test_high_risk_never_runs_by_itself(limit: str) -> None:
+    decision = decide(HIGH, auto_run=True, auto_run_max_risk=limit, trusted=True)
+    assert decision == Decision(False, "high risk: waits for approval")
+
+
+def test_an_unknown_max_risk_falls_back_to_low() -> None:
+    assert not decide(MEDIUM, auto_run=True, auto_run_max_risk="high", trusted=True).run_now
+    assert decide(LOW, auto_run=True, auto_run_max_risk="bogus", trusted=True).run_now
+
+
+def test_an_unknown_risk_level_is_treated_as_high() -> None:
+    odd = Risk("catastrophic")  # type: ignore[arg-type]
+    assert not decide(odd, auto_run=True, auto_run_max_risk="medium", trusted=True).run_now
+
+
+def test_untrusted_workspace_runs_nothing() -> None:
+    for risk in (LOW, MEDIUM, HIGH):
+        decision = decide(risk, auto_run=True, auto_run_max_risk="medium", trusted=False)
+        assert decision == Decision(False, "the workspace is not trusted: nothing runs")
+    assert may_run(False) == UNTRUSTED_MESSAGE
+    assert "not trusted" in UNTRUSTED_MESSAGE and "Trust" in UNTRUSTED_MESSAGE
+    assert may_run(True) is None
+
+
+def test_decision_is_frozen() -> None:
+    decision = decide(LOW, auto_run=True, auto_run_max_risk="low", trusted=True)
+    with pytest.raises(AttributeError):
+        decision.run_now = False  # type: ignore[misc]
