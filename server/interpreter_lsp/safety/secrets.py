@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import re
+import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -114,3 +115,19 @@ class RedactingFilter(logging.Filter):
         if record.stack_info:
             record.stack_info = self.redactor.redact(record.stack_info)
         return True
+
+
+def protect_server_environment() -> bool:
+    """Make this process non-dumpable (Linux): processes of the same user, kernels included, can then no
+    longer read its environment (and the keys in it) through /proc/<pid>/environ, nor attach a debugger.
+    Root still can; the sandbox hides the server from kernels either way. True if it took effect."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    pr_set_dumpable = 4
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(pr_set_dumpable, 0, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
