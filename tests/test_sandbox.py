@@ -234,6 +234,36 @@ class TestSandbox:
         assert result.stdout.strip() in ("ConnectionRefusedError", "OSError")
         assert not connected.is_set()
 
+    @pytest.mark.skipif(not os.access("/run", os.W_OK), reason="needs write access to /run to make a daemon socket")
+    async def test_daemon_sockets_are_out_of_reach(self, sandboxed: Running) -> None:
+        """A unix socket ignores network namespaces and read-only mounts: the sandbox must hide it."""
+        directory = Path("/run") / f"interpreter-lsp-test-{uuid.uuid4().hex}"
+        directory.mkdir()
+        path = directory / "daemon.sock"
+        accepted = asyncio.Event()
+
+        async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            accepted.set()
+            writer.close()
+
+        server = await asyncio.start_unix_server(on_connect, path=str(path))
+        try:
+            async with server:
+                result = await execute(sandboxed.kc, textwrap.dedent(f"""
+                    import socket
+                    s = socket.socket(socket.AF_UNIX)
+                    try:
+                        s.connect({str(path)!r})
+                        print("CONNECTED")
+                    except OSError as error:
+                        print(type(error).__name__)
+                """))
+        finally:
+            path.unlink(missing_ok=True)
+            directory.rmdir()
+        assert result.stdout.strip() == "FileNotFoundError"
+        assert not accepted.is_set()
+
     async def test_processes_outside_are_out_of_sight(self, sandboxed: Running) -> None:
         result = await execute(sandboxed.kc, textwrap.dedent("""
             import os

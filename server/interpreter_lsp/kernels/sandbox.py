@@ -3,8 +3,8 @@
 Inside: the file system is read-only except the workspace and the runtime directory (the 0700 directory
 holding the kernel's IPC sockets and connection file); /tmp is private; home directories are empty
 except what the kernel needs to start; no network unless allowed (the kernel is reached through its
-unix sockets, which need none); its own PID namespace, so it cannot see or signal the server; it dies
-when the server dies.
+unix sockets, which need none), and other daemons' sockets under /run are hidden; its own PID namespace,
+so it cannot see or signal the server; it dies when the server dies.
 
 Interrupts: jupyter_client interrupts a kernel with SIGINT to its whole process group, which includes
 bwrap itself, and bwrap dies of SIGINT (taking the kernel with it, through --die-with-parent). So bwrap
@@ -28,6 +28,13 @@ _PARENT_PID_VARIABLE = "JPY_PARENT_PID"
 _OFF_HINT = 'or set interpreter.sandbox to "off"'
 _SHARED_HOMES = ("/home", "/root")
 _TEMP_DIRS = ("/tmp", "/var/tmp")
+# Unix sockets ignore network namespaces and read-only mounts: a daemon's socket stays reachable unless
+# hidden. Without network all of /run is replaced (database, Docker, D-Bus, agent sockets); with network
+# /run stays (DNS often lives there) but per-user sockets and container daemons are hidden.
+_RUN_DIR = "/run"
+_USER_RUN_DIR = "/run/user"
+_DAEMON_SOCKETS = ("/run/docker.sock", "/run/containerd/containerd.sock", "/run/podman/podman.sock",
+                   "/run/snapd.socket")
 
 
 @dataclass(frozen=True)
@@ -76,11 +83,16 @@ def wrap_command(argv: list[str], env: Mapping[str, str], config: SandboxConfig)
 
     hidden = _hidden_dirs(home)
     args = [env_command, "--ignore-signal=INT", bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    run_dirs = (_USER_RUN_DIR,) if config.network else (_RUN_DIR,)
     # tmpfs first: a later bind of a path under /tmp or a home directory must land on top of it.
-    for directory in (*_TEMP_DIRS, *hidden):
-        if os.path.isdir(directory):
+    for directory in (*_TEMP_DIRS, *run_dirs, *hidden):
+        if os.path.isdir(directory) and not os.path.islink(directory):
             args += ["--tmpfs", directory]
-    covered = (*_TEMP_DIRS, *hidden)
+    if config.network:
+        for socket_path in _DAEMON_SOCKETS:
+            if os.path.exists(socket_path):
+                args += ["--ro-bind", "/dev/null", socket_path]
+    covered = (*_TEMP_DIRS, *run_dirs, *hidden)
     for path in _paths_the_kernel_reads(argv, env, config, home):
         if _under_any(path, covered) and not _under_any(path, (workspace, runtime_dir)):
             args += ["--ro-bind-try", path, path]
