@@ -127,6 +127,7 @@ def test_deletes_are_judged_against_the_workspace(tmp_path: Path) -> None:
         ("python", "m = __import__(name)"),
         ("python", "import os\nos.chmod('script.sh', 0o777)"),
         ("python", "%pip install polars"),
+        ("python", "import os\nrun = getattr(os, name)"),
     ],
 )
 def test_unclear_or_notable_code_is_medium(language: str, code: str) -> None:
@@ -151,6 +152,21 @@ def test_unclear_or_notable_code_is_medium(language: str, code: str) -> None:
 )
 def test_dangerous_code_behind_indirection_is_high(language: str, code: str) -> None:
     assert assess(code, language, WORKSPACE).level == "high", assess(code, language, WORKSPACE)
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "handler = getattr(self, f'handle_{kind}')",
+        "import shutil\nshutil.move(src, dst)",
+        "import os\nos.remove(tmp_file)",
+        "import subprocess\nsubprocess.run(['git', 'status'], check=True)",
+        "from pathlib import Path\nPath('out').mkdir(exist_ok=True)",
+        "import pandas as pd\ndf = pd.read_csv('data.csv')\ndf.to_parquet('data.parquet')",
+    ],
+)
+def test_everyday_python_is_low(code: str) -> None:
+    assert assess(code, "python", WORKSPACE) == Risk(level="low", reasons=[])
 
 
 def test_plain_python_with_not_equal_operator_is_not_a_shell_escape() -> None:

@@ -409,8 +409,9 @@ class _Scan(ast.NodeVisitor):
             if first.text is None:
                 ctx.add("medium", "imports a module whose name is computed at run time")
         elif name == "getattr" and len(args) >= 2:
-            if self.value(args[1]).text is None:
-                ctx.add("medium", "looks up a function by a name computed at run time (getattr)")
+            module = self.qualname(args[0])
+            if module in _SENSITIVE_MODULES and self.value(args[1]).text is None:
+                ctx.add("medium", f"looks up a function of {module} by a name computed at run time (getattr)")
         elif name in ("os.kill", "os.killpg") and args:
             self._kill(name, args)
         elif name in ("os.fork", "os.forkpty", "multiprocessing.Process"):
@@ -558,7 +559,8 @@ class _Scan(ast.NodeVisitor):
             self.ctx.add("high", "shows credentials (they would reach the model)")
 
     def _delete(self, path: Value, *, recursive: bool, action: str = "deletes") -> None:
-        check_delete(self._target(path), self.ctx, recursive=recursive, action=action)
+        check_delete(self._target(path), self.ctx, recursive=recursive, action=action,
+                     unknown_matters=action == "deletes")
 
     def _open(self, path: Value, mode: str | None) -> None:
         where = self._target(path)
@@ -826,6 +828,9 @@ class _Scan(ast.NodeVisitor):
         return set()
 
 
+# Modules whose functions, looked up by a computed name, could be anything from system() to rmtree().
+_SENSITIVE_MODULES = frozenset({"os", "subprocess", "shutil", "builtins", "__builtins__", "sys", "importlib",
+                                "ctypes", "pty", "socket", "posix", "nt", "pathlib"})
 _BUILTIN_NAMES = frozenset({"open", "exec", "eval", "compile", "__import__", "getattr", "print", "dict", "str",
                             "display", "execfile"})
 
