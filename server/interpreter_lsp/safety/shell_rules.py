@@ -709,10 +709,17 @@ def _remote_copy(call: _Call, ctx: Context) -> None:
         check_write(classify_path(destination, ctx), ctx, verb="copies files")
 
 
+_SSH_OPTIONS_WITH_VALUE = frozenset({"-b", "-c", "-D", "-E", "-e", "-F", "-I", "-i", "-J", "-L", "-l", "-m", "-O",
+                                     "-o", "-p", "-Q", "-R", "-S", "-W", "-w"})
+
+
 def _ssh(call: _Call, ctx: Context) -> None:
     ctx.add("medium", "connects to another machine (ssh)")
     if call.piped:
         _check_stdin_sent(call, ctx)
+    _, operands = _split_flags(call.args, takes_value=_SSH_OPTIONS_WITH_VALUE)
+    if len(operands) > 1:  # a command for the other machine: as dangerous there as here
+        _nested_shell(" ".join(operands[1:]), ctx)
 
 
 def _mail(call: _Call, ctx: Context) -> None:
@@ -738,6 +745,11 @@ def _check_script_file(path: str, call: _Call, ctx: Context) -> None:
         ctx.add("high", f"runs a script it just downloaded: {path}")
 
 
+def _runs_downloaded_file(call: _Call) -> bool:
+    """`bash <(curl …)`: the script is a process substitution fed by a download."""
+    return "download" in call.tags and any(arg.startswith("<(") for arg in call.args)
+
+
 def _shell(call: _Call, ctx: Context) -> None:
     args = call.args
     for i, arg in enumerate(args):
@@ -751,7 +763,7 @@ def _shell(call: _Call, ctx: Context) -> None:
         operands = []  # bash -s: the script comes from stdin, the operands are its arguments
     if call.command.heredoc is not None:
         _nested_shell(call.command.heredoc, ctx)
-    if "download" in call.tags or call.command.runs_downloaded_text:
+    if _runs_downloaded_file(call):
         ctx.add("high", f"downloads code and runs it straight away ({call.name} <(curl …))")
     if _runs_stdin(call, operands) and call.command.heredoc is None:
         _check_code_from_stdin(call, ctx)
@@ -778,6 +790,8 @@ def _interpreter(call: _Call, ctx: Context) -> None:
                 _package_manager(_Call("pip", args[i + 2:], call.command, call.upstream, call.piped), ctx)
             return
     _, operands = _split_flags(args, takes_value={"-W", "-X", "-I"})
+    if _runs_downloaded_file(call):
+        ctx.add("high", f"downloads code and runs it straight away ({call.name} <(curl …))")
     if call.command.heredoc is not None:
         if language == "python":
             _nested_python(call.command.heredoc, ctx)
