@@ -128,8 +128,11 @@ def _paths_the_kernel_reads(argv: list[str], env: Mapping[str, str], config: San
             if candidate not in paths and os.path.exists(candidate):
                 paths.append(candidate)
 
-    if argv and os.path.isabs(argv[0]):
-        for executable in (argv[0], os.path.realpath(argv[0])):
+    program = argv[0] if argv else ""
+    if program and not os.path.isabs(program):
+        program = shutil.which(program, path=env.get("PATH")) or ""
+    if program:
+        for executable in (program, os.path.realpath(program)):
             prefix = os.path.dirname(os.path.dirname(executable))  # .../bin/python -> ...
             if prefix not in ("/", "/usr", ""):
                 add(prefix)
