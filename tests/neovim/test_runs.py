@@ -169,3 +169,32 @@ def test_workspace_root_is_the_nearest_marker(start_editor) -> None:
     (inner / "main.py").write_text("import os\nprint('cwd', os.getcwd())\n")
     ed.open("packages/tool/main.py")
     assert ed.lua("return vim.lsp.get_clients({ bufnr = 0 })[1].root_dir") == str(inner)
+
+
+def test_panel_follows_the_end_unless_the_user_scrolled_up(start_editor) -> None:
+    ed: Editor = start_editor()
+    (ed.workspace / "count.py").write_text('for i in range(200):\n    print("row", i)\n')
+    ed.open("count.py")
+    ed.nvim.command("%InterpreterRun")
+    lines = ed.wait_panel("✓ **Run**")
+    panel_win = ed.lua("return require('interpreter_lsp').session().panel:window()")
+    cursor = lambda: ed.lua("return vim.api.nvim_win_get_cursor(...)[1]", panel_win)  # noqa: E731
+    assert cursor() == len(lines), "the panel follows new output"
+
+    ed.lua("vim.api.nvim_win_set_cursor(..., { 3, 0 })", panel_win)  # the user scrolls up to read
+    ed.nvim.command("%InterpreterRun")
+    ed.wait_panel("✓ **Run**", count=2)
+    assert cursor() == 3, "the panel must not yank the user back to the end"
+
+
+def test_a_huge_line_is_clipped_on_screen_and_kept_whole(start_editor) -> None:
+    ed: Editor = start_editor()
+    (ed.workspace / "wide.py").write_text('print("w" * 300_000)\n')
+    ed.open("wide.py")
+    ed.nvim.command("%InterpreterRun")
+    lines = ed.wait_panel("✓ **Run**")
+    wide = [line for line in lines if line.startswith("www")]
+    assert wide and all(len(line) < 2100 for line in wide), [len(line) for line in wide]
+    assert "more characters)" in wide[-1]
+    ed.nvim.command("InterpreterOutput")
+    assert "".join(ed.nvim.current.buffer[:]) == "w" * 300_000

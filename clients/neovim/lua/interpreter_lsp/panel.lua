@@ -125,9 +125,32 @@ end
 
 -- A line as a terminal would leave it: text before a carriage return was overwritten.
 local function settle(line)
+  if not line:find("\r", 1, true) then
+    return line
+  end
   line = line:gsub("\r$", "")
-  local after = line:match(".*\r(.*)$")
-  return after or line
+  local last = 0
+  while true do
+    local at = line:find("\r", last + 1, true)
+    if not at then
+      break
+    end
+    last = at
+  end
+  return line:sub(last + 1)
+end
+
+-- Lines longer than this are cut on screen (all of it stays one key away): a megabyte-long line would
+-- make every redraw of the panel slow.
+local MAX_LINE = 2000
+-- An unfinished line longer than this is ended, so streaming a huge line stays linear.
+local MAX_PARTIAL = 20000
+
+local function clip(line)
+  if #line <= MAX_LINE then
+    return line
+  end
+  return line:sub(1, MAX_LINE) .. string.format(" … (%d more characters)", #line - MAX_LINE)
 end
 
 --- Append streamed text to the section's body. `kind` colours the lines ("stderr", "error", "muted").
@@ -146,6 +169,11 @@ function Panel:append(sec, text, kind)
   end
   sec.partial = pieces[#pieces]
   sec.partial_kind = sec.partial ~= "" and line_kind or false
+  if #sec.partial > MAX_PARTIAL then
+    table.insert(sec.out, settle(sec.partial))
+    table.insert(sec.kinds, sec.partial_kind)
+    sec.partial, sec.partial_kind = "", false
+  end
   sec.dirty = true
   self:schedule()
 end
@@ -247,10 +275,10 @@ function Panel:_render_body(sec, start)
   if not sec.cap or count <= sec.cap then
     local lines = {}
     for i = sec.b_full + 1, #sec.out do
-      lines[#lines + 1] = sec.out[i]
+      lines[#lines + 1] = clip(sec.out[i])
     end
     if has_partial then
-      lines[#lines + 1] = settle(sec.partial)
+      lines[#lines + 1] = clip(settle(sec.partial))
     end
     local hls = kind_hls(sec.kinds, sec.b_full + 1, #sec.out, sec.partial_kind, has_partial)
     self:_replace(start + sec.b_full, shown_partial, lines, hls)
@@ -266,7 +294,7 @@ function Panel:_render_body(sec, start)
   if not sec.folded then
     from, old_n = start, sec.b_n
     for i = 1, head do
-      lines[#lines + 1] = sec.out[i]
+      lines[#lines + 1] = clip(sec.out[i])
       hls[#hls + 1] = KIND_HL[sec.kinds[i] or ""] or false
     end
     sec.folded = true
@@ -276,11 +304,11 @@ function Panel:_render_body(sec, start)
   lines[#lines + 1] = string.format("⋯ %d more lines folded (press o to see all output) ⋯", hidden)
   hls[#hls + 1] = "InterpreterMuted"
   for i = tail_from, #sec.out do
-    lines[#lines + 1] = sec.out[i]
+    lines[#lines + 1] = clip(sec.out[i])
     hls[#hls + 1] = KIND_HL[sec.kinds[i] or ""] or false
   end
   if has_partial then
-    lines[#lines + 1] = settle(sec.partial)
+    lines[#lines + 1] = clip(settle(sec.partial))
     hls[#hls + 1] = KIND_HL[sec.partial_kind or ""] or false
   end
   self:_replace(from, old_n, lines, hls)

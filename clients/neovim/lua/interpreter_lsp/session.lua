@@ -256,6 +256,7 @@ function Session:on_proposal(p)
   }
   self.proposals[p.proposalId] = prop
   table.insert(self.proposal_order, prop)
+  self:activity()
   self:render_proposal(prop)
   -- Text after this proposal starts a new assistant section below it.
   if turn.message then

@@ -1,0 +1,127 @@
+"""The whole loop from Neovim with the real server, real litellm over HTTP and a scripted model:
+ask, watch the answer stream, then approve, edit, reject or apply its code; what the user sees."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from conftest import SLOW_MS, Editor
+from scripted_model import ScriptedModel
+
+
+@pytest.fixture
+def model() -> Iterator[ScriptedModel]:
+    with ScriptedModel() as m:
+        yield m
+
+
+def settings_for(model: ScriptedModel, **extra: Any) -> dict[str, Any]:
+    return {"model": "openai/scripted", "apiBase": model.base_url, "apiKey": "sk-test", **extra}
+
+
+def test_chat_streams_then_approve_runs_and_the_model_answers(start_editor, model) -> None:
+    story = "Let me work that out step by step, with a little Python to be sure of the arithmetic. "
+    model.reply(story * 4 + "\n```python\nprint('product:', 6 * 7)\n```\n", chunk_size=6, delay=0.02)
+    model.reply("The product is 42.")
+    ed: Editor = start_editor(settings_for(model))
+    ed.open("demo.py")
+    ed.nvim.command("Interpreter what is six times seven?")
+
+    # The answer streams: its beginning is on screen while the rest is still coming.
+    first = "\n".join(ed.wait_panel("Let me work that out"))
+    assert "## You" in first and "what is six times seven?" in first
+    assert "pending: a approve" not in first, "the proposal came before the text finished streaming"
+
+    lines = ed.wait_panel("pending: a approve")
+    text = "\n".join(lines)
+    assert "**Proposal 1** · python · risk: low" in text
+    assert "print('product:', 6 * 7)" in text
+
+    # Approve with the panel's key, from inside the panel, as a user would.
+    ed.nvim.command("wincmd l")
+    assert ed.nvim.current.buffer.name.startswith("interpreter://")
+    ed.nvim.input("a")
+    text = "\n".join(ed.wait_panel("The product is 42."))
+    assert "product: 42" in text
+    assert "✓ **Run** · python · proposal 1 · ok" in text
+    assert "approved" in text
+    # The model saw the run's output before it answered.
+    second = model.wait_requests(2)[1]
+    assert "product: 42" in str(second["messages"])
+
+
+def test_reject_tells_the_model_and_ends_the_turn(start_editor, model) -> None:
+    model.reply("```python\nimport shutil\nshutil.rmtree('/home')\n```\n")
+    ed: Editor = start_editor(settings_for(model))
+    ed.open("demo.py")
+    ed.nvim.command("Interpreter clean up my home folder")
+    text = "\n".join(ed.wait_panel("pending: a approve"))
+    assert "risk: high" in text
+    ed.nvim.command("InterpreterReject not that")
+    text = "\n".join(ed.wait_panel("· rejected"))
+    assert "**Run**" not in text, "rejected code must not run"
+    ok = ed.lua(
+        "return vim.wait(10000, function() local s = require('interpreter_lsp').session() "
+        "return s.turn_state == 'done' or s.turn_state == 'cancelled' end, 20)"
+    )
+    assert ok, "the turn did not end after the rejection"
+    assert len(model.requests) == 1
+
+
+def test_edit_then_write_approves_the_edited_code(start_editor, model) -> None:
+    model.reply("```python\nprint('original')\n```\n")
+    model.reply("Done.")
+    ed: Editor = start_editor(settings_for(model))
+    ed.open("demo.py")
+    ed.nvim.command("Interpreter say something")
+    ed.wait_panel("pending: a approve")
+    ed.nvim.command("InterpreterEdit")
+    assert ed.nvim.current.buffer[:] == ["print('original')"]
+    ed.nvim.current.buffer[:] = ["print('edited ' + 'by hand')"]
+    ed.nvim.command("write")
+    text = "\n".join(ed.wait_panel("✓ **Run**"))
+    assert "edited by hand" in text
+    assert "original\n" not in text.split("✓ **Run**")[1]
+    assert "edited, approved" in text
+    ed.wait_panel("Done.")
+
+
+def test_apply_writes_the_proposal_over_the_selection(start_editor, model) -> None:
+    model.reply("Here is a clearer version:\n```python\nanswer = 6 * 7\nprint('answer is', answer)\n```\n")
+    ed: Editor = start_editor(settings_for(model))
+    ed.open("demo.py")
+    ed.nvim.command("2,3Interpreter make this clearer")
+    text = "\n".join(ed.wait_panel("pending: a approve"))
+    assert "(about demo.py:2-3)" in text
+    ed.nvim.command("InterpreterApply")
+    ed.wait_panel("applied to demo.py")
+    source = ed.buffer_text()
+    assert "answer = 6 * 7\nprint('answer is', answer)" in source
+    assert "x = 6 * 7" not in source, "the selected lines were replaced"
+    assert source.startswith("# %% first cell\n")
+    assert source.rstrip().endswith("y = x + 1"), "lines outside the selection are untouched"
+
+
+def test_interrupt_stops_the_model_mid_answer(start_editor, model) -> None:
+    held = model.hold("this text arrives too late")
+    ed: Editor = start_editor(settings_for(model))
+    ed.open("demo.py")
+    ed.nvim.command("Interpreter think for a long time")
+    assert held.received.wait(SLOW_MS / 1000), "the model never got the request"
+    ed.nvim.command("InterpreterInterrupt")
+    text = "\n".join(ed.wait_panel("■ stopped"))
+    assert "this text arrives too late" not in text
+    assert held.disconnected.wait(10), "the model's stream was not closed on interrupt"
+
+
+def test_model_error_is_shown_in_the_panel(start_editor, model) -> None:
+    model.fail(401, "invalid api key", times=3)
+    ed: Editor = start_editor(settings_for(model))
+    ed.open("demo.py")
+    ed.nvim.command("Interpreter hello")
+    text = "\n".join(ed.wait_panel("⚠ "))
+    assert "InterpreterError" in ed.helper("highlights_of", "⚠ ")
+    assert "401" in text or "api key" in text.lower(), text
