@@ -198,7 +198,11 @@ function Session:on_message(p)
   self.turns[p.turnId] = turn
   local sec = turn.message
   local last = self.panel.sections[#self.panel.sections]
-  if not sec or sec ~= last or sec.data.closed then
+  local open = sec and sec == last and not sec.data.closed
+  if not open and (p.delta or "") == "" then
+    return -- nothing to show yet (e.g. an empty final piece)
+  end
+  if not open then
     sec = self.panel:add("assistant", { turn_id = p.turnId })
     self.panel:set_header(sec, { "## Assistant" }, { "InterpreterTitle" })
     turn.message = sec
