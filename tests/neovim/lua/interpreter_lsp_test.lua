@@ -129,6 +129,38 @@ function M.status_round_trip(timeout_ms)
   return { answered = answered, ms = (vim.uv.hrtime() - started) / 1e6, runs = running, model = result and result.model }
 end
 
+--- Lines of the floating windows on screen.
+function M.float_lines()
+  local out = {}
+  for _, win in ipairs(vim.api.nvim_list_wins()) do
+    if vim.api.nvim_win_get_config(win).relative ~= "" then
+      vim.list_extend(out, vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(win), 0, -1, false))
+    end
+  end
+  return out
+end
+
+--- Wait until a captured notification contains `needle`; returns all of them.
+function M.wait_note(needle, timeout_ms)
+  local ok = vim.wait(timeout_ms, function()
+    for _, n in ipairs(M.notes) do
+      if n.msg:find(needle, 1, true) then
+        return true
+      end
+    end
+    return false
+  end, 20)
+  return { ok = ok, notes = M.notes }
+end
+
+--- Wait until a float shows `needle`; returns its lines.
+function M.wait_float(needle, timeout_ms)
+  local ok = vim.wait(timeout_ms, function()
+    return table.concat(M.float_lines(), "\n"):find(needle, 1, true) ~= nil
+  end, 20)
+  return { ok = ok, lines = M.float_lines() }
+end
+
 --- The lines of the :checkhealth buffer for this plugin.
 function M.checkhealth()
   vim.cmd("checkhealth interpreter_lsp")

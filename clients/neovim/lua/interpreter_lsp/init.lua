@@ -93,6 +93,11 @@ local function current()
   return c, s
 end
 
+-- Commands about the whole workspace name it by its root (one server may serve several folders).
+local function root_uri(s)
+  return vim.uri_from_fname(s.root)
+end
+
 local function relative(buf)
   return vim.fn.fnamemodify(vim.api.nvim_buf_get_name(buf), ":.")
 end
@@ -364,14 +369,14 @@ function M.restart(language)
   local c, s = with_session()
   if c and s then
     s:note("↻ restarting the " .. (language ~= "" and language or "") .. " kernel")
-    client.execute(c, "interpreter.restartKernel", { language = language ~= "" and language or nil })
+    client.execute(c, "interpreter.restartKernel", { language = language ~= "" and language or nil, uri = root_uri(s) })
   end
 end
 
 function M.reset()
   local c, s = with_session()
   if c and s then
-    client.execute(c, "interpreter.reset", {}, function()
+    client.execute(c, "interpreter.reset", { uri = root_uri(s) }, function()
       s:note("── new conversation (the kernel keeps its state) ──")
     end)
   end
@@ -380,7 +385,7 @@ end
 function M.undo()
   local c, s = with_session()
   if c and s then
-    client.execute(c, "interpreter.undo", {}, function()
+    client.execute(c, "interpreter.undo", { uri = root_uri(s) }, function()
       s:note("↶ the last request and everything after it were dropped from the conversation")
     end)
   end
@@ -434,11 +439,12 @@ end
 
 ---@param language string|nil
 function M.variables(language)
-  local c = with_session()
-  if not c then
+  local c, s = with_session()
+  if not c or not s then
     return
   end
-  client.execute(c, "interpreter.variables", { language = language ~= "" and language or nil }, function(result)
+  local args = { language = language ~= "" and language or nil, uri = root_uri(s) }
+  client.execute(c, "interpreter.variables", args, function(result)
     local lines = {}
     for _, v in ipairs(result and result.variables or {}) do
       table.insert(lines, string.format("%-20s %-14s %s", v.name, v.type, (v.summary or ""):gsub("\n", " ")))
@@ -455,11 +461,15 @@ function M.status()
   if not c or not s then
     return
   end
-  client.execute(c, "interpreter.status", {}, function(result)
+  client.execute(c, "interpreter.status", { uri = root_uri(s) }, function(result)
     result = result or {}
     local kernels = {}
     for _, k in ipairs(result.kernels or {}) do
-      table.insert(kernels, k.language .. " " .. k.state)
+      local line = k.language .. " " .. k.state
+      if k.source then
+        line = line .. " (" .. k.source .. (k.sandbox and k.sandbox ~= "off" and ", sandbox " .. k.sandbox or "") .. ")"
+      end
+      table.insert(kernels, line)
     end
     local usage = result.usage or {}
     local lines = {
@@ -477,15 +487,15 @@ end
 
 ---@param path string
 function M.export(path)
-  local c = with_session()
-  if not c then
+  local c, s = with_session()
+  if not c or not s then
     return
   end
   if not path or path == "" then
     notify("give a file name: :InterpreterExport notebook.ipynb", vim.log.levels.ERROR)
     return
   end
-  client.execute(c, "interpreter.exportNotebook", { path = path }, function(result)
+  client.execute(c, "interpreter.exportNotebook", { path = path, uri = root_uri(s) }, function(result)
     notify("exported the conversation to " .. ((result and result.path) or path))
   end)
 end

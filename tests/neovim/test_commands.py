@@ -1,0 +1,67 @@
+"""The workspace commands: variables, status, restart, export, reset, undo; what the user sees."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import Editor
+
+
+def run_first_cell(ed: Editor) -> None:
+    ed.open("demo.py")
+    ed.nvim.command("call cursor(3, 1)")
+    ed.nvim.command("InterpreterRun")
+    ed.wait_panel("✓ **Run**")
+
+
+def test_variables_show_in_a_float(start_editor) -> None:
+    ed: Editor = start_editor()
+    run_first_cell(ed)
+    ed.nvim.command("InterpreterVariables")
+    seen = ed.helper("wait_float", "int", 20_000)
+    assert seen["ok"], seen
+    row = next(line for line in seen["lines"] if line.startswith("x "))
+    assert "int" in row and "42" in row, row
+
+
+def test_status_names_the_model_and_the_kernels(start_editor) -> None:
+    ed: Editor = start_editor()
+    run_first_cell(ed)
+    ed.nvim.command("InterpreterStatus")
+    seen = ed.helper("wait_note", "kernels:", 20_000)
+    assert seen["ok"], seen
+    note = next(n["msg"] for n in seen["notes"] if "kernels:" in n["msg"])
+    assert "python idle" in note
+    assert "model: (none configured" in note
+    assert f"workspace: {ed.workspace}" in note
+
+
+def test_restart_forgets_the_kernel_state(start_editor) -> None:
+    ed: Editor = start_editor()
+    run_first_cell(ed)
+    ed.nvim.command("InterpreterRestart")
+    ed.lua("require('interpreter_lsp').run_code('print(x)', 'python')")
+    text = "\n".join(ed.wait_panel("✗ **Run**"))
+    assert "NameError" in text
+    assert "↻ restarting" in text
+
+
+def test_export_writes_a_notebook_of_the_runs(start_editor) -> None:
+    ed: Editor = start_editor()
+    run_first_cell(ed)
+    ed.nvim.command("InterpreterExport out/session.ipynb")
+    seen = ed.helper("wait_note", "exported the conversation to", 20_000)
+    assert seen["ok"], seen
+    notebook = json.loads((ed.workspace / "out" / "session.ipynb").read_text())
+    sources = ["".join(cell["source"]) for cell in notebook["cells"]]
+    assert any("x = 6 * 7" in source for source in sources), sources
+
+
+def test_reset_and_undo_say_what_happened(start_editor) -> None:
+    ed: Editor = start_editor()
+    ed.open("demo.py")
+    ed.nvim.command("InterpreterUndo")
+    seen = ed.helper("wait_note", "Nothing to undo", 20_000)
+    assert seen["ok"], seen
+    ed.nvim.command("InterpreterReset")
+    ed.wait_panel("── new conversation")
