@@ -198,3 +198,19 @@ def test_a_huge_line_is_clipped_on_screen_and_kept_whole(start_editor) -> None:
     assert "more characters)" in wide[-1]
     ed.nvim.command("InterpreterOutput")
     assert "".join(ed.nvim.current.buffer[:]) == "w" * 300_000
+
+
+def test_code_lens_runs_a_cell_through_neovims_lsp_ui(start_editor) -> None:
+    ed: Editor = start_editor()
+    ed.open("demo.py")
+    ok = ed.lua("return vim.wait(20000, function() return #vim.lsp.codelens.get(0) >= 2 end, 20)")
+    assert ok, "no code lenses from the server"
+    titles = ed.lua("return vim.tbl_map(function(l) return l.command.title end, vim.lsp.codelens.get(0))")
+    assert titles.count("Run cell") == 2
+    ed.nvim.command("call cursor(1, 1)")  # the first cell's marker
+    ed.lua("vim.lsp.codelens.run()")
+    ed.wait_panel("✓ **Run**")
+    ed.nvim.command("call cursor(5, 1)")  # the second cell's marker
+    ed.lua("vim.lsp.codelens.run()")
+    text = "\n".join(ed.wait_panel("✓ **Run**", count=2))
+    assert "x is 42" in text and "second cell ran" in text

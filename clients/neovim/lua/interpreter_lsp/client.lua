@@ -126,6 +126,25 @@ local handlers = {
   ["interpreter/input"] = on_input,
 }
 
+-- The server's code lenses ("Run cell" above each `# %%`), kept fresh; `:lua vim.lsp.codelens.run()`
+-- on a marker line runs that cell.
+function M.enable_codelens(c, bufnr)
+  if not (M.opts and M.opts.codelens) or not c.server_capabilities.codeLensProvider then
+    return
+  end
+  local function refresh()
+    if vim.api.nvim_buf_is_valid(bufnr) then
+      vim.lsp.codelens.refresh({ bufnr = bufnr })
+    end
+  end
+  refresh()
+  vim.api.nvim_create_autocmd({ "BufEnter", "InsertLeave", "BufWritePost", "TextChanged" }, {
+    group = vim.api.nvim_create_augroup("interpreter_lsp_codelens_" .. bufnr, { clear = true }),
+    buffer = bufnr,
+    callback = refresh,
+  })
+end
+
 --- Start (or reuse) the client for `buf`'s workspace root and attach the buffer.
 ---@param buf integer
 ---@return integer|nil client id
@@ -156,6 +175,9 @@ function M.attach(buf)
       for _, fn in ipairs(queue) do
         fn()
       end
+    end,
+    on_attach = function(c, bufnr)
+      M.enable_codelens(c, bufnr)
     end,
     on_exit = function(code, signal, client_id)
       waiting[client_id] = nil

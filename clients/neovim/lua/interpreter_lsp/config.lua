@@ -15,6 +15,7 @@ local M = {}
 ---@field root_markers string[]
 ---@field settings table the `interpreter` settings section sent to the server
 ---@field trusted boolean the workspace is trusted (the server may run approved code)
+---@field codelens boolean show the server's "Run cell" code lenses
 ---@field log_file string|nil passed to the server as --log-file
 ---@field log_level string|nil passed to the server as --log-level
 ---@field keymaps table<string, string|false>
@@ -28,6 +29,7 @@ M.defaults = {
   root_markers = { ".git", "pyproject.toml", ".interpreter-lsp.toml" },
   settings = {},
   trusted = true,
+  codelens = true,
   log_file = nil,
   log_level = nil,
   keymaps = {
@@ -129,6 +131,7 @@ function M.resolve(user)
   check("root_markers", opts.root_markers, { "table" })
   check("settings", opts.settings, { "table" })
   check("trusted", opts.trusted, { "boolean" })
+  check("codelens", opts.codelens, { "boolean" })
   check("log_file", opts.log_file, { "string" }, true)
   check("log_level", opts.log_level, { "string" }, true)
   check("image_dir", opts.image_dir, { "string" }, true)
