@@ -20,7 +20,8 @@ def model() -> Iterator[ScriptedModel]:
 
 def open_ready(ed: Editor, relative: str) -> None:
     """Open a file and wait until the server has started (its python kernel warmed up: the window bar
-    shows "python idle"), as a user sees before typing. See test_chat_sent_at_once_uses_the_settings."""
+    shows "python idle"), as a user sees before typing. (A command sent before the server has read its settings may see
+    none: a server race reported to the lead.)"""
     ed.open(relative)
     seen = ed.helper("wait_kernel", "python", "idle", SLOW_MS)
     assert seen["ok"], seen
@@ -133,17 +134,3 @@ def test_model_error_is_shown_in_the_panel(start_editor, model) -> None:
     text = "\n".join(ed.wait_panel("⚠ "))
     assert "InterpreterError" in ed.helper("highlights_of", "⚠ ")
     assert "401" in text or "api key" in text.lower(), text
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="server: commands that arrive before on_initialized's load_settings finishes see default "
-    "settings (no model); the fix is to apply initializationOptions in initialize or to make commands "
-    "wait for the settings",
-)
-def test_chat_sent_at_once_uses_the_settings(start_editor, model) -> None:
-    model.reply("Hello at once.")
-    ed: Editor = start_editor(settings_for(model))
-    ed.open("demo.py")  # no wait for the kernel: the request goes out right after initialize
-    ed.nvim.command("Interpreter hello")
-    ed.wait_panel("Hello at once.", timeout_ms=20_000)
