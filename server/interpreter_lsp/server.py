@@ -22,11 +22,15 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from . import __version__, cells
 from . import protocol as p
+from .agent.loop import TurnBusy, UnknownProposal
+from .agent.prompt import Selection
 from .arguments import Args, BadArguments
 from .kernels.introspect import VariablesUnavailable
 from .kernels.kernel import KernelStartError
 from .kernels.specs import UnknownLanguage
 from .languages import PYTHON, canonical_language
+from .safety import policy
+from .safety.secrets import RedactingFilter, Redactor
 from .workspace import ServerContext, Workspace
 
 log = logging.getLogger(__name__)
@@ -48,15 +52,19 @@ class InterpreterServer(LanguageServer):
         self._runtime_dir: Path | None = None
         self._specs_root: Path | None = None
         self._stopped = False
+        # Secrets (provider keys in the environment, apiKey settings) never reach the wire or the log.
+        self.redactor = Redactor(os.environ)
+        for handler in logging.getLogger().handlers:
+            handler.addFilter(RedactingFilter(self.redactor))
 
     # ---- plumbing ------------------------------------------------------------------------------------
 
     def send(self, method: str, params: dict[str, Any]) -> None:
-        self.protocol.notify(method, params)
+        self.protocol.notify(method, self.redactor.redact_obj(params))
 
     def show(self, level: str, text: str) -> None:
         kind = {"error": t.MessageType.Error, "warning": t.MessageType.Warning}.get(level, t.MessageType.Info)
-        self.window_show_message(t.ShowMessageParams(type=kind, message=text))
+        self.window_show_message(t.ShowMessageParams(type=kind, message=self.redactor.redact(text)))
 
     def spawn(self, coro: Awaitable[Any], name: str) -> asyncio.Task[Any]:
         task = asyncio.ensure_future(coro)
@@ -84,6 +92,7 @@ class InterpreterServer(LanguageServer):
             specs_root=self._specs_root,
             ask_input=self.ask_input if self.supports_input else None,
             trusted=self.trusted,
+            redact=self.redactor.redact_obj,
         )
 
     async def ask_input(self, run_id: str, prompt: str, password: bool) -> str | None:
@@ -119,6 +128,61 @@ class InterpreterServer(LanguageServer):
             self.add_workspace(Path.cwd())
         return next(iter(self.workspaces.values()))
 
+    def workspace_of_proposal(self, proposal_id: str | None) -> Workspace:
+        for ws in self.workspaces.values():
+            if ws.loop.proposal_info(proposal_id or "") is not None:
+                return ws
+        raise UnknownProposal(f"No proposal {proposal_id!r}: it may belong to a conversation that was reset.")
+
+    async def apply_proposal(self, proposal_id: str, uri: str | None, rng: t.Range | None) -> dict[str, Any]:
+        """Write a proposal's code into a document: at `range`, else over the selection the chat was
+        about, else at the end of `uri`."""
+        from .safety.paths import resolve_inside
+
+        ws = self.workspace_of_proposal(proposal_id)
+        event = ws.loop.proposal_info(proposal_id)
+        assert event is not None
+        code = event["code"]
+        if uri is None:
+            events = reversed(ws.conversation.events)
+            user = next((e for e in events if e.get("type") == "user" and e.get("turnId") == event["turnId"]), None)
+            if user is None or not user.get("uri"):
+                raise BadArguments(
+                    "interpreter.applyProposal needs a 'uri' (and optionally a 'range'): "
+                    "the chat this proposal came from was not about a document"
+                )
+            uri = user["uri"]
+            if rng is None and user.get("range"):
+                rng = Args("range", [{"range": user["range"]}]).range("range")
+        path = to_fs_path(uri)
+        if not path:
+            raise BadArguments(f"{uri} is not a file URI")
+        resolve_inside(ws.root, path)
+        exists = uri in self.workspace.text_documents or Path(path).exists()  # noqa: ASYNC240 - one stat
+        lines, _ = self.document(uri) if exists else ([], "")
+        if rng is None:
+            end = t.Position(line=len(lines), character=0)
+            prefix = "\n" if lines and lines[-1] != "" else ""
+            rng, code = t.Range(start=end, end=end), prefix + code + "\n"
+        elif rng.start.line > len(lines) or rng.end.line > len(lines):
+            raise BadArguments(f"The range is outside {uri}, which has {len(lines)} lines")
+        doc = self.workspace.text_documents.get(uri)
+        edit = t.TextDocumentEdit(
+            text_document=t.OptionalVersionedTextDocumentIdentifier(uri=uri, version=doc.version if doc else None),
+            edits=[t.TextEdit(range=rng, new_text=code)],
+        )
+        caps = self.client_capabilities.workspace if self.client_capabilities else None
+        if caps is not None and caps.apply_edit is False:
+            raise BadArguments("This editor does not accept workspace edits (workspace/applyEdit)")
+        result = await self.workspace_apply_edit_async(
+            t.ApplyWorkspaceEditParams(edit=t.WorkspaceEdit(document_changes=[edit]), label="Insert proposal")
+        )
+        ws.conversation.add({"type": "applied", "proposalId": proposal_id, "uri": uri, "applied": result.applied})
+        if not result.applied:
+            reason = result.failure_reason or "the editor refused it"
+            raise BadArguments(f"The edit was not applied: {reason}")
+        return {"applied": True}
+
     async def load_settings(self, ws: Workspace) -> None:
         layers: list[tuple[str, Any]] = [("initializationOptions", self.init_options.get("settings"))]
         caps = self.client_capabilities.workspace if self.client_capabilities else None
@@ -131,6 +195,7 @@ class InterpreterServer(LanguageServer):
             except Exception as exc:
                 log.warning("workspace/configuration failed: %s", exc)
         errors = ws.configure(layers)
+        self.redactor.add(ws.settings.api_key, ws.settings.kernel.gateway_token)
         if errors:
             self.show("warning", "interpreter-lsp settings: " + "; ".join(errors))
 
@@ -200,7 +265,8 @@ class InterpreterServer(LanguageServer):
 def _server_error(name: str, exc: Exception) -> JsonRpcException:
     if isinstance(exc, JsonRpcException):
         return exc
-    if isinstance(exc, (BadArguments, UnknownLanguage, VariablesUnavailable, ValueError, KernelStartError)):
+    user_errors = (BadArguments, UnknownLanguage, VariablesUnavailable, KernelStartError, TurnBusy, UnknownProposal)
+    if isinstance(exc, (*user_errors, ValueError)):
         return JsonRpcInvalidParams(str(exc))
     log.exception("%s failed", name)
     return JsonRpcInternalError(f"{name} failed: {exc}. See the server log for details.")
@@ -252,7 +318,12 @@ def create_server() -> InterpreterServer:
         for ws in list(ls.workspaces.values()):
             await ls.load_settings(ws)
         first = next(iter(ls.workspaces.values()))
-        ls.spawn(ls.warm_up(first), "warm-up-python")
+        if ls.trusted:  # an untrusted workspace starts nothing, not even its own interpreter
+            ls.spawn(ls.warm_up(first), "warm-up-python")
+        # litellm takes seconds to import: warm it in its one thread now, never on initialize's path.
+        from .llm.loader import start_warm_up
+
+        start_warm_up()
 
     @ls.feature(t.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def on_configuration(_params: t.DidChangeConfigurationParams) -> None:
@@ -308,11 +379,8 @@ def create_server() -> InterpreterServer:
     # ---- commands ----------------------------------------------------------------------------------------
 
     def require_trust() -> None:
-        if not ls.trusted:
-            raise BadArguments(
-                "This workspace is not trusted, so interpreter-lsp runs no code in it. "
-                "Trust the workspace in your editor to run code."
-            )
+        if (refusal := policy.may_run(ls.trusted)) is not None:
+            raise BadArguments(refusal)
 
     @command(p.RUN)
     async def run(args: Args) -> dict[str, Any]:
@@ -341,6 +409,77 @@ def create_server() -> InterpreterServer:
         timeout = args.number("timeout")
         run_ = ws.run(code, language or PYTHON, timeout=timeout)
         return {"runId": run_.run_id}
+
+    @command(p.CHAT)
+    async def chat(args: Args) -> dict[str, Any]:
+        text = args.string("text", required=True, allow_empty=False)
+        assert text is not None
+        uri = args.string("uri")
+        selection, rng = None, args.range("range")
+        if uri is not None:
+            lines, language = ls.document(uri)
+            document = "\n".join(lines)
+            if rng is not None and (rng.start.line, rng.start.character) != (rng.end.line, rng.end.character):
+                selected = ls.text_in_range(uri, lines, rng)
+                selection = Selection(uri, language, selected, rng.start.line, rng.end.line, document)
+            else:
+                selection = Selection(uri, language, "", 0, max(len(lines) - 1, 0), document)
+        ws = ls.workspace_for(uri)
+        wire_range = args.data.get("range") if rng is not None else None
+        return {"turnId": ws.loop.chat(text, selection, wire_range)}
+
+    @command(p.APPROVE)
+    async def approve(args: Args) -> dict[str, Any]:
+        proposal_id = args.string("proposalId", required=True, allow_empty=False)
+        ws = ls.workspace_of_proposal(proposal_id)
+        run_ = ws.loop.approve(proposal_id, args.string("code"))
+        return {"runId": run_.run_id}
+
+    @command(p.REJECT)
+    async def reject(args: Args) -> dict[str, Any]:
+        proposal_id = args.string("proposalId", required=True, allow_empty=False)
+        ls.workspace_of_proposal(proposal_id).loop.reject(proposal_id, args.string("reason"))
+        return {}
+
+    @command(p.APPLY_PROPOSAL)
+    async def apply_proposal(args: Args) -> dict[str, Any]:
+        proposal_id = args.string("proposalId", required=True, allow_empty=False)
+        assert proposal_id is not None
+        return await ls.apply_proposal(proposal_id, args.string("uri"), args.range("range"))
+
+    @command(p.RESET)
+    async def reset(args: Args) -> dict[str, Any]:
+        ws = ls.workspace_for(args.string("uri"))
+        await ws.loop.interrupt()
+        ws.conversation.reset()
+        return {}
+
+    @command(p.UNDO)
+    async def undo(args: Args) -> dict[str, Any]:
+        ws = ls.workspace_for(args.string("uri"))
+        await ws.loop.interrupt()
+        if not ws.conversation.undo():
+            raise BadArguments("Nothing to undo: the conversation has no message from you.")
+        return {}
+
+    @command(p.HISTORY)
+    async def history(args: Args) -> dict[str, Any]:
+        ws = ls.workspace_for(args.string("uri"))
+        return {"messages": ws.conversation.events}
+
+    @command(p.EXPORT_NOTEBOOK)
+    async def export_notebook(args: Args) -> dict[str, Any]:
+        path = args.string("path", required=True, allow_empty=False)
+        assert path is not None
+        ws = ls.workspace_for(args.string("uri"))
+        from . import notebook
+        from .safety.paths import resolve_inside
+
+        target = resolve_inside(ws.root, path)
+        if target.suffix != ".ipynb":
+            raise BadArguments(f"{path}: a notebook path must end in .ipynb")
+        notebook.write(notebook.build(ws.conversation.events), target)
+        return {"path": str(target)}
 
     @command(p.INTERRUPT)
     async def interrupt(_args: Args) -> dict[str, Any]:

@@ -3,6 +3,7 @@ conversation). The core: driven by server.py, testable without an editor."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping
@@ -11,11 +12,20 @@ from pathlib import Path
 from typing import Any
 
 from . import settings as settings_mod
+from .agent.conversation import Conversation
+from .agent.loop import Loop
+from .history import History, history_file
 from .kernels.introspect import python_variables
 from .kernels.pool import KernelPool, LaunchOptions
-from .languages import PYTHON, canonical_language
+from .kernels.specs import installed_languages
+from .languages import PYTHON, SHELL, canonical_language
+from .llm.client import Completion, ModelConfig, stream_completion
+from .llm.discovery import NO_MODEL_HELP, discover_local_model
+from .llm.errors import NO_MODEL, ModelError
 from .protocol import KERNEL_STATUS, KernelStatusParams, to_wire
 from .runs import Run, RunManager, RunResult
+from .safety import policy
+from .safety.secrets import kernel_environment
 from .settings import Settings
 
 log = logging.getLogger(__name__)
@@ -33,6 +43,7 @@ class ServerContext:
     specs_root: Path
     ask_input: Callable[[str, str, bool], Awaitable[str | None]] | None = None
     trusted: bool = True
+    redact: Callable[[Any], Any] = lambda value: value
 
 
 class Workspace:
@@ -48,6 +59,7 @@ class Workspace:
             self._launch_options,
             self._kernel_state,
             self._kernel_died,
+            refuse=lambda: policy.may_run(self.ctx.trusted),
         )
         self.runs = RunManager(
             self.pool,
@@ -57,7 +69,12 @@ class Workspace:
             on_finished=self._run_finished,
             default_timeout=lambda: self.settings.run_timeout,
         )
-        self.run_listeners: list[Callable[[RunResult], None]] = []
+        self.run_listeners: list[Callable[[RunResult], None]] = [self._record_run]
+        self.conversation = Conversation(History(history_file(root), ctx.redact))
+        self.loop = Loop(self, self.conversation, self._call_model)
+        self._discovered: tuple[str, str] | None = None
+        self._settings_loaded = asyncio.Event()
+        self._languages: list[str] | None = None
 
     # ---- settings ----------------------------------------------------------------------------------
 
@@ -65,10 +82,19 @@ class Workspace:
         report = settings_mod.resolve(self.root, client_layers)
         self.settings = report.settings
         self.settings_errors = report.errors
+        self._settings_loaded.set()
         return report.errors
 
+    async def settings_ready(self, timeout: float = 10.0) -> None:
+        """Settings arrive from the editor just after `initialized`: a chat sent at once waits for them."""
+        try:
+            await asyncio.wait_for(self._settings_loaded.wait(), timeout)
+        except asyncio.TimeoutError:
+            log.warning("settings did not arrive within %.0f s; using what there is", timeout)
+
     def _launch_options(self) -> LaunchOptions:
-        env = dict(os.environ)
+        # Model provider keys stay with the server: code in the kernel cannot read them.
+        env = kernel_environment(os.environ, self.settings.allow_env)
         # Kernels must not think they talk to a terminal or page output.
         env.update({"PAGER": "cat", "GIT_PAGER": "cat", "TERM": env.get("TERM", "dumb") or "dumb"})
         env.pop("PYTHONSTARTUP", None)
@@ -104,8 +130,62 @@ class Workspace:
         for listener in list(self.run_listeners):
             listener(result)
 
+    def _record_run(self, result: RunResult) -> None:
+        record = self.loop.record if result.origin == "model" else self.conversation.add
+        record(
+            {
+                "type": "run",
+                "runId": result.run_id,
+                "origin": result.origin,
+                "turnId": result.turn_id,
+                "proposalId": result.proposal_id,
+                "language": result.language,
+                "code": result.code,
+                "state": result.state,
+                "durationMs": result.duration_ms,
+                "message": result.message,
+                "outputForModel": result.output_for_model,
+                "outputs": result.outputs,
+            }
+        )
+
+    def available_languages(self) -> list[str]:
+        if self._languages is None:
+            try:
+                extra = sorted(set(installed_languages()) - {PYTHON, SHELL})
+            except Exception:
+                extra = []
+            self._languages = [PYTHON, SHELL, *extra]
+        return self._languages
+
     async def interrupt(self) -> None:
-        await self.runs.interrupt()
+        await asyncio.gather(self.loop.interrupt(), self.runs.interrupt())
+
+    # ---- the model -------------------------------------------------------------------------------------
+
+    async def model_config(self) -> ModelConfig:
+        s = self.settings
+        model, api_base = s.model, s.api_base
+        if not model:
+            if self._discovered is None:
+                self._discovered = await discover_local_model()
+            if self._discovered is None:
+                raise ModelError(NO_MODEL_HELP, NO_MODEL)
+            model, api_base = self._discovered
+        return ModelConfig(
+            model=model,
+            api_base=api_base,
+            api_key=s.api_key,
+            temperature=s.temperature,
+            max_tokens=s.max_tokens,
+            connect_timeout=s.connect_timeout,
+            first_token_timeout=s.first_token_timeout,
+            stall_timeout=s.stream_stall_timeout,
+            max_retries=s.max_retries,
+        )
+
+    async def _call_model(self, messages: list[dict[str, Any]], on_delta: Callable[[str], None]) -> Completion:
+        return await stream_completion(messages, await self.model_config(), on_delta)
 
     async def restart_kernel(self, language: str) -> None:
         await self.pool.restart(self.check_language(language))
@@ -118,15 +198,18 @@ class Workspace:
         return await python_variables(kernel)
 
     def status(self) -> dict[str, Any]:
+        model = self.settings.model or (self._discovered[0] if self._discovered else None)
         return {
             "root": str(self.root),
-            "model": self.settings.model,
+            "model": model,
             "autoRun": self.settings.auto_run,
+            "usage": self.conversation.usage(),
             "kernels": self.pool.status(),
             "trusted": self.ctx.trusted,
             "settingsErrors": list(self.settings_errors),
         }
 
     async def shutdown(self) -> None:
+        await self.loop.interrupt()
         await self.runs.drain()
         await self.pool.shutdown()

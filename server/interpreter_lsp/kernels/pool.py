@@ -39,6 +39,7 @@ class KernelPool:
         launch_options: Callable[[], LaunchOptions],
         on_state: KernelStateListener,
         on_died: Callable[[str], None],
+        refuse: Callable[[], str | None] = lambda: None,
     ) -> None:
         self.root = root
         self._runtime_dir = runtime_dir
@@ -51,6 +52,8 @@ class KernelPool:
         self._locks: dict[str, asyncio.Lock] = {}
         self._sandbox: dict[str, str | None] = {}
         self._closed = False
+        # Says why no kernel may start (an untrusted workspace: even its venv's interpreter is its code).
+        self._refuse = refuse
 
     def choice(self, language: str) -> KernelChoice:
         """Resolve a language to a kernelspec (raises UnknownLanguage with what is available)."""
@@ -69,6 +72,8 @@ class KernelPool:
         lang = canonical_language(language)
         if self._closed:
             raise KernelStartError("The server is shutting down")
+        if (reason := self._refuse()) is not None:
+            raise KernelStartError(reason)
         task = self._starting.get(lang)
         if task is None:
             kernel = self._kernels.get(lang)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import SLOW_MS, Editor
+from nvim_harness import SLOW_MS, Editor
 
 
 def test_run_cell_shows_its_output(start_editor) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import Editor
+from nvim_harness import Editor
 
 
 def run_first_cell(ed: Editor) -> None:

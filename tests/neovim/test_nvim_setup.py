@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from conftest import Editor
+from nvim_harness import Editor
 
 
 @pytest.mark.parametrize(

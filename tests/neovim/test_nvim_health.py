@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import SERVER, Editor
+from nvim_harness import SERVER, Editor
 
 
 def test_checkhealth_reports_ok_here(start_editor, monkeypatch) -> None:

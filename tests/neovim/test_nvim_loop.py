@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from nvim_harness import SLOW_MS, Editor
 
-from conftest import SLOW_MS, Editor
 from scripted_model import ScriptedModel
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 
-from conftest import REPO
+from nvim_harness import REPO
 
 
 def test_try_script_runs_the_first_cell_of_the_example(editor_env) -> None:

@@ -1,0 +1,107 @@
+"""Append-only, crash-safe persistence of a workspace's conversation: one JSON event per line in the
+user's state directory. Each event is written whole and flushed to the OS at once, so a crash (even
+kill -9) loses at most the event in flight; a torn last line is skipped when reading back."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+def state_dir() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "interpreter-lsp"
+
+
+def history_file(root: Path) -> Path:
+    digest = hashlib.sha256(str(root).encode()).hexdigest()[:16]
+    return state_dir() / "history" / f"{root.name or 'root'}-{digest}.jsonl"
+
+
+def replay(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The live conversation from the event log: `reset` clears it, `undo` drops the last user message
+    and everything after it."""
+    live: list[dict[str, Any]] = []
+    for event in events:
+        kind = event.get("type")
+        if kind == "reset":
+            live.clear()
+        elif kind == "undo":
+            drop_last_user_message(live)
+        else:
+            live.append(event)
+    return live
+
+
+def drop_last_user_message(live: list[dict[str, Any]]) -> bool:
+    for i in range(len(live) - 1, -1, -1):
+        if live[i].get("type") == "user":
+            del live[i:]
+            return True
+    return False
+
+
+class History:
+    def __init__(self, path: Path, redact: Callable[[Any], Any] = lambda x: x) -> None:
+        self.path = path
+        self._redact = redact
+        self._file: Any = None
+        self.write_error: str | None = None
+
+    def load(self) -> list[dict[str, Any]]:
+        try:
+            raw = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            log.warning("cannot read history %s: %s", self.path, exc)
+            return []
+        events = []
+        for number, line in enumerate(raw.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                events.append(json.loads(line))
+            except json.JSONDecodeError:
+                log.warning("skipping a torn line %d of %s", number, self.path)
+        return events
+
+    def append(self, event: dict[str, Any]) -> dict[str, Any]:
+        event = {"ts": round(time.time(), 3), **event}
+        line = json.dumps(self._redact(event), ensure_ascii=False, separators=(",", ":")) + "\n"
+        try:
+            if self._file is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                # A previous crash may have left a torn last line: start ours on a fresh line.
+                torn = self.path.exists() and self.path.stat().st_size > 0 and not _ends_with_newline(self.path)
+                self._file = open(self.path, "a", encoding="utf-8")
+                if torn:
+                    self._file.write("\n")
+            self._file.write(line)
+            self._file.flush()
+            self.write_error = None
+        except OSError as exc:
+            # Never lose the conversation in memory because the disk is unhappy; say so once.
+            if self.write_error is None:
+                log.error("cannot write history %s: %s", self.path, exc)
+            self.write_error = str(exc)
+        return event
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with open(path, "rb") as f:
+        f.seek(-1, os.SEEK_END)
+        return f.read(1) == b"\n"
