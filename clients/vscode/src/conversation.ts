@@ -3,8 +3,10 @@
 // panel); the webview keeps a copy fed by the same events and re-renders only the entries that changed.
 
 import type {
-  HistoryMessage,
+  HistoryEvent,
+  LspRange,
   MessageParams,
+  NotebookOutput,
   MimeBundle,
   OutputKind,
   OutputParams,
@@ -32,9 +34,15 @@ export interface AssistantEntry {
   turnId: string;
   text: string;
   done: boolean;
+  /** The reply was cut short (interrupted, or the model failed mid-answer). */
+  partial?: boolean;
 }
 
-export type ProposalStatus = "pending" | "running" | "ran" | "rejected" | "inserted";
+/**
+ * Where a proposal stands. "expired": its turn ended without a decision, so it can no longer run.
+ * Inserting it into a document is not a decision: it stays pending, with `inserted` set.
+ */
+export type ProposalStatus = "pending" | "running" | "ran" | "rejected" | "expired";
 
 export interface ProposalEntry {
   kind: "proposal";
@@ -42,6 +50,7 @@ export interface ProposalEntry {
   proposal: ProposalParams;
   status: ProposalStatus;
   edited: boolean;
+  inserted: boolean;
 }
 
 export interface OutputItem {
@@ -62,7 +71,6 @@ export interface RunEntry {
   durationMs?: number;
   message?: string;
   proposalId?: string;
-  files: string[];
   outputs: OutputItem[];
   nextSeq: number;
   keptChars: number;
@@ -96,9 +104,10 @@ export type PanelEvent =
   | { type: "runStatus"; params: RunStatusParams }
   | { type: "turnStatus"; params: TurnStatusParams }
   | { type: "runStarted"; runId: string; code?: string; language?: string }
-  | { type: "proposalStatus"; proposalId: string; status: ProposalStatus; edited?: boolean }
+  | { type: "proposalStatus"; proposalId: string; status?: ProposalStatus; edited?: boolean; inserted?: boolean }
   | { type: "notice"; level: NoticeEntry["level"]; text: string }
-  | { type: "history"; messages: HistoryMessage[] }
+  | { type: "history"; messages: HistoryEvent[] }
+  | { type: "serverStopped" }
   | { type: "clear" };
 
 /** What an event changed: entry ids to re-render, or "all" (the whole list changed). */
@@ -141,7 +150,6 @@ function ensureRun(state: ConversationState, runId: string): { run: RunEntry; cr
     id,
     runId,
     state: "queued",
-    files: [],
     outputs: [],
     nextSeq: 0,
     keptChars: 0,
@@ -172,38 +180,134 @@ function appendOutput(run: RunEntry, item: OutputItem): void {
   run.outputs.push(item);
 }
 
-function historyText(content: unknown): string {
-  if (typeof content === "string") return content;
-  if (Array.isArray(content)) {
-    return content
-      .map((part: unknown) =>
-        typeof part === "string"
-          ? part
-          : part && typeof part === "object" && "text" in part && typeof part.text === "string"
-            ? part.text
-            : "",
-      )
-      .join("");
-  }
-  return content === undefined || content === null ? "" : JSON.stringify(content);
+/** "analysis.py, lines 3–5" for a range of a document (end-exclusive at column 0, as editors select). */
+export function describeRange(name: string, range: LspRange): string {
+  const first = range.start.line + 1;
+  const last = range.end.character === 0 && range.end.line > range.start.line ? range.end.line : range.end.line + 1;
+  return first === last ? `${name}, line ${first}` : `${name}, lines ${first}–${last}`;
 }
 
-function loadHistory(state: ConversationState, messages: HistoryMessage[]): void {
-  for (const message of messages) {
-    const text = historyText(message.content);
-    if (message.role === "user") {
-      state.entries.push({ kind: "user", id: nextId(state, "user"), text });
-    } else if (message.role === "assistant") {
-      const turnId = `history:${state.counter}`;
-      state.entries.push({ kind: "assistant", id: nextId(state, "assistant"), turnId, text, done: true });
-    } else if (message.role !== "system" && text.trim() !== "") {
-      // Output the model was shown ("computer"/"tool" messages): a finished run without an id.
-      const runId = `history:${state.counter + 1}`;
-      const { run } = ensureRun(state, runId);
-      run.state = "ok";
-      appendOutput(run, { kind: "stdout", text });
+/** The file name of a URI, for a label. */
+function uriName(uri: string): string {
+  const path = uri.replace(/[?#].*$/, "");
+  const name = path.slice(path.lastIndexOf("/") + 1);
+  try {
+    return decodeURIComponent(name) || uri;
+  } catch {
+    return name || uri;
+  }
+}
+
+function joined(text: string | string[] | undefined): string {
+  return Array.isArray(text) ? text.join("") : (text ?? "");
+}
+
+/** An nbformat output (as history keeps it) as the panel's output item (as notifications carry it). */
+export function notebookOutputItem(output: NotebookOutput): OutputItem | undefined {
+  switch (output.output_type) {
+    case "stream":
+      return { kind: output.name === "stderr" ? "stderr" : "stdout", text: joined(output.text) };
+    case "execute_result":
+    case "display_data":
+      return { kind: output.output_type === "execute_result" ? "result" : "display", data: output.data ?? {} };
+    case "error":
+      return {
+        kind: "error",
+        ename: output.ename,
+        evalue: output.evalue,
+        text: (output.traceback ?? []).join("\n") || `${output.ename}: ${output.evalue}`,
+      };
+    default:
+      return undefined;
+  }
+}
+
+function proposalEntry(state: ConversationState, proposalId: string): ProposalEntry | undefined {
+  return findEntry<"proposal">(state, `proposal:${proposalId}`);
+}
+
+/** Rebuilds the conversation from the server's history events, as the live panel showed it. */
+function loadHistory(state: ConversationState, events: HistoryEvent[]): void {
+  for (const event of events) {
+    switch (event.type) {
+      case "user": {
+        const entry: UserEntry = { kind: "user", id: nextId(state, "user"), text: event.text ?? "" };
+        if (event.uri && event.range) entry.context = `About ${describeRange(uriName(event.uri), event.range)}`;
+        else if (event.uri) entry.context = `About ${uriName(event.uri)}`;
+        state.entries.push(entry);
+        break;
+      }
+      case "assistant": {
+        const entry: AssistantEntry = { kind: "assistant", id: nextId(state, "assistant"), turnId: event.turnId, text: event.text ?? "", done: true };
+        if (event.partial) entry.partial = true;
+        state.entries.push(entry);
+        break;
+      }
+      case "proposal": {
+        const { proposalId, turnId, language, code, risk, autoRun } = event;
+        // A proposal still undecided in the history belongs to a turn that is over: it cannot run now.
+        state.entries.push({
+          kind: "proposal",
+          id: `proposal:${proposalId}`,
+          proposal: { proposalId, turnId, language, code, risk, autoRun },
+          status: "expired",
+          edited: false,
+          inserted: false,
+        });
+        break;
+      }
+      case "decision": {
+        const entry = proposalEntry(state, event.proposalId);
+        if (!entry) break;
+        entry.status = event.decision === "rejected" ? "rejected" : "ran";
+        if (event.edited) entry.edited = true;
+        break;
+      }
+      case "applied": {
+        const entry = proposalEntry(state, event.proposalId);
+        if (entry && event.applied) entry.inserted = true;
+        break;
+      }
+      case "run": {
+        const { run } = ensureRun(state, event.runId);
+        run.state = event.state;
+        run.language = event.language;
+        run.code = event.code;
+        if (typeof event.durationMs === "number") run.durationMs = event.durationMs;
+        if (event.message) run.message = event.message;
+        if (event.proposalId) {
+          run.proposalId = event.proposalId;
+          const proposal = proposalEntry(state, event.proposalId);
+          if (proposal) proposal.status = "ran";
+        }
+        for (const output of event.outputs ?? []) {
+          const item = notebookOutputItem(output);
+          if (item) appendOutput(run, item);
+        }
+        break;
+      }
+      case "note":
+        state.entries.push({ kind: "notice", id: nextId(state, "notice"), level: "info", text: event.text });
+        break;
+      case "error":
+        state.entries.push({ kind: "notice", id: nextId(state, "notice"), level: "error", text: event.message });
+        break;
+      default:
+        break; // usage, and types this client does not know
     }
   }
+}
+
+/** Closes the proposals of a turn that ended: the server no longer waits for them. */
+function expireProposals(state: ConversationState, turnId: string | undefined): string[] {
+  const changed: string[] = [];
+  for (const entry of state.entries) {
+    if (entry.kind === "proposal" && entry.status === "pending" && (turnId === undefined || entry.proposal.turnId === turnId)) {
+      entry.status = "expired";
+      changed.push(entry.id);
+    }
+  }
+  return changed;
 }
 
 /** Applies one event to the conversation (in place) and says which entries changed. */
@@ -218,6 +322,19 @@ export function applyEvent(state: ConversationState, event: PanelEvent): Change 
       state.turns = {};
       loadHistory(state, event.messages);
       return { all: true };
+    case "serverStopped": {
+      // Nothing the old server started can still answer: its turns, proposals and runs are over.
+      state.turns = {};
+      const changed = expireProposals(state, undefined);
+      for (const entry of state.entries) {
+        if (entry.kind === "run" && !FINAL_RUN_STATES.has(entry.state)) {
+          entry.state = "died";
+          entry.message = "The server stopped before the run finished.";
+          changed.push(entry.id);
+        }
+      }
+      return { all: false, ids: changed };
+    }
     case "user": {
       const entry: UserEntry = { kind: "user", id: nextId(state, "user"), text: event.text };
       if (event.context) entry.context = event.context;
@@ -255,7 +372,7 @@ export function applyEvent(state: ConversationState, event: PanelEvent): Change 
         existing.proposal = event.params;
         return { all: false, ids: [id] };
       }
-      state.entries.push({ kind: "proposal", id, proposal: event.params, status: "pending", edited: false });
+      state.entries.push({ kind: "proposal", id, proposal: event.params, status: "pending", edited: false, inserted: false });
       const changed = [id];
       // The text that carried the code block is complete once its proposal arrives: re-render it so the
       // block folds into the proposal card.
@@ -264,10 +381,14 @@ export function applyEvent(state: ConversationState, event: PanelEvent): Change 
       return { all: false, ids: changed };
     }
     case "proposalStatus": {
-      const entry = findEntry<"proposal">(state, `proposal:${event.proposalId}`);
+      const entry = proposalEntry(state, event.proposalId);
       if (!entry) return { all: false, ids: [] };
-      entry.status = event.status;
+      // Only a pending proposal moves on: what the server reported (a run that ended, the turn that
+      // ended) wins over a late report of the user's click. "pending" itself re-renders the card,
+      // bringing back the buttons of an action that did not go through.
+      if (event.status !== undefined && entry.status === "pending") entry.status = event.status;
       if (event.edited !== undefined) entry.edited = event.edited;
+      if (event.inserted !== undefined) entry.inserted = event.inserted;
       return { all: false, ids: [entry.id] };
     }
     case "runStarted": {
@@ -284,11 +405,10 @@ export function applyEvent(state: ConversationState, event: PanelEvent): Change 
       if (params.durationMs !== undefined) run.durationMs = params.durationMs;
       if (params.language !== undefined) run.language = params.language;
       if (params.message !== undefined) run.message = params.message;
-      if (params.files !== undefined) run.files = params.files;
       const changed = [run.id];
       if (params.proposalId !== undefined) {
         run.proposalId = params.proposalId;
-        const proposal = findEntry<"proposal">(state, `proposal:${params.proposalId}`);
+        const proposal = proposalEntry(state, params.proposalId);
         if (proposal) {
           if (run.code === undefined) run.code = proposal.proposal.code;
           if (run.language === undefined) run.language = proposal.proposal.language;
@@ -329,6 +449,7 @@ export function applyEvent(state: ConversationState, event: PanelEvent): Change 
           state.entries.push(notice);
           changed.push(notice.id);
         }
+        changed.push(...expireProposals(state, turnId));
       } else {
         state.turns[turnId] = turnState;
       }
@@ -340,7 +461,7 @@ export function applyEvent(state: ConversationState, event: PanelEvent): Change 
 /** Proposals still waiting for the user, oldest first. */
 export function pendingProposals(state: ConversationState): ProposalParams[] {
   return state.entries
-    .filter((e): e is ProposalEntry => e.kind === "proposal" && (e.status === "pending" || e.status === "inserted"))
+    .filter((e): e is ProposalEntry => e.kind === "proposal" && e.status === "pending")
     .map((e) => e.proposal);
 }
 

@@ -4,12 +4,13 @@
 import * as path from "node:path";
 import * as vscode from "vscode";
 import { InterpreterClient, errorMessage } from "./client";
-import { isBusy, pendingProposals, type PanelEvent } from "./conversation";
+import { describeRange, isBusy, pendingProposals, type PanelEvent } from "./conversation";
 import { ConversationPanel, VIEW_ID } from "./panel";
 import type { PanelToHost } from "./panelMessages";
 import {
   Commands,
-  type HistoryMessage,
+  FINAL_TURN_STATES,
+  type HistoryResult,
   type LspRange,
   type ProposalParams,
   type RunArgs,
@@ -24,11 +25,10 @@ function protocolLanguage(languageId: string): string {
   return languageId === "shellscript" ? "shell" : languageId;
 }
 
-function describeRange(document: vscode.TextDocument, range: vscode.Range): string {
+function describeSelection(document: vscode.TextDocument, range: vscode.Range): string {
   const name = vscode.workspace.asRelativePath(document.uri, false);
-  const first = range.start.line + 1;
-  const last = range.end.character === 0 && range.end.line > range.start.line ? range.end.line : range.end.line + 1;
-  return first === last ? `${name}, line ${first}` : `${name}, lines ${first}–${last}`;
+  const { start, end } = range;
+  return describeRange(name, { start: { line: start.line, character: start.character }, end: { line: end.line, character: end.character } });
 }
 
 class Extension implements vscode.Disposable {
@@ -48,14 +48,21 @@ class Extension implements vscode.Disposable {
       proposal: (params) => push({ type: "proposal", params }),
       output: (params) => push({ type: "output", params }),
       runStatus: (params) => push({ type: "runStatus", params }),
-      turnStatus: (params) => push({ type: "turnStatus", params }),
+      turnStatus: (params) => {
+        push({ type: "turnStatus", params });
+        // Settings (the model) arrive just after initialize: the first news refreshes the status bar, and
+        // each finished turn refreshes the usage.
+        if (!this.statusBar.hasStatus || FINAL_TURN_STATES.has(params.state)) void this.refreshStatus();
+      },
       kernelStatus: (params) => {
         this.statusBar.kernel(params);
-        // The first kernel news comes after the server read its settings: the model is known by then.
-        if (!this.statusBar.hasModel) void this.refreshStatus();
+        if (!this.statusBar.hasStatus || params.state === "idle" || params.state === "starting") void this.refreshStatus();
       },
       started: () => this.onServerStarted(),
-      stopped: () => this.statusBar.setServerRunning(false),
+      stopped: () => {
+        this.statusBar.setServerRunning(false);
+        push({ type: "serverStopped" });
+      },
     });
   }
 
@@ -120,9 +127,7 @@ class Extension implements vscode.Disposable {
 
   private async refreshStatus(): Promise<void> {
     try {
-      const status = await this.client.command<StatusResult>(Commands.status);
-      this.statusBar.setModel(status.model ?? "");
-      for (const kernel of status.kernels ?? []) this.statusBar.kernel({ language: kernel.language, state: kernel.state });
+      this.statusBar.setStatus(await this.client.command<StatusResult>(Commands.status));
     } catch (error) {
       this.output.appendLine(`interpreter.status: ${errorMessage(error)}`);
     }
@@ -130,8 +135,11 @@ class Extension implements vscode.Disposable {
 
   private async loadHistory(): Promise<void> {
     try {
-      const history = await this.client.command<{ messages: HistoryMessage[] }>(Commands.history);
-      if (history.messages?.length) this.panel.push({ type: "history", messages: history.messages });
+      const history = await this.client.command<HistoryResult>(Commands.history);
+      // Something may have happened meanwhile (a run, a chat): the history holds it too, or it is newer.
+      if (history.messages?.length && this.panel.state.entries.length === 0) {
+        this.panel.push({ type: "history", messages: history.messages });
+      }
     } catch (error) {
       this.output.appendLine(`interpreter.history: ${errorMessage(error)}`);
     }
@@ -150,9 +158,6 @@ class Extension implements vscode.Disposable {
         return;
       case "interrupt":
         void this.guard(() => this.client.command(Commands.interrupt));
-        return;
-      case "openFile":
-        void this.guard(() => this.openFile(message.path));
         return;
       case "approve":
         void this.guardProposal(message.proposalId, () => this.approve(message.proposalId));
@@ -204,7 +209,7 @@ class Extension implements vscode.Disposable {
       await vscode.window.showInformationMessage("Select some code first, then ask about it.");
       return;
     }
-    const context = describeRange(editor.document, editor.selection);
+    const context = describeSelection(editor.document, editor.selection);
     const text = await vscode.window.showInputBox({ title: `Ask about ${context}`, prompt: "Your question or request", ignoreFocusOut: true });
     if (!text?.trim()) return;
     const converter = this.client.converter;
@@ -257,8 +262,10 @@ class Extension implements vscode.Disposable {
     const id = await this.chooseProposal(proposalId, "run");
     if (!id) return false;
     const code = this.documents.editedCode(id);
-    await this.client.command<{ runId: string }>(Commands.approve, { proposalId: id, ...(code !== undefined ? { code } : {}) });
+    const { runId } = await this.client.command<{ runId: string }>(Commands.approve, { proposalId: id, ...(code !== undefined ? { code } : {}) });
     this.panel.push({ type: "proposalStatus", proposalId: id, status: "running", ...(code !== undefined ? { edited: true } : {}) });
+    // The run shows the code that ran: the edited code when the user changed it.
+    if (code !== undefined) this.panel.push({ type: "runStarted", runId, code });
     return true;
   }
 
@@ -274,7 +281,6 @@ class Extension implements vscode.Disposable {
     const proposal = this.findProposal(proposalId);
     if (!proposal) return false;
     await this.documents.edit(proposalId, proposal.code, proposal.language);
-    this.panel.push({ type: "proposalStatus", proposalId, status: "pending", edited: true });
     return false; // the proposal still waits: its buttons come back
   }
 
@@ -299,7 +305,7 @@ class Extension implements vscode.Disposable {
       this.panel.push({ type: "notice", level: "warning", text: "The proposal was not written into the document (the editor refused the edit)." });
       return false;
     }
-    this.panel.push({ type: "proposalStatus", proposalId, status: "inserted" });
+    this.panel.push({ type: "proposalStatus", proposalId, inserted: true });
     return true;
   }
 
@@ -319,7 +325,7 @@ class Extension implements vscode.Disposable {
 
   private async undo(): Promise<void> {
     await this.client.command(Commands.undo);
-    const history = await this.client.command<{ messages: HistoryMessage[] }>(Commands.history);
+    const history = await this.client.command<HistoryResult>(Commands.history);
     this.panel.push({ type: "history", messages: history.messages ?? [] });
   }
 
@@ -347,12 +353,6 @@ class Extension implements vscode.Disposable {
     const result = await this.client.command<{ path: string }>(Commands.exportNotebook, { path: target });
     const open = await vscode.window.showInformationMessage(`Notebook written: ${result.path}`, "Open");
     if (open) await vscode.commands.executeCommand("vscode.open", vscode.Uri.file(result.path));
-  }
-
-  private async openFile(file: string): Promise<void> {
-    const folder = vscode.workspace.workspaceFolders?.[0];
-    const uri = path.isAbsolute(file) || !folder ? vscode.Uri.file(file) : vscode.Uri.joinPath(folder.uri, file);
-    await vscode.commands.executeCommand("vscode.open", uri);
   }
 
   private async statusMenu(): Promise<void> {

@@ -14,5 +14,4 @@ export type PanelToHost =
   | { type: "ready" }
   | { type: "chat"; text: string }
   | { type: "interrupt" }
-  | { type: "openFile"; path: string }
   | { type: ProposalAction; proposalId: string };

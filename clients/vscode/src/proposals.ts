@@ -109,8 +109,19 @@ export class ProposalDocuments implements vscode.TextDocumentContentProvider, vs
       { modal: true },
       "Replace",
     );
+    await this.closePreview(previewUri);
+    this.previews.delete(previewUri.toString());
     await vscode.window.showTextDocument(doc, editor.viewColumn);
     return answer === "Replace";
+  }
+
+  /** Closes the diff tab of a preview: once answered it would only show stale text. */
+  private async closePreview(previewUri: vscode.Uri): Promise<void> {
+    const target = previewUri.toString();
+    const tabs = vscode.window.tabGroups.all
+      .flatMap((group) => group.tabs)
+      .filter((tab) => tab.input instanceof vscode.TabInputTextDiff && tab.input.modified.toString() === target);
+    if (tabs.length) await vscode.window.tabGroups.close(tabs);
   }
 
   dispose(): void {

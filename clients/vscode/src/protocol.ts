@@ -62,6 +62,8 @@ export interface ProposalParams {
   code: string;
   risk: Risk;
   autoRun: boolean;
+  /** Why the proposal waits ("auto-run is off: waits for approval", ...), when autoRun is false. */
+  waitReason?: string;
 }
 
 /** A MIME bundle: MIME type -> content (a string, or JSON for application/json and friends). */
@@ -85,8 +87,6 @@ export interface RunStatusParams {
   message?: string;
   turnId?: string;
   proposalId?: string;
-  /** Workspace files the run created or changed, when the server reports them. */
-  files?: string[];
 }
 
 export interface TurnStatusParams {
@@ -130,11 +130,36 @@ export interface RunArgs {
   position?: { line: number; character: number };
 }
 
+export interface KernelInfo {
+  language: string;
+  state: KernelState;
+  /** The kernelspec or interpreter chosen, and where the choice came from. */
+  kernel?: string;
+  source?: string;
+  sandbox?: string;
+  interpreter?: string;
+  pid?: number;
+}
+
+export interface Usage {
+  promptTokens: number;
+  completionTokens: number;
+  cost: number;
+}
+
+/** `interpreter.status`: the workspace's model, kernels, usage and trust. */
 export interface StatusResult {
-  model: string;
+  version?: string;
+  protocolVersion?: number;
+  root?: string;
+  /** null when no model is configured or discovered yet. */
+  model: string | null;
   autoRun: boolean;
-  kernels: { language: string; state: KernelState }[];
-  usage: { promptTokens: number; completionTokens: number; cost: number };
+  usage?: Usage;
+  kernels: KernelInfo[];
+  trusted?: boolean;
+  settingsErrors?: string[];
+  workspaces?: string[];
 }
 
 export interface Variable {
@@ -143,9 +168,58 @@ export interface Variable {
   summary: string;
 }
 
-/** One message of `interpreter.history`: the server's record of the conversation. */
-export interface HistoryMessage {
-  role: string;
-  content?: unknown;
-  [key: string]: unknown;
+/** nbformat outputs, as `run` events of the history keep them. */
+export type NotebookOutput =
+  | { output_type: "stream"; name: string; text: string | string[] }
+  | { output_type: "execute_result" | "display_data"; data: MimeBundle; metadata?: unknown }
+  | { output_type: "error"; ename: string; evalue: string; traceback: string[] };
+
+/**
+ * One event of `interpreter.history` ({messages: [event, ...]}): the server's record of the conversation.
+ * Every event has `ts` (seconds); unknown types are skipped.
+ */
+export type HistoryEvent = { ts?: number } & (
+  | { type: "user"; turnId: string; text: string; content?: unknown; uri?: string; range?: LspRange | null }
+  | { type: "assistant"; turnId: string; text: string; partial?: boolean }
+  | {
+      type: "proposal";
+      proposalId: string;
+      turnId: string;
+      language: string;
+      code: string;
+      risk: Risk;
+      autoRun: boolean;
+      complete?: boolean;
+    }
+  | {
+      type: "decision";
+      proposalId: string;
+      turnId: string;
+      decision: "approved" | "rejected" | "auto-run";
+      code?: string;
+      edited?: boolean;
+      reason?: string | null;
+    }
+  | {
+      type: "run";
+      runId: string;
+      origin: "model" | "user";
+      turnId?: string | null;
+      proposalId?: string | null;
+      language: string;
+      code: string;
+      state: RunState;
+      durationMs?: number | null;
+      message?: string | null;
+      outputForModel?: string;
+      outputs: NotebookOutput[];
+    }
+  | { type: "usage"; promptTokens: number; completionTokens: number; cost: number }
+  | { type: "note"; text: string }
+  | { type: "error"; turnId?: string; message: string }
+  | { type: "applied"; proposalId: string; uri: string; applied: boolean }
+);
+
+export interface HistoryResult {
+  messages: HistoryEvent[];
 }

@@ -1,40 +1,15 @@
 // The status bar item: kernel state and model; a click offers interrupt, restart and reset.
 
 import * as vscode from "vscode";
-import type { KernelState, KernelStatusParams } from "./protocol";
-
-const ICON: Record<KernelState, string> = {
-  starting: "$(loading~spin)",
-  idle: "$(circle-outline)",
-  busy: "$(circle-filled)",
-  dead: "$(error)",
-  restarting: "$(loading~spin)",
-  stopped: "$(circle-slash)",
-};
-
-/** The status bar text for the kernels' states: the most recently changed one, plus the model. */
-export function kernelSummary(
-  kernels: ReadonlyMap<string, KernelStatusParams>,
-  latest: string | undefined,
-  model: string,
-  serverRunning: boolean,
-): { text: string; tooltip: string } {
-  const modelPart = model ? ` · ${model}` : "";
-  if (!serverRunning) return { text: `$(debug-disconnect) Interpreter: server stopped`, tooltip: "The interpreter-lsp server is not running. Click for actions." };
-  const current = latest ? kernels.get(latest) : undefined;
-  const text = current
-    ? `${ICON[current.state]} ${current.language}: ${current.state}${modelPart}`
-    : `$(circle-outline) Interpreter: no kernel yet${modelPart}`;
-  const lines = [...kernels.values()].map((k) => `${k.language}: ${k.state}${k.message ? ` (${k.message})` : ""}`);
-  const tooltip = [lines.length ? lines.join("\n") : "No kernel started yet.", model ? `Model: ${model}` : "No model configured (interpreter.model).", "Click: interrupt, restart, reset."].join("\n");
-  return { text, tooltip };
-}
+import type { KernelInfo, KernelStatusParams, StatusResult } from "./protocol";
+import { kernelSummary, type StatusDetails } from "./statusText";
 
 export class KernelStatusBar implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem("interpreterLsp.kernel", vscode.StatusBarAlignment.Left, 50);
   private readonly kernels = new Map<string, KernelStatusParams>();
+  private readonly kernelInfo = new Map<string, KernelInfo>();
   private latest: string | undefined;
-  private model = "";
+  private details: StatusDetails | undefined;
   private serverRunning = false;
 
   constructor(private readonly onChange: (text: string, tooltip: string) => void) {
@@ -50,12 +25,23 @@ export class KernelStatusBar implements vscode.Disposable {
     this.render();
   }
 
-  get hasModel(): boolean {
-    return this.model !== "";
+  /** True once `interpreter.status` has answered since the server started. */
+  get hasStatus(): boolean {
+    return this.details !== undefined;
   }
 
-  setModel(model: string): void {
-    this.model = model;
+  setStatus(status: StatusResult): void {
+    const { kernels, ...details } = status;
+    this.details = details;
+    this.kernelInfo.clear();
+    for (const kernel of kernels ?? []) {
+      this.kernelInfo.set(kernel.language, kernel);
+      // Live kernelStatus notifications are newer than a status answer: only fill in what is unknown.
+      if (!this.kernels.has(kernel.language)) {
+        this.kernels.set(kernel.language, { language: kernel.language, state: kernel.state });
+        this.latest ??= kernel.language;
+      }
+    }
     this.render();
   }
 
@@ -63,13 +49,15 @@ export class KernelStatusBar implements vscode.Disposable {
     this.serverRunning = running;
     if (!running) {
       this.kernels.clear();
+      this.kernelInfo.clear();
       this.latest = undefined;
+      this.details = undefined;
     }
     this.render();
   }
 
   private render(): void {
-    const { text, tooltip } = kernelSummary(this.kernels, this.latest, this.model, this.serverRunning);
+    const { text, tooltip } = kernelSummary(this.kernels, this.latest, this.details, this.serverRunning, this.kernelInfo);
     this.item.text = text;
     this.item.tooltip = tooltip;
     const dead = this.latest !== undefined && this.kernels.get(this.latest)?.state === "dead";

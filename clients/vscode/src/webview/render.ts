@@ -64,6 +64,10 @@ export function pickMime(bundle: MimeBundle): string | undefined {
   return MIME_ORDER.find((mime) => bundle[mime] !== undefined && bundle[mime] !== null);
 }
 
+function capitalise(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}
+
 export function formatDuration(ms: number): string {
   if (ms < 1000) return `${Math.round(ms)} ms`;
   if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
@@ -178,7 +182,8 @@ export function createRenderer(sanitize: Sanitize): Renderer {
         .map((e) => e.proposal.code),
     );
     const cursor = entry.done ? "" : `<span class="cursor" aria-hidden="true"></span>`;
-    return `<div class="entry assistant${entry.done ? "" : " streaming"}" data-id="${escapeHtml(entry.id)}"><div class="role">Assistant</div><div class="markdown">${markdown(entry.text, codes)}</div>${cursor}</div>`;
+    const partial = entry.partial ? `<div class="output-note">The answer was cut short.</div>` : "";
+    return `<div class="entry assistant${entry.done ? "" : " streaming"}" data-id="${escapeHtml(entry.id)}"><div class="role">Assistant</div><div class="markdown">${markdown(entry.text, codes)}</div>${cursor}${partial}</div>`;
   }
 
   function proposal(entry: ProposalEntry): string {
@@ -190,24 +195,27 @@ export function createRenderer(sanitize: Sanitize): Renderer {
     const button = (action: string, label: string, title: string): string =>
       `<button class="action ${action}" data-action="${action}" data-proposal-id="${id}" title="${escapeHtml(title)}">${label}</button>`;
     // Inserting writes the code into a document; the proposal still waits to be run or rejected.
-    const open = entry.status === "pending" || entry.status === "inserted";
+    const open = entry.status === "pending";
     const actions = open
-      ? `<div class="actions">${button("approve", "Run", "Run this code in the kernel")}${button("edit", "Edit", "Open the code in an editor; run it from there")}${button("reject", "Reject", "Tell the model you declined")}${entry.status === "pending" ? button("insert", "Insert", "Write the code into the document") : ""}</div>`
+      ? `<div class="actions">${button("approve", "Run", "Run this code in the kernel")}${button("edit", "Edit", "Open the code in an editor; run it from there")}${button("reject", "Reject", "Tell the model you declined")}${entry.inserted ? "" : button("insert", "Insert", "Write the code into the document")}</div>`
       : "";
     const statusText: Record<ProposalEntry["status"], string> = {
       pending: p.autoRun ? "Runs automatically" : "Waiting for your approval",
       running: "Running",
       ran: "Ran",
       rejected: "Rejected",
-      inserted: "Inserted into the document",
+      expired: "Not run",
     };
-    const edited = entry.edited ? " (edited)" : "";
+    const notes = [entry.edited ? "edited" : "", entry.inserted ? "inserted into the document" : ""].filter(Boolean);
+    const status = `${statusText[entry.status]}${notes.length ? ` (${notes.join(", ")})` : ""}`;
+    const waitReason =
+      open && !p.autoRun && p.waitReason ? `<div class="wait-reason">${escapeHtml(capitalise(p.waitReason))}</div>` : "";
     return `<div class="entry proposal status-${entry.status}" data-id="${escapeHtml(entry.id)}" data-proposal-id="${id}">
-<div class="proposal-head"><span class="language">${escapeHtml(p.language)}</span><span class="risk risk-${escapeHtml(p.risk.level)}">risk: ${escapeHtml(p.risk.level)}</span><span class="proposal-status">${statusText[entry.status]}${edited}</span></div>
-${reasons}<pre class="code"><code>${escapeHtml(p.code)}</code></pre>${actions}</div>`;
+<div class="proposal-head"><span class="language">${escapeHtml(p.language)}</span><span class="risk risk-${escapeHtml(p.risk.level)}">risk: ${escapeHtml(p.risk.level)}</span><span class="proposal-status">${status}</span></div>
+${reasons}<pre class="code"><code>${escapeHtml(p.code)}</code></pre>${waitReason}${actions}</div>`;
   }
 
-  function run(entry: RunEntry): string {
+  function run(entry: RunEntry, state: ConversationState): string {
     const parts: string[] = [];
     const label = RUN_STATE_LABEL[entry.state];
     const duration = entry.durationMs !== undefined ? ` · ${formatDuration(entry.durationMs)}` : "";
@@ -215,8 +223,12 @@ ${reasons}<pre class="code"><code>${escapeHtml(p.code)}</code></pre>${actions}</
     parts.push(
       `<div class="run-head"><span class="run-title">Run</span> <span class="run-meta">${language}<span class="run-state state-${entry.state}">${label}</span>${duration}</span></div>`,
     );
-    if (entry.code !== undefined && entry.proposalId === undefined) {
-      parts.push(`<details class="run-code"><summary>Code</summary><pre class="code"><code>${escapeHtml(entry.code)}</code></pre></details>`);
+    // The code of a proposal's run is on the proposal's card, unless the user edited it before running.
+    const proposal = entry.proposalId === undefined ? undefined : state.entries.find((e) => e.id === `proposal:${entry.proposalId}`);
+    const shownOnCard = proposal?.kind === "proposal" && proposal.proposal.code === entry.code;
+    if (entry.code !== undefined && !shownOnCard) {
+      const summary = entry.proposalId === undefined ? "Code" : "Code as run (edited)";
+      parts.push(`<details class="run-code"><summary>${summary}</summary><pre class="code"><code>${escapeHtml(entry.code)}</code></pre></details>`);
     }
     parts.push(`<div class="outputs">${entry.outputs.map(outputHtml).join("")}</div>`);
     if (entry.droppedChars > 0) {
@@ -226,12 +238,6 @@ ${reasons}<pre class="code"><code>${escapeHtml(p.code)}</code></pre>${actions}</
       parts.push(`<div class="output-note">${entry.lostMessages} output messages did not arrive.</div>`);
     }
     if (entry.message) parts.push(`<div class="run-message">${escapeHtml(entry.message)}</div>`);
-    if (entry.files.length) {
-      const links = entry.files
-        .map((f) => `<li><a href="#" data-action="open-file" data-path="${escapeHtml(f)}">${escapeHtml(f)}</a></li>`)
-        .join("");
-      parts.push(`<div class="run-files">Files touched:<ul>${links}</ul></div>`);
-    }
     return `<div class="entry run state-${entry.state}" data-id="${escapeHtml(entry.id)}" data-run-id="${escapeHtml(entry.runId)}">${parts.join("")}</div>`;
   }
 
@@ -248,7 +254,7 @@ ${reasons}<pre class="code"><code>${escapeHtml(p.code)}</code></pre>${actions}</
       case "proposal":
         return proposal(entry);
       case "run":
-        return run(entry);
+        return run(entry, state);
       case "notice":
         return notice(entry);
     }

@@ -5,11 +5,15 @@ import {
   activityLine,
   applyEvent,
   emptyConversation,
+  describeRange,
+  notebookOutputItem,
   pendingProposals,
   type AssistantEntry,
+  type ProposalEntry,
   type RunEntry,
+  type UserEntry,
 } from "../../src/conversation";
-import type { ProposalParams } from "../../src/protocol";
+import type { HistoryEvent, ProposalParams } from "../../src/protocol";
 
 const proposal = (id: string, turnId = "t1", code = "print(1)"): ProposalParams => ({
   proposalId: id,
@@ -113,23 +117,112 @@ test("turn status drives the activity line; an error turn leaves a notice", () =
   assert.equal(notice?.kind === "notice" && notice.level, "error");
 });
 
-test("history becomes user, assistant and output entries; clear empties", () => {
+test("history events rebuild the conversation as the live panel showed it; clear empties", () => {
   const s = emptyConversation();
+  const risk = { level: "low" as const, reasons: [] };
   const change = applyEvent(s, {
     type: "history",
     messages: [
-      { role: "system", content: "be nice" },
-      { role: "user", content: "plot it" },
-      { role: "assistant", content: [{ type: "text", text: "Sure" }] },
-      { role: "computer", content: "42" },
+      {
+        type: "user", ts: 1, turnId: "t1", text: "plot it", content: "plot it\n(context)", uri: "file:///ws/My%20data.py",
+        range: { start: { line: 2, character: 0 }, end: { line: 5, character: 0 } },
+      },
+      { type: "assistant", ts: 2, turnId: "t1", text: "Sure:\n```python\nprint(1)\n```" },
+      { type: "proposal", ts: 2, proposalId: "p1", turnId: "t1", language: "python", code: "print(1)", risk, autoRun: false, complete: true },
+      { type: "usage", ts: 2, promptTokens: 10, completionTokens: 5, cost: 0 },
+      { type: "decision", ts: 3, proposalId: "p1", turnId: "t1", decision: "approved", code: "print(2)", edited: true },
+      {
+        type: "run", ts: 4, runId: "r1", origin: "model", turnId: "t1", proposalId: "p1", language: "python", code: "print(2)",
+        state: "error", durationMs: 15, message: null, outputForModel: "2",
+        outputs: [
+          { output_type: "stream", name: "stdout", text: "2\n" },
+          { output_type: "stream", name: "stderr", text: ["warn", "ing\n"] },
+          { output_type: "display_data", data: { "image/png": "iVBORw0KGgo=" }, metadata: {} },
+          { output_type: "error", ename: "ValueError", evalue: "bad", traceback: ["\u001b[31mValueError\u001b[0m", "bad"] },
+        ],
+      },
+      { type: "proposal", ts: 5, proposalId: "p2", turnId: "t1", language: "shell", code: "rm -rf x", risk, autoRun: false },
+      { type: "decision", ts: 6, proposalId: "p2", turnId: "t1", decision: "rejected", reason: null },
+      { type: "proposal", ts: 7, proposalId: "p3", turnId: "t1", language: "python", code: "x = 1", risk, autoRun: false },
+      { type: "applied", ts: 7, proposalId: "p3", uri: "file:///ws/a.py", applied: true },
+      { type: "note", ts: 8, text: "Stopped after 20 steps (interpreter.maxSteps)." },
+      { type: "assistant", ts: 9, turnId: "t2", text: "half an ans", partial: true },
+      { type: "error", ts: 9, turnId: "t2", message: "The model is not reachable" },
+      { type: "run", ts: 10, runId: "r2", origin: "user", language: "python", code: "6*7", state: "ok", durationMs: 3, outputs: [
+        { output_type: "execute_result", data: { "text/plain": "42" }, metadata: {} },
+      ] },
+      { type: "something-new", ts: 11 } as unknown as HistoryEvent,
     ],
   });
   assert.deepEqual(change, { all: true });
   assert.deepEqual(
     s.entries.map((e) => e.kind),
-    ["user", "assistant", "run"],
+    ["user", "assistant", "proposal", "run", "proposal", "proposal", "notice", "assistant", "notice", "run"],
   );
-  assert.equal((s.entries[2] as RunEntry).outputs[0].text, "42");
+  const user = s.entries[0] as UserEntry;
+  assert.equal(user.text, "plot it");
+  assert.equal(user.context, "About My data.py, lines 3–5");
+  const p1 = s.entries[2] as ProposalEntry;
+  assert.deepEqual([p1.status, p1.edited], ["ran", true]);
+  const run = s.entries[3] as RunEntry;
+  assert.deepEqual([run.state, run.durationMs, run.code, run.proposalId], ["error", 15, "print(2)", "p1"]);
+  assert.deepEqual(run.outputs.map((o) => o.kind), ["stdout", "stderr", "display", "error"]);
+  assert.equal(run.outputs[1].text, "warning\n");
+  assert.equal(run.outputs[3].ename, "ValueError");
+  assert.match(run.outputs[3].text ?? "", /ValueError[\s\S]*bad/);
+  assert.equal((s.entries[4] as ProposalEntry).status, "rejected");
+  const p3 = s.entries[5] as ProposalEntry;
+  assert.deepEqual([p3.status, p3.inserted], ["expired", true], "an undecided proposal of an ended turn cannot run");
+  assert.equal(pendingProposals(s).length, 0);
+  assert.equal((s.entries[7] as AssistantEntry).partial, true);
+  assert.equal(s.entries[8].kind === "notice" && s.entries[8].level, "error");
+  assert.equal((s.entries[9] as RunEntry).outputs[0].data?.["text/plain"], "42");
   applyEvent(s, { type: "clear" });
   assert.equal(s.entries.length, 0);
+});
+
+test("a finished turn closes its undecided proposals; a late click does not undo what the server said", () => {
+  const s = emptyConversation();
+  applyEvent(s, { type: "proposal", params: proposal("p1", "t1") });
+  applyEvent(s, { type: "proposal", params: proposal("p2", "t2") });
+  applyEvent(s, { type: "proposalStatus", proposalId: "p1", inserted: true });
+  applyEvent(s, { type: "turnStatus", params: { turnId: "t1", state: "cancelled", message: "interrupted by the user" } });
+  const p1 = s.entries.find((e) => e.id === "proposal:p1") as ProposalEntry;
+  assert.deepEqual([p1.status, p1.inserted], ["expired", true]);
+  assert.deepEqual(pendingProposals(s).map((p) => p.proposalId), ["p2"]);
+  const notice = s.entries.at(-1);
+  assert.equal(notice?.kind === "notice" && notice.text, "interrupted by the user");
+  // The run ended before the approve command's answer came back: "running" must not come after "ran".
+  applyEvent(s, { type: "runStatus", params: { runId: "r2", state: "ok", proposalId: "p2" } });
+  applyEvent(s, { type: "proposalStatus", proposalId: "p2", status: "running", edited: true });
+  const p2 = s.entries.find((e) => e.id === "proposal:p2") as ProposalEntry;
+  assert.deepEqual([p2.status, p2.edited], ["ran", true]);
+});
+
+test("when the server stops, its turns, proposals and unfinished runs are over", () => {
+  const s = emptyConversation();
+  applyEvent(s, { type: "turnStatus", params: { turnId: "t1", state: "awaiting-approval" } });
+  applyEvent(s, { type: "proposal", params: proposal("p1", "t1") });
+  applyEvent(s, { type: "runStatus", params: { runId: "r1", state: "running" } });
+  applyEvent(s, { type: "serverStopped" });
+  assert.equal(activityLine(s), "");
+  assert.equal(pendingProposals(s).length, 0);
+  const run = s.entries.find((e) => e.kind === "run") as RunEntry;
+  assert.equal(run.state, "died");
+  assert.match(run.message ?? "", /server stopped/);
+});
+
+test("describeRange names the lines the way an editor selection covers them", () => {
+  const r = (a: number, ac: number, b: number, bc: number) => ({ start: { line: a, character: ac }, end: { line: b, character: bc } });
+  assert.equal(describeRange("a.py", r(0, 0, 0, 5)), "a.py, line 1");
+  assert.equal(describeRange("a.py", r(0, 0, 2, 0)), "a.py, lines 1–2");
+  assert.equal(describeRange("a.py", r(0, 0, 2, 3)), "a.py, lines 1–3");
+});
+
+test("nbformat outputs map onto the panel's output kinds", () => {
+  assert.deepEqual(notebookOutputItem({ output_type: "stream", name: "stderr", text: "x" }), { kind: "stderr", text: "x" });
+  assert.deepEqual(notebookOutputItem({ output_type: "execute_result", data: { "text/plain": "1" } }), { kind: "result", data: { "text/plain": "1" } });
+  assert.deepEqual(notebookOutputItem({ output_type: "error", ename: "E", evalue: "v", traceback: [] }), {
+    kind: "error", ename: "E", evalue: "v", text: "E: v",
+  });
 });

@@ -73,14 +73,14 @@ test("a proposal shows its language, risk, reasons and the four actions while pe
       ["Insert", "p1"],
     ],
   );
-  applyEvent(s, { type: "proposalStatus", proposalId: "p1", status: "inserted" });
+  applyEvent(s, { type: "proposalStatus", proposalId: "p1", inserted: true });
   doc = rendered(s);
   assert.deepEqual([...doc.querySelectorAll("button")].map((b) => b.textContent), ["Run", "Edit", "Reject"]);
-  assert.equal(doc.querySelector(".proposal-status")?.textContent, "Inserted into the document");
+  assert.equal(doc.querySelector(".proposal-status")?.textContent, "Waiting for your approval (inserted into the document)");
   applyEvent(s, { type: "proposalStatus", proposalId: "p1", status: "rejected" });
   doc = rendered(s);
   assert.equal(doc.querySelectorAll("button").length, 0);
-  assert.equal(doc.querySelector(".proposal-status")?.textContent, "Rejected");
+  assert.equal(doc.querySelector(".proposal-status")?.textContent, "Rejected (inserted into the document)");
 });
 
 test("run output: ANSI colours become classes, errors show name and value, duration shows", () => {
@@ -134,9 +134,37 @@ test("MIME choice prefers rich types; durations read naturally", () => {
   assert.equal(formatDuration(125_000), "2 min 5 s");
 });
 
-test("files a run touched are listed as links", () => {
+test("a waiting proposal says why it waits; the reason goes once it is decided", () => {
   const s = emptyConversation();
-  applyEvent(s, { type: "runStatus", params: { runId: "r", state: "ok", files: ["out/plot.png"] } });
-  const link = rendered(s).querySelector("a[data-action='open-file']");
-  assert.equal(link?.getAttribute("data-path"), "out/plot.png");
+  applyEvent(s, {
+    type: "proposal",
+    params: {
+      proposalId: "p1", turnId: "t", language: "python", code: "x", risk: { level: "high", reasons: [] }, autoRun: false,
+      waitReason: "high risk: waits for approval",
+    },
+  });
+  assert.equal(rendered(s).querySelector(".wait-reason")?.textContent, "High risk: waits for approval");
+  applyEvent(s, { type: "proposalStatus", proposalId: "p1", status: "rejected" });
+  assert.equal(rendered(s).querySelector(".wait-reason"), null);
+});
+
+test("an expired proposal has no buttons; a run of edited code shows the code that ran", () => {
+  const s = emptyConversation();
+  applyEvent(s, { type: "proposal", params: { proposalId: "p1", turnId: "t", language: "python", code: "print(6 * 7)", risk: { level: "low", reasons: [] }, autoRun: false } });
+  applyEvent(s, { type: "proposal", params: { proposalId: "p2", turnId: "t", language: "python", code: "print(1)", risk: { level: "low", reasons: [] }, autoRun: false } });
+  applyEvent(s, { type: "runStatus", params: { runId: "r1", state: "running", proposalId: "p1" } });
+  applyEvent(s, { type: "runStarted", runId: "r1", code: "print(6 * 8)" });
+  applyEvent(s, { type: "proposalStatus", proposalId: "p1", status: "running", edited: true });
+  applyEvent(s, { type: "turnStatus", params: { turnId: "t", state: "done" } });
+  const p1 = rendered(s, 0);
+  assert.equal(p1.querySelector(".proposal-status")?.textContent, "Running (edited)");
+  const p2 = rendered(s, 1);
+  assert.equal(p2.querySelectorAll("button").length, 0);
+  assert.equal(p2.querySelector(".proposal-status")?.textContent, "Not run");
+  const run = rendered(s, 2);
+  assert.equal(run.querySelector(".run-code summary")?.textContent, "Code as run (edited)");
+  assert.equal(run.querySelector(".run-code code")?.textContent, "print(6 * 8)");
+  // Unedited: the code is on the proposal's card, not repeated.
+  applyEvent(s, { type: "runStatus", params: { runId: "r2", state: "ok", proposalId: "p2" } });
+  assert.equal(rendered(s, 3).querySelector(".run-code"), null);
 });
