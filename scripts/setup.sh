@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Sets up everything the server and its tests need, idempotently: system packages (as root, through
 # apt-get), a virtualenv in .venv with the server installed editable plus its test extras.
+#   bash scripts/setup.sh                 everything (the server, its tests, the VS Code client's tests)
+#   bash scripts/setup.sh --server-only   the server and the Neovim client only (what scripts/try.sh needs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+server_only=false
+[ "${1:-}" = "--server-only" ] && server_only=true
 
 want_apt=()
 command -v bwrap >/dev/null 2>&1 || want_apt+=(bubblewrap)
@@ -37,7 +41,9 @@ if find .venv -name 'litellm_init.pth' | grep -q .; then
     echo "setup: litellm_init.pth found in .venv: a compromised litellm release is installed" >&2
     exit 1
 fi
-for extra in scripts/setup.d/*.sh; do
-    [ -f "$extra" ] && bash "$extra"
-done
+if [ "$server_only" = false ]; then
+    for extra in scripts/setup.d/*.sh; do
+        [ -f "$extra" ] && bash "$extra"
+    done
+fi
 echo "setup: ok ($(.venv/bin/interpreter-lsp --version))"

@@ -21,11 +21,11 @@ esac
 
 venv="$repo/.venv"
 stamp="$venv/.interpreter-lsp-installed"
-# setup.sh is idempotent but not instant (it also prepares the VS Code client): run it when .venv is
+# setup.sh is idempotent but not instant: run it (without the VS Code client's parts) when .venv is
 # missing or older than pyproject.toml, as setup.sh itself decides.
 if [ ! -x "$venv/bin/interpreter-lsp" ] || [ ! -x "$venv/bin/nvim" ] || [ ! -f "$stamp" ] \
     || [ "$repo/pyproject.toml" -nt "$stamp" ]; then
-    bash "$repo/scripts/setup.sh"
+    bash "$repo/scripts/setup.sh" --server-only
 fi
 for exe in interpreter-lsp nvim; do
     if [ ! -x "$venv/bin/$exe" ]; then

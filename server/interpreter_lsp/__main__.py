@@ -64,7 +64,11 @@ def main(argv: list[str] | None = None) -> int:
     wire_in = _protect_stdin() if stdio else None
     _configure_logging(args.log_file, args.log_level)
 
+    from .safety.secrets import protect_server_environment
     from .server import create_server, kill_kernels_now
+
+    # Kernels of the same user must not read the provider keys in our /proc/<pid>/environ.
+    protect_server_environment()
 
     server = create_server()
     try:

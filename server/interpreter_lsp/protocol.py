@@ -134,6 +134,10 @@ class RunStatusParams:
     message: str | None = None
     turn_id: str | None = None
     proposal_id: str | None = None
+    # On "queued" only: what runs and who started it ("user" or "model"), for clients that did not
+    # start the run themselves (code lenses, code actions, the loop).
+    code: str | None = None
+    origin: str | None = None
 
 
 @attrs.define

@@ -126,6 +126,7 @@ class RunManager:
         self.runs: dict[str, Run] = {}
 
     def _status(self, run: Run, state: str, duration_ms: int | None = None, message: str | None = None) -> None:
+        queued = state == "queued"
         params = RunStatusParams(
             run.run_id,
             state,  # type: ignore[arg-type]
@@ -134,6 +135,8 @@ class RunManager:
             message=message,
             turn_id=run.turn_id,
             proposal_id=run.proposal_id,
+            code=run.code if queued else None,
+            origin=run.origin if queued else None,
         )
         self._send(RUN_STATUS, to_wire(params))
 

@@ -279,9 +279,13 @@ def create_server() -> InterpreterServer:
         def register(fn: Callable[[Args], Awaitable[Any]]) -> None:
             async def handler(_ls: InterpreterServer, *raw: Any) -> Any:
                 try:
-                    return await fn(Args(name, raw))
+                    # Results and errors leave through the redactor, like every notification.
+                    return ls.redactor.redact_obj(await fn(Args(name, raw)))
                 except Exception as exc:
-                    raise _server_error(name, exc) from None
+                    error = _server_error(name, exc)
+                    error.message = ls.redactor.redact(error.message)
+                    error.args = (error.message,)
+                    raise error from None
 
             handler.__name__ = fn.__name__
             ls.command(name)(handler)
@@ -309,7 +313,8 @@ def create_server() -> InterpreterServer:
             roots = [params.root_path]
         for root in roots:
             if root:
-                ls.add_workspace(Path(root))
+                ws = ls.add_workspace(Path(root))
+                ws.configure([("initializationOptions", ls.init_options.get("settings"))], final=False)
 
     @ls.feature(t.INITIALIZED)
     async def on_initialized(_params: t.InitializedParams) -> None:

@@ -16,7 +16,9 @@ from .agent.conversation import Conversation
 from .agent.loop import Loop
 from .history import History, history_file
 from .kernels.introspect import python_variables
+from .kernels.kernel import KernelStartError
 from .kernels.pool import KernelPool, LaunchOptions
+from .kernels.sandbox import SandboxConfig, bwrap_available, wrap_command
 from .kernels.specs import installed_languages
 from .languages import PYTHON, SHELL, canonical_language
 from .llm.client import Completion, ModelConfig, stream_completion
@@ -46,6 +48,10 @@ class ServerContext:
     redact: Callable[[Any], Any] = lambda value: value
 
 
+def _kernel_affecting(settings: Settings) -> tuple[object, ...]:
+    return (settings.sandbox, settings.sandbox_network, settings.allow_env, settings.kernel.python)
+
+
 class Workspace:
     def __init__(self, root: Path, ctx: ServerContext) -> None:
         self.root = root
@@ -60,6 +66,7 @@ class Workspace:
             self._kernel_state,
             self._kernel_died,
             refuse=lambda: policy.may_run(self.ctx.trusted),
+            settings_ready=self.settings_ready,
         )
         self.runs = RunManager(
             self.pool,
@@ -74,15 +81,25 @@ class Workspace:
         self.loop = Loop(self, self.conversation, self._call_model)
         self._discovered: tuple[str, str] | None = None
         self._settings_loaded = asyncio.Event()
+        self._restart_task: asyncio.Future[None] | None = None
         self._languages: list[str] | None = None
 
     # ---- settings ----------------------------------------------------------------------------------
 
-    def configure(self, client_layers: list[tuple[str, Mapping[str, Any] | None]]) -> list[str]:
+    def configure(self, client_layers: list[tuple[str, Mapping[str, Any] | None]], *, final: bool = True) -> list[str]:
+        """Apply the settings sources. `final=False`: a first, partial view (initializationOptions) that
+        does not yet release what waits for the editor's settings."""
         report = settings_mod.resolve(self.root, client_layers)
+        before = _kernel_affecting(self.settings)
         self.settings = report.settings
+        if self._settings_loaded.is_set() and _kernel_affecting(self.settings) != before and self.pool.status():
+            self.ctx.show_message(
+                "info", "Kernel settings changed (sandbox, environment or interpreter): restarting the kernels."
+            )
+            self._restart_task = asyncio.ensure_future(self.pool.restart_all())
         self.settings_errors = report.errors
-        self._settings_loaded.set()
+        if final:
+            self._settings_loaded.set()
         return report.errors
 
     async def settings_ready(self, timeout: float = 10.0) -> None:
@@ -98,7 +115,22 @@ class Workspace:
         # Kernels must not think they talk to a terminal or page output.
         env.update({"PAGER": "cat", "GIT_PAGER": "cat", "TERM": env.get("TERM", "dumb") or "dumb"})
         env.pop("PYTHONSTARTUP", None)
-        return LaunchOptions(env=env, python_setting=self.settings.kernel.python)
+        if self.settings.sandbox != "bubblewrap":
+            return LaunchOptions(env=env, python_setting=self.settings.kernel.python)
+        # Never run unsandboxed when a sandbox was asked for: a missing bwrap is an error, said plainly.
+        if (problem := bwrap_available()) is not None:
+            raise KernelStartError(problem)
+        config = SandboxConfig(
+            workspace=self.root, runtime_dir=self.ctx.runtime_dir, network=self.settings.sandbox_network
+        )
+        _argv, sandbox_env = wrap_command([], env, config)
+        network = "network on" if config.network else "no network"
+        return LaunchOptions(
+            env=sandbox_env,
+            python_setting=self.settings.kernel.python,
+            command_wrapper=lambda cmd: wrap_command(cmd, env, config)[0],
+            sandbox=f"bubblewrap ({network})",
+        )
 
     # ---- kernels ---------------------------------------------------------------------------------
 

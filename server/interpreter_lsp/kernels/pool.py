@@ -40,6 +40,7 @@ class KernelPool:
         on_state: KernelStateListener,
         on_died: Callable[[str], None],
         refuse: Callable[[], str | None] = lambda: None,
+        settings_ready: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.root = root
         self._runtime_dir = runtime_dir
@@ -54,6 +55,8 @@ class KernelPool:
         self._closed = False
         # Says why no kernel may start (an untrusted workspace: even its venv's interpreter is its code).
         self._refuse = refuse
+        # Kernels start with the editor's settings (the sandbox!), never with defaults that raced them.
+        self._settings_ready = settings_ready
 
     def choice(self, language: str) -> KernelChoice:
         """Resolve a language to a kernelspec (raises UnknownLanguage with what is available)."""
@@ -89,6 +92,10 @@ class KernelPool:
         return task
 
     async def _start(self, lang: str) -> Kernel:
+        if self._settings_ready is not None:
+            await self._settings_ready()
+        if (reason := self._refuse()) is not None:
+            raise KernelStartError(reason)
         choice = self.choice(lang)
         options = self._launch_options()
         kernel = Kernel(
@@ -127,6 +134,15 @@ class KernelPool:
             await self.kernel(lang)
             return
         await self._track(lang, self._restart_kernel(kernel, "interrupted"))
+
+    async def restart_all(self) -> None:
+        """Start every kernel afresh with the current launch options (e.g. the sandbox was turned on)."""
+        languages = list(self._kernels)
+        kernels = [self._kernels.pop(lang) for lang in languages]
+        await asyncio.gather(*(k.shutdown() for k in kernels), return_exceptions=True)
+        for lang in languages:
+            with contextlib.suppress(Exception):
+                await self.kernel(lang)
 
     async def interrupt_all(self) -> None:
         for kernel in list(self._kernels.values()):
