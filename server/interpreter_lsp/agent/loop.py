@@ -18,7 +18,6 @@ from .. import protocol as p
 from ..llm.errors import ModelError
 from ..runs import Run
 from ..safety import policy
-from ..safety.risk import assess
 from . import prompt
 from .codeblocks import BlockParser, CodeBlock
 from .conversation import Conversation
@@ -300,6 +299,8 @@ class Loop:
         return proposals
 
     def _propose(self, turn: Turn, block: CodeBlock, record: list[dict[str, Any]]) -> Proposal:
+        from ..safety.risk import assess  # its rule tables load on the first proposal, not at start-up
+
         language = block.language
         try:
             language = self.ws.check_language(language)

@@ -12,16 +12,15 @@ import subprocess
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
-from typing import Any, Protocol
-
-import zmq
-import zmq.asyncio
-from jupyter_client.asynchronous.client import AsyncKernelClient
-from jupyter_client.kernelspec import KernelSpecManager
-from jupyter_client.manager import AsyncKernelManager
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .specs import KernelChoice
+
+if TYPE_CHECKING:
+    import zmq
+    from jupyter_client.asynchronous.client import AsyncKernelClient
 
 log = logging.getLogger(__name__)
 
@@ -66,14 +65,20 @@ StateCallback = Callable[[str, str | None], None]
 CommandWrapper = Callable[[list[str]], list[str]]
 
 
-class _Manager(AsyncKernelManager):
-    """AsyncKernelManager whose launch command can be wrapped (the bubblewrap sandbox)."""
+@cache
+def _manager_class() -> type:
+    """AsyncKernelManager whose launch command can be wrapped (the bubblewrap sandbox). jupyter_client
+    and zmq are imported here, on the first kernel start, not while the server answers `initialize`."""
+    from jupyter_client.manager import AsyncKernelManager
 
-    command_wrapper: CommandWrapper | None = None
+    class Manager(AsyncKernelManager):
+        command_wrapper: CommandWrapper | None = None
 
-    def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
-        cmd = super().format_kernel_cmd(extra_arguments)
-        return self.command_wrapper(cmd) if self.command_wrapper else cmd
+        def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
+            cmd = super().format_kernel_cmd(extra_arguments)
+            return self.command_wrapper(cmd) if self.command_wrapper else cmd
+
+    return Manager
 
 
 class Kernel:
@@ -98,7 +103,7 @@ class Kernel:
         self._command_wrapper = command_wrapper
         self.state = "stopped"
         self.started_at: float | None = None
-        self._km: _Manager | None = None
+        self._km: Any = None
         self._kc: AsyncKernelClient | None = None
         self._pending: dict[str, _Pending] = {}
         self._router: asyncio.Task[None] | None = None
@@ -118,13 +123,15 @@ class Kernel:
     async def start(self) -> None:
         self._set_state("starting")
         tag = f"{self.language}-{os.getpid()}-{id(self):x}"
-        km = _Manager(
+        km = _manager_class()(
             kernel_name=self.choice.name,
             transport="ipc",
             ip=str(self._runtime_dir / f"k-{tag}"),
             connection_file=str(self._runtime_dir / f"k-{tag}.json"),
         )
         if self.choice.kernel_dirs:
+            from jupyter_client.kernelspec import KernelSpecManager
+
             km.kernel_spec_manager = KernelSpecManager(kernel_dirs=list(self.choice.kernel_dirs))
         km.command_wrapper = self._command_wrapper
         self._km = km
@@ -298,6 +305,8 @@ class Kernel:
     async def _route(self) -> None:
         """The router: a reader callback on each channel's zmq descriptor drains that socket and routes
         every message; this task only holds the readers for the kernel's lifetime."""
+        import zmq
+
         kc = self._kc
         assert kc is not None
         loop = asyncio.get_running_loop()
@@ -320,6 +329,8 @@ class Kernel:
             self._drains = {}
 
     def _make_drain(self, name: str, sock: zmq.Socket, session: Any) -> Callable[[], None]:
+        import zmq
+
         def drain() -> None:
             # zmq's descriptor is edge-triggered: read until the socket says nothing is left.
             while sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
