@@ -1,0 +1,84 @@
+"""Settings: sources in order, invalid values reported (never ignored), and what the editor is told."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness import start_session, stop_session
+from interpreter_lsp import protocol as p
+from interpreter_lsp.settings import Settings, apply, resolve
+
+
+def test_later_sources_win_and_files_accept_snake_case(tmp_path: Path) -> None:
+    user = tmp_path / "user.toml"
+    user.write_text('[interpreter]\nmodel = "user-model"\nmax_steps = 5\nauto_run = true\n')
+    (tmp_path / ".interpreter-lsp.toml").write_text('model = "workspace-model"\n[kernel]\npython = "python3"\n')
+    report = resolve(tmp_path, [("client", {"maxSteps": 7})], user_file=user)
+    assert report.errors == []
+    s = report.settings
+    assert (s.model, s.max_steps, s.auto_run, s.kernel.python) == ("workspace-model", 7, True, "python3")
+
+
+def test_invalid_values_are_reported_and_the_previous_value_kept() -> None:
+    report = apply(
+        Settings(),
+        {"autoRun": "yes", "maxSteps": 0, "sandbox": "docker", "bogus": 1, "apiKey": 12345678, "kernel": {"nope": 1}},
+        "client",
+    )
+    s = report.settings
+    assert (s.auto_run, s.max_steps, s.sandbox) == (False, 20, "off")
+    text = "\n".join(report.errors)
+    assert "interpreter.autoRun: expected true or false; got 'yes'" in text
+    assert "interpreter.maxSteps: expected a number from 1 to 1000" in text
+    assert 'expected one of "off", "bubblewrap"' in text
+    assert "unknown setting interpreter.bogus" in text
+    assert "unknown setting interpreter.kernel.nope" in text
+    assert "12345678" not in text  # a wrong apiKey is still not shown
+
+
+def test_a_broken_settings_file_is_reported(tmp_path: Path) -> None:
+    (tmp_path / ".interpreter-lsp.toml").write_text("model = \n")
+    report = resolve(tmp_path, [], user_file=tmp_path / "missing.toml")
+    assert len(report.errors) == 1 and "cannot read settings" in report.errors[0]
+
+
+async def test_the_editor_is_told_about_bad_settings(workspace_root: Path, home: Path) -> None:
+    (workspace_root / ".interpreter-lsp.toml").write_text("max_output = 1000\n")
+    s = await start_session(workspace_root, home, configuration={"autoRun": "sometimes", "maxSteps": 3})
+    try:
+        await s.wait_for(lambda: s.client.messages, what="a settings warning")
+        assert "interpreter.autoRun" in s.client.messages[0].message
+        status = await s.command(p.STATUS, {})
+        assert status["autoRun"] is False
+        assert any("autoRun" in e for e in status["settingsErrors"])
+    finally:
+        await stop_session(s)
+
+
+async def test_workspace_virtualenv_runs_the_python_kernel(workspace_root: Path, home: Path) -> None:
+    """A workspace .venv that has ipykernel is the kernel's interpreter (the user's packages, not ours)."""
+    import sys
+    import venv
+
+    import ipykernel
+
+    venv.EnvBuilder(with_pip=False, symlinks=True).create(workspace_root / ".venv")
+    [site] = list((workspace_root / ".venv" / "lib").glob("python3*/site-packages"))
+    # Make the server's packages importable from the workspace venv, as if installed there.
+    ours = Path(ipykernel.__file__).parent.parent
+    (site / "ours.pth").write_text(str(ours) + "\n")
+    (site / "ipykernel").symlink_to(Path(ipykernel.__file__).parent)
+    s = await start_session(workspace_root, home)
+    try:
+        run_id, status = await s.run_and_wait("import sys; print(sys.prefix)", timeout=60)
+        assert status["state"] == "ok", s.text(run_id)
+        assert s.text(run_id).strip() == str(workspace_root / ".venv")
+        [kernel] = (await s.command(p.STATUS, {}))["kernels"]
+        assert "workspace virtualenv" in kernel["source"]
+        assert kernel["interpreter"] == str(workspace_root / ".venv" / "bin" / "python")
+        assert sys.prefix != str(workspace_root / ".venv")
+        # The kernel started in the background, with $/progress for the editor.
+        titles = [getattr(r, "title", None) for reports in s.client.progress_reports.values() for r in reports]
+        assert "Starting the python kernel" in titles
+    finally:
+        await stop_session(s)
