@@ -383,10 +383,12 @@ export function applyEvent(state: ConversationState, event: PanelEvent): Change 
     case "proposalStatus": {
       const entry = proposalEntry(state, event.proposalId);
       if (!entry) return { all: false, ids: [] };
-      // Only a pending proposal moves on: what the server reported (a run that ended, the turn that
-      // ended) wins over a late report of the user's click. "pending" itself re-renders the card,
-      // bringing back the buttons of an action that did not go through.
-      if (event.status !== undefined && entry.status === "pending") entry.status = event.status;
+      // The server accepted the user's click: that wins over "expired" (the end of the turn it caused
+      // may arrive before the command's answer), but a run the server reported (running, ran) wins over
+      // a late click. "pending" itself re-renders the card, bringing back the buttons of an action that
+      // did not go through.
+      const open = entry.status === "pending" || entry.status === "expired";
+      if (event.status !== undefined && event.status !== "pending" && open) entry.status = event.status;
       if (event.edited !== undefined) entry.edited = event.edited;
       if (event.inserted !== undefined) entry.inserted = event.inserted;
       return { all: false, ids: [entry.id] };

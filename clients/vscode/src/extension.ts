@@ -113,8 +113,10 @@ class Extension implements vscode.Disposable {
       const message = errorMessage(error);
       this.output.appendLine(`Error: ${message}`);
       this.panel.push({ type: "notice", level: "error", text: message });
-      const choice = await vscode.window.showErrorMessage(`Interpreter: ${message}`, "Show Log");
-      if (choice === "Show Log") this.output.show(true);
+      // Not awaited: the toast stays until dismissed, and the caller must go on (e.g. restore buttons).
+      void vscode.window.showErrorMessage(`Interpreter: ${message}`, "Show Log").then((choice) => {
+        if (choice === "Show Log") this.output.show(true);
+      });
     }
   }
 

@@ -7,7 +7,7 @@
 //      INTERPRETER_LSP_ARTIFACTS (default <repo>/test-artifacts).
 
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync, chmodSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, chmodSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -71,6 +71,17 @@ async function sendChat(panel, text) {
   return (locator) => Promise.race([locator.waitFor({ timeout: STEP }), failure]);
 }
 
+/** The proposal card of a panel whose code contains `code`: the latest one. */
+function proposalCard(panel, code) {
+  return panel.locator(".entry.proposal", { hasText: code }).last();
+}
+
+/** A run entry whose stdout is exactly `text` (durations like "48 ms" must not match). */
+function runWithStdout(panel, text) {
+  const exact = new RegExp(`^\\s*${text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}\\s*$`);
+  return panel.locator(".entry.run", { has: panel.locator(".stdout", { hasText: exact }) });
+}
+
 describe("VS Code, trusted workspace", { timeout: 8 * 60_000 }, () => {
   const model = new ScriptedModel();
   let vscode;
@@ -85,6 +96,8 @@ describe("VS Code, trusted workspace", { timeout: 8 * 60_000 }, () => {
       "plot.py": "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.show()\n",
       "slow.py": "import time\nfor i in range(600):\n    time.sleep(0.1)\n",
       "target.py": "# helpers\n",
+      "ask.py": 'name = input("Your name: ")\nprint("hello", name)\n',
+      "geometry.py": "def area(r):\n    return 3.14 * r * r\n\nprint(area(2))\n",
       "build/keep.txt": "still here\n",
     });
     vscode = new VsCode({ name: "trusted", workspace, settings: settings(modelUrl, join(ARTIFACTS, "vscode-server-trusted.log")), vsix: VSIX, trust: true, log });
@@ -101,10 +114,12 @@ describe("VS Code, trusted workspace", { timeout: 8 * 60_000 }, () => {
 
   it("activates, starts the server and shows the python kernel in the status bar", async () => {
     await vscode.statusBar().waitFor({ timeout: STEP });
-    await vscode.page.locator(".statusbar-item", { hasText: "python: idle" }).first().waitFor({ timeout: STEP });
+    // The model comes from the settings, which the server reads just after initialize.
+    await vscode.page.locator(".statusbar-item", { hasText: "python: idle · openai/scripted" }).first().waitFor({ timeout: STEP });
     await vscode.command("Interpreter: Show Panel");
     const panel = await vscode.panel();
     await panel.locator("#empty", { hasText: "Ask for something below" }).waitFor();
+    await panel.locator("#kernel", { hasText: "python: idle · openai/scripted" }).waitFor();
     log("server up, kernel idle, panel shown");
   });
 
@@ -119,6 +134,21 @@ describe("VS Code, trusted workspace", { timeout: 8 * 60_000 }, () => {
     await run.locator(".run-state", { hasText: "done" }).waitFor({ timeout: STEP });
     assert.equal((await run.locator(".stdout").innerText()).trim(), "answer 42");
     assert.match(await run.locator(".run-meta").innerText(), /python · done · \d/);
+  });
+
+  it("input(): the running code asks, and the answer typed in VS Code's input box reaches it", async () => {
+    await vscode.openFile("ask.py");
+    await vscode.focusEditor();
+    await vscode.page.keyboard.press("Control+A");
+    await vscode.command("Interpreter: Run Selection or Cell");
+    const box = vscode.inputBox("The running code asks for input");
+    await box.waitFor({ timeout: STEP });
+    assert.match(await box.innerText(), /Your name:/);
+    await box.locator("input").fill("Ada");
+    await box.locator("input").press("Enter");
+    const panel = await vscode.panel();
+    const run = runWithStdout(panel, "hello Ada").last();
+    await run.locator(".run-state", { hasText: "done" }).waitFor({ timeout: STEP });
   });
 
   it("shows a matplotlib plot as an image", async () => {
@@ -169,6 +199,36 @@ describe("VS Code, trusted workspace", { timeout: 8 * 60_000 }, () => {
     log("full loop done; panel screenshot saved");
   });
 
+  it("edit: the code opens in an editor, and approving runs the edited code", async () => {
+    const page = vscode.page;
+    model.replies.length = 0;
+    const before = model.requests.length;
+    model.reply(`Computing.\n\n${fence("python", "print(6 * 7)")}\n`);
+    model.reply("Your version printed 48.");
+    const panel = await vscode.panel();
+    const until = await sendChat(panel, "Multiply six by seven, please");
+    const proposal = proposalCard(panel, "print(6 * 7)");
+    await until(proposal.locator("button[data-action='edit']"));
+    assert.match(await proposal.locator(".wait-reason").innerText(), /auto-run is off: waits for approval/i);
+    await proposal.locator("button[data-action='edit']").click();
+    await page.locator('.tab.active[aria-label*="Untitled"]').first().waitFor({ timeout: STEP });
+    await vscode.editorLines().first().locator(".view-line", { hasText: "print(6 * 7)" }).waitFor();
+    await vscode.focusEditor();
+    await page.keyboard.press("Control+A");
+    await page.keyboard.insertText("print(6 * 8)");
+    await vscode.editorLines().first().locator(".view-line", { hasText: "print(6 * 8)" }).waitFor();
+    await vscode.command("Interpreter: Approve");
+    const run = runWithStdout(panel, "48").last();
+    await run.locator(".run-state", { hasText: "done" }).waitFor({ timeout: STEP });
+    assert.equal((await run.locator(".run-code code").textContent())?.trim(), "print(6 * 8)");
+    await proposal.locator(".proposal-status", { hasText: "Ran (edited)" }).waitFor({ timeout: STEP });
+    assert.equal(await proposal.locator("button").count(), 0);
+    await model.waitForRequests(before + 2, STEP);
+    assert.match(model.requestText(before + 2), /print\(6 \* 8\)[\s\S]*48/, "the model saw the edited code and its output");
+    await panel.locator(".entry.assistant", { hasText: "Your version printed 48." }).waitFor({ timeout: STEP });
+    await panel.locator("#activity").waitFor({ state: "hidden", timeout: STEP });
+  });
+
   it("reject: the code does not run and the proposal says so", async () => {
     model.replies.length = 0;
     const before = model.requests.length;
@@ -202,6 +262,78 @@ describe("VS Code, trusted workspace", { timeout: 8 * 60_000 }, () => {
     const text = await vscode.editorText();
     assert.match(text, /# helpers[\s\S]*def double\(x\):\s+return 2 \* x/);
     await vscode.command("Interpreter: Interrupt");
+    // The turn is over: the proposal can no longer run, and says so.
+    await proposal.locator(".proposal-status", { hasText: "Not run (inserted into the document)" }).waitFor({ timeout: STEP });
+    assert.equal(await proposal.locator("button").count(), 0);
+  });
+
+  it("insert over a selection: the change is shown as a diff first, then the document changes", async () => {
+    const page = vscode.page;
+    await vscode.openFile("geometry.py");
+    await vscode.focusEditor();
+    await page.keyboard.press("Control+Home");
+    await page.keyboard.press("Shift+ArrowDown");
+    await page.keyboard.press("Shift+End");
+    model.replies.length = 0;
+    model.reply(`Use math.pi:\n\n${fence("python", "import math\n\ndef area(r):\n    return math.pi * r * r")}\n`);
+    const panel = await vscode.panel();
+    const until = await sendChat(panel, "Make area() exact");
+    const proposal = proposalCard(panel, "math.pi");
+    await until(proposal.locator("button[data-action='insert']"));
+    await proposal.locator("button[data-action='insert']").click();
+    const dialog = vscode.dialog();
+    await dialog.waitFor({ timeout: STEP });
+    assert.match(await dialog.innerText(), /Replace the selected lines 1–2 of geometry\.py/);
+    // Behind the question, the change as a diff: the document's lines against the proposed ones.
+    const diff = page.locator(".monaco-diff-editor").first();
+    await diff.locator(".editor.modified .view-line", { hasText: "math.pi" }).first().waitFor();
+    assert.match(await diff.locator(".editor.original .view-lines").innerText(), /3\.14/);
+    assert.match(await vscode.page.locator(".tab.active").first().innerText(), /proposed code/);
+    await dialog.getByRole("button", { name: "Replace" }).click();
+    await dialog.waitFor({ state: "hidden" });
+    await proposal.locator(".proposal-status", { hasText: "inserted into the document" }).waitFor({ timeout: STEP });
+    await vscode.editorLines().first().locator(".view-line", { hasText: "math.pi" }).waitFor({ timeout: STEP });
+    const text = await vscode.editorText();
+    assert.match(text, /^import math\s+def area\(r\):\s+return math\.pi \* r \* r\s+print\(area\(2\)\)/);
+    assert.doesNotMatch(text, /3\.14/);
+    assert.equal(await page.locator(".tab", { hasText: "proposed code" }).count(), 0, "the diff preview was closed");
+    assert.match(readFileSync(join(workspace, "geometry.py"), "utf8"), /3\.14/, "the file is left unsaved, as any edit");
+    // Inserting is not a decision: the proposal still waits, and is rejected here.
+    await proposal.locator("button[data-action='reject']").click();
+    await proposal.locator(".proposal-status", { hasText: "Rejected" }).waitFor({ timeout: STEP });
+    await panel.locator("#activity").waitFor({ state: "hidden", timeout: STEP });
+  });
+
+  it("the conversation comes back after a window reload, from the server's history", async () => {
+    await vscode.reload();
+    await vscode.page.locator(".statusbar-item", { hasText: "python: idle" }).first().waitFor({ timeout: STEP });
+    await vscode.command("Interpreter: Show Panel");
+    const panel = await vscode.panel();
+    await panel.locator(".entry.user", { hasText: "Make area() exact" }).waitFor({ timeout: STEP });
+    const asked = await panel.locator(".entry.user .markdown").allInnerTexts();
+    assert.deepEqual(
+      asked.map((t) => t.trim()),
+      ["What is six times seven?", "Multiply six by seven, please", "Delete the build folder", "Write a function that doubles a number", "Make area() exact"],
+    );
+    // Assistant Markdown, proposals with their decisions, runs with their outputs.
+    await panel.locator(".entry.assistant strong", { hasText: "42" }).waitFor();
+    const sixSeven = panel.locator(".entry.proposal", { hasText: "print(6 * 7)" });
+    assert.deepEqual(await sixSeven.locator(".proposal-status").allInnerTexts(), ["Ran", "Ran (edited)"]);
+    const edited = runWithStdout(panel, "48");
+    assert.equal(await edited.locator(".run-state").innerText(), "done");
+    assert.equal((await edited.locator(".run-code code").textContent())?.trim(), "print(6 * 8)");
+    assert.equal(await proposalCard(panel, "rm -rf build").locator(".proposal-status").innerText(), "Rejected");
+    assert.equal(await proposalCard(panel, "def double(x)").locator(".proposal-status").innerText(), "Not run (inserted into the document)");
+    assert.equal(await proposalCard(panel, "math.pi").locator(".proposal-status").innerText(), "Rejected (inserted into the document)");
+    assert.equal(await panel.locator(".entry.proposal button").count(), 0, "a reloaded proposal offers no actions");
+    // The user's own runs: their code, output, plot and interruption.
+    assert.equal(await runWithStdout(panel, "answer 42").locator(".run-state").innerText(), "done");
+    assert.equal(await runWithStdout(panel, "hello Ada").count(), 1);
+    const image = panel.locator(".entry.run img.output-image").first();
+    assert.ok((await image.evaluate((img) => (img.complete ? img.naturalWidth : 0))) > 100, "the plot came back as an image");
+    await panel.locator(".entry.run .run-state", { hasText: "interrupted" }).first().waitFor();
+    await vscode.screenshotPanel(join(ARTIFACTS, "vscode-panel-after-reload.png"));
+    log("conversation restored after reload");
   });
 });
 
@@ -248,5 +380,26 @@ describe("VS Code, untrusted workspace", { timeout: 4 * 60_000 }, () => {
     assert.ok(!existsSync(join(workspace, "ran.txt")), "code ran in an untrusted workspace");
     assert.ok(!existsSync(join(workspace, "venv-python-ran.txt")), "the untrusted workspace's own python was started");
     assert.equal(model.requests.length, 0);
+  });
+
+  it("a chat's proposal says why it will not run, and Run is refused", async () => {
+    model.reply(`Writing the file.\n\n${fence("python", 'open("ran.txt", "w").write("x")')}\n`);
+    const panel = await vscode.panel();
+    const until = await sendChat(panel, "Write ran.txt");
+    const proposal = proposalCard(panel, "ran.txt");
+    await until(proposal.locator(".wait-reason"));
+    assert.match(await proposal.locator(".wait-reason").innerText(), /not trusted: nothing runs/);
+    // The first news of a turn told the status bar the model, though no kernel ever started.
+    await vscode.page.locator(".statusbar-item", { hasText: "openai/scripted" }).first().waitFor({ timeout: STEP });
+    const refusals = panel.locator(".entry.notice.level-error", { hasText: "not trusted" });
+    const before = await refusals.count();
+    await proposal.locator("button[data-action='approve']").click();
+    await refusals.nth(before).waitFor({ timeout: STEP });
+    await proposal.locator("button[data-action='approve']:enabled").waitFor({ timeout: STEP });
+    assert.equal(await panel.locator(".entry.run").count(), 0);
+    assert.ok(!existsSync(join(workspace, "ran.txt")), "code ran in an untrusted workspace");
+    assert.ok(!existsSync(join(workspace, "venv-python-ran.txt")), "the untrusted workspace's own python was started");
+    await proposal.locator("button[data-action='reject']").click();
+    await proposal.locator(".proposal-status", { hasText: "Rejected" }).waitFor({ timeout: STEP });
   });
 });

@@ -59,9 +59,11 @@ export class VsCode {
       XDG_CONFIG_HOME: join(this.root, "config"),
       XDG_DATA_HOME: join(this.root, "data"),
       XDG_CACHE_HOME: join(this.root, "cache"),
+      // The server keeps conversation history here: per test run, never in the user's home.
+      XDG_STATE_HOME: join(this.root, "state"),
       TMPDIR: join(this.root, "tmp"),
     };
-    for (const dir of ["config", "data", "cache", "tmp", "user/User", "extensions", "profile"]) {
+    for (const dir of ["config", "data", "cache", "state", "tmp", "user/User", "extensions", "profile"]) {
       mkdirSync(join(this.root, dir), { recursive: true });
     }
     this.userData = join(this.root, "user");
@@ -170,13 +172,41 @@ export class VsCode {
     await this.editorLines().first().waitFor();
   }
 
+  /** Reloads the window (Developer: Reload Window) and waits for the workbench to come back. */
+  async reload() {
+    const loaded = this.page.waitForEvent("load", { timeout: 60_000 });
+    loaded.catch(() => undefined); // awaited below; a failure before then must not go unhandled
+    await this.command("Developer: Reload Window");
+    await loaded;
+    await this.page.locator(".monaco-workbench").waitFor({ timeout: 60_000 });
+  }
+
+  /** The modal dialog VS Code shows (showInformationMessage with modal: true). */
+  dialog() {
+    return this.page.locator(".monaco-dialog-box");
+  }
+
+  /** The input box of vscode.window.showInputBox, found by its title. */
+  inputBox(title) {
+    return this.page.locator(".quick-input-widget", { has: this.page.locator(".quick-input-title", { hasText: title }) });
+  }
+
   editorLines() {
     return this.page.locator(".editor-group-container.active .monaco-editor .view-lines");
   }
 
   /** The active editor's text as the user sees it. */
   async editorText() {
-    const text = await this.editorLines().first().innerText();
+    // Monaco positions its lines absolutely and reuses their elements: DOM order is not line order.
+    const text = await this.editorLines()
+      .first()
+      .evaluate((root) =>
+        [...root.querySelectorAll(".view-line")]
+          .map((line) => ({ top: parseFloat(line.style.top) || 0, text: line.textContent ?? "" }))
+          .sort((a, b) => a.top - b.top)
+          .map((line) => line.text)
+          .join("\n"),
+      );
     return text.replace(/\u00a0/g, " ");
   }
 

@@ -192,6 +192,9 @@ test("a finished turn closes its undecided proposals; a late click does not undo
   assert.deepEqual(pendingProposals(s).map((p) => p.proposalId), ["p2"]);
   const notice = s.entries.at(-1);
   assert.equal(notice?.kind === "notice" && notice.text, "interrupted by the user");
+  // A reject ends the turn, and the end may arrive before the reject command's answer.
+  applyEvent(s, { type: "proposalStatus", proposalId: "p1", status: "rejected" });
+  assert.equal(p1.status, "rejected");
   // The run ended before the approve command's answer came back: "running" must not come after "ran".
   applyEvent(s, { type: "runStatus", params: { runId: "r2", state: "ok", proposalId: "p2" } });
   applyEvent(s, { type: "proposalStatus", proposalId: "p2", status: "running", edited: true });
