@@ -5,7 +5,7 @@
 import { createServer } from "node:http";
 
 export class ScriptedModel {
-  /** @type {string[]} */
+  /** @type {{text: string, chunkDelayMs: number}[]} */
   replies = [];
   /** @type {{messages: {role: string, content: unknown}[]}[]} */
   requests = [];
@@ -21,9 +21,12 @@ export class ScriptedModel {
     return `http://127.0.0.1:${address.port}/v1`;
   }
 
-  /** Queues the model's next answer. */
-  reply(text) {
-    this.replies.push(text);
+  /**
+   * Queues the model's next answer. With chunkDelayMs the answer streams at that pace (a slow model), so
+   * a client's rendering of partial text can be seen.
+   */
+  reply(text, { chunkDelayMs = 0 } = {}) {
+    this.replies.push({ text, chunkDelayMs });
   }
 
   /** Resolves when the model has received `count` requests in all, or rejects after `timeoutMs`. */
@@ -64,12 +67,13 @@ export class ScriptedModel {
       }
       this.requests.push(body);
       this.waiters = this.waiters.filter((w) => !w(this.requests.length));
-      const text = this.replies.shift();
-      if (text === undefined) {
+      const reply = this.replies.shift();
+      if (reply === undefined) {
         res.writeHead(500, { "content-type": "application/json" });
         res.end(JSON.stringify({ error: { message: "the scripted model has no reply queued for this request" } }));
         return;
       }
+      const { text, chunkDelayMs } = reply;
       const id = `chatcmpl-scripted-${this.requests.length}`;
       const created = Math.floor(Date.now() / 1000);
       const usage = { prompt_tokens: 10, completion_tokens: Math.ceil(text.length / 4), total_tokens: 10 + Math.ceil(text.length / 4) };
@@ -85,13 +89,27 @@ export class ScriptedModel {
       res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
       const chunk = (delta, finish = null) =>
         `data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model: "scripted", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
-      res.write(chunk({ role: "assistant", content: "" }));
-      for (let i = 0; i < text.length; i += 12) res.write(chunk({ content: text.slice(i, i + 12) }));
-      res.write(chunk({}, "stop"));
+      const pieces = [chunk({ role: "assistant", content: "" })];
+      for (let i = 0; i < text.length; i += 12) pieces.push(chunk({ content: text.slice(i, i + 12) }));
+      pieces.push(chunk({}, "stop"));
       if (body.stream_options?.include_usage) {
-        res.write(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model: "scripted", choices: [], usage })}\n\n`);
+        pieces.push(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model: "scripted", choices: [], usage })}\n\n`);
       }
-      res.end("data: [DONE]\n\n");
+      pieces.push("data: [DONE]\n\n");
+      if (chunkDelayMs === 0) {
+        res.end(pieces.join(""));
+        return;
+      }
+      const send = () => {
+        const piece = pieces.shift();
+        if (piece === undefined || res.destroyed) {
+          res.end();
+          return;
+        }
+        res.write(piece);
+        setTimeout(send, chunkDelayMs);
+      };
+      send();
     });
   }
 

@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, chmodSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { after, before, describe, it } from "node:test";
+import { after, afterEach, before, describe, it } from "node:test";
 import { ScriptedModel } from "./scriptedModel.mjs";
 import { EXT_DIR, VsCode } from "./vscode.mjs";
 
@@ -33,6 +33,7 @@ function makeWorkspace(name, files) {
 }
 
 function settings(modelUrl, logFile) {
+  rmSync(logFile, { force: true }); // one run's log, not every run's
   return {
     "interpreter.server.command": [SERVER, "--log-file", logFile, "--log-level", "DEBUG"],
     "interpreter.model": "openai/scripted",
@@ -103,6 +104,17 @@ describe("VS Code, trusted workspace", { timeout: 8 * 60_000 }, () => {
     vscode = new VsCode({ name: "trusted", workspace, settings: settings(modelUrl, join(ARTIFACTS, "vscode-server-trusted.log")), vsix: VSIX, trust: true, log });
     mkdirSync(ARTIFACTS, { recursive: true });
     await vscode.start();
+  });
+
+  afterEach(async () => {
+    // A failed test must not leave a dialog or a live turn behind to fail the next one too.
+    if (!vscode?.page) return;
+    if (await vscode.dialog().isVisible()) await vscode.page.keyboard.press("Escape");
+    const panel = await vscode.panel(2000).catch(() => undefined);
+    if (panel && (await panel.locator("#activity").isVisible())) {
+      await vscode.command("Interpreter: Interrupt");
+      await panel.locator("#activity").waitFor({ state: "hidden", timeout: STEP });
+    }
   });
 
   after(async () => {
@@ -179,11 +191,14 @@ describe("VS Code, trusted workspace", { timeout: 8 * 60_000 }, () => {
   });
 
   it("chat: streamed text, a proposal, Run, output, and the model's next step", async () => {
-    model.reply(`I will compute it in Python.\n\n${fence("python", "print(6 * 7)")}\n`);
+    // A slow model: the first answer streams in twelve-character pieces, 150 ms apart.
+    model.reply(`I will compute it in Python.\n\n${fence("python", "print(6 * 7)")}\n`, { chunkDelayMs: 150 });
     model.reply("The answer is **42**.");
     const panel = await vscode.panel();
     const until = await sendChat(panel, "What is six times seven?");
-    await until(panel.locator(".entry.assistant", { hasText: "I will compute it in Python." }));
+    // The text shows while it streams (the entry is still marked as streaming), before the answer is whole.
+    await until(panel.locator(".entry.assistant.streaming", { hasText: "I will" }));
+    await until(panel.locator(".entry.assistant:not(.streaming)", { hasText: "I will compute it in Python." }));
     const proposal = panel.locator(".entry.proposal", { hasText: "print(6 * 7)" }).last();
     await until(proposal);
     assert.equal(await proposal.locator(".language").innerText(), "python");
@@ -257,7 +272,7 @@ describe("VS Code, trusted workspace", { timeout: 8 * 60_000 }, () => {
     const proposal = panel.locator(".entry.proposal", { hasText: "def double(x):" }).last();
     await until(proposal);
     await proposal.locator("button[data-action='insert']").click();
-    await proposal.locator(".proposal-status", { hasText: "Inserted" }).waitFor({ timeout: STEP });
+    await proposal.locator(".proposal-status", { hasText: "Waiting for your approval (inserted into the document)" }).waitFor({ timeout: STEP });
     await vscode.editorLines().first().locator(".view-line", { hasText: "def double(x):" }).waitFor({ timeout: STEP });
     const text = await vscode.editorText();
     assert.match(text, /# helpers[\s\S]*def double\(x\):\s+return 2 \* x/);
