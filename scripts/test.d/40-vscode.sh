@@ -42,7 +42,7 @@ step "package .vsix" npm run --silent package
 
 echo "--- vscode: end-to-end in VS Code (log: test-artifacts/vscode-e2e.log)"
 start=$(date +%s)
-(cd "$ext" && INTERPRETER_LSP_ARTIFACTS="$artifacts" timeout -s TERM 900 \
+(cd "$ext" && INTERPRETER_LSP_ARTIFACTS="$artifacts" timeout -s TERM 540 \
     node --test-reporter=tap test/e2e/vscode.e2e.mjs) >"$artifacts/vscode-e2e.log" 2>&1
 e2e_rc=$?
 grep -E '^\s*(ok|not ok) |^# \[' "$artifacts/vscode-e2e.log" || true

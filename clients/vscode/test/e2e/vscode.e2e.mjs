@@ -39,6 +39,7 @@ function settings(modelUrl, logFile) {
     "interpreter.model": "openai/scripted",
     "interpreter.apiBase": modelUrl,
     "interpreter.apiKey": "sk-test",
+    "interpreter.maxRetries": 0, // a model error ends the turn at once
     "workbench.startupEditor": "none",
     "telemetry.telemetryLevel": "off",
     "extensions.ignoreRecommendations": true,
@@ -83,7 +84,7 @@ function runWithStdout(panel, text) {
   return panel.locator(".entry.run", { has: panel.locator(".stdout", { hasText: exact }) });
 }
 
-describe("VS Code, trusted workspace", { timeout: 8 * 60_000 }, () => {
+describe("VS Code, trusted workspace", { timeout: 6 * 60_000 }, () => {
   const model = new ScriptedModel();
   let vscode;
   let workspace;
@@ -259,6 +260,24 @@ describe("VS Code, trusted workspace", { timeout: 8 * 60_000 }, () => {
     await panel.locator("#activity").waitFor({ state: "hidden", timeout: STEP });
     assert.equal(await proposal.locator("button").count(), 0);
     assert.ok(existsSync(join(workspace, "build/keep.txt")), "the rejected command ran: build/ is gone");
+    // The turn's closing message says why it ended.
+    await panel.locator(".entry.notice", { hasText: "declined" }).last().waitFor({ timeout: STEP });
+  });
+
+  it("a model error ends the turn, and the panel says what happened", async () => {
+    model.replies.length = 0; // the scripted model answers HTTP 500
+    const before = model.requests.length;
+    const panel = await vscode.panel();
+    const errors = panel.locator(".entry.notice.level-error");
+    const count = await errors.count();
+    await panel.locator("#prompt").fill("Are you there?");
+    await panel.locator("#prompt").press("Enter");
+    await errors.nth(count).waitFor({ timeout: STEP });
+    const text = await errors.nth(count).innerText();
+    log(`model error shown: ${text}`);
+    assert.ok(text.trim().length > 20, `the error says little: ${text}`);
+    assert.equal(model.requests.length, before + 1, "no retries were asked for");
+    await panel.locator("#activity").waitFor({ state: "hidden", timeout: STEP });
   });
 
   it("insert: a proposal is written into the document at the cursor", async () => {
@@ -328,7 +347,14 @@ describe("VS Code, trusted workspace", { timeout: 8 * 60_000 }, () => {
     const asked = await panel.locator(".entry.user .markdown").allInnerTexts();
     assert.deepEqual(
       asked.map((t) => t.trim()),
-      ["What is six times seven?", "Multiply six by seven, please", "Delete the build folder", "Write a function that doubles a number", "Make area() exact"],
+      [
+        "What is six times seven?",
+        "Multiply six by seven, please",
+        "Delete the build folder",
+        "Are you there?",
+        "Write a function that doubles a number",
+        "Make area() exact",
+      ],
     );
     // Assistant Markdown, proposals with their decisions, runs with their outputs.
     await panel.locator(".entry.assistant strong", { hasText: "42" }).waitFor();
@@ -347,12 +373,14 @@ describe("VS Code, trusted workspace", { timeout: 8 * 60_000 }, () => {
     const image = panel.locator(".entry.run img.output-image").first();
     assert.ok((await image.evaluate((img) => (img.complete ? img.naturalWidth : 0))) > 100, "the plot came back as an image");
     await panel.locator(".entry.run .run-state", { hasText: "interrupted" }).first().waitFor();
+    // The model error of that turn, as it was shown.
+    assert.equal(await panel.locator(".entry.notice.level-error").count(), 1);
     await vscode.screenshotPanel(join(ARTIFACTS, "vscode-panel-after-reload.png"));
     log("conversation restored after reload");
   });
 });
 
-describe("VS Code, untrusted workspace", { timeout: 4 * 60_000 }, () => {
+describe("VS Code, untrusted workspace", { timeout: 2 * 60_000 }, () => {
   const model = new ScriptedModel();
   let vscode;
   let workspace;
