@@ -38,6 +38,7 @@ class Extension implements vscode.Disposable {
   private readonly statusBar: KernelStatusBar;
   private readonly client: InterpreterClient;
   private readonly disposables: vscode.Disposable[] = [];
+  private awaitingFirstNews = false;
 
   constructor(context: vscode.ExtensionContext) {
     this.panel = new ConversationPanel(context.extensionUri, (message) => this.onPanelMessage(message));
@@ -52,11 +53,11 @@ class Extension implements vscode.Disposable {
         push({ type: "turnStatus", params });
         // Settings (the model) arrive just after initialize: the first news refreshes the status bar, and
         // each finished turn refreshes the usage.
-        if (!this.statusBar.hasStatus || FINAL_TURN_STATES.has(params.state)) void this.refreshStatus();
+        if (this.takeFirstNews() || FINAL_TURN_STATES.has(params.state)) void this.refreshStatus();
       },
       kernelStatus: (params) => {
-        this.statusBar.kernel(params);
-        if (!this.statusBar.hasStatus || params.state === "idle" || params.state === "starting") void this.refreshStatus();
+        const cameUp = this.statusBar.kernel(params);
+        if (this.takeFirstNews() || cameUp) void this.refreshStatus();
       },
       started: () => this.onServerStarted(),
       stopped: () => {
@@ -120,7 +121,15 @@ class Extension implements vscode.Disposable {
     }
   }
 
+  /** True for the server's first notification since it started: its settings (the model) are read by then. */
+  private takeFirstNews(): boolean {
+    const first = this.awaitingFirstNews;
+    this.awaitingFirstNews = false;
+    return first;
+  }
+
   private onServerStarted(): void {
+    this.awaitingFirstNews = true;
     this.statusBar.setServerRunning(true);
     void this.refreshStatus();
     // After a window reload the panel is empty: the conversation comes back from the server's history.

@@ -19,16 +19,15 @@ export class KernelStatusBar implements vscode.Disposable {
     this.item.show();
   }
 
-  kernel(params: KernelStatusParams): void {
+  /** Shows a kernel's new state; true when a kernel just came up (its interpreter and pid are news). */
+  kernel(params: KernelStatusParams): boolean {
+    const previous = this.kernels.get(params.language)?.state;
     this.kernels.set(params.language, params);
     this.latest = params.language;
     this.render();
+    return params.state === "idle" && (previous === undefined || previous === "starting" || previous === "restarting");
   }
 
-  /** True once `interpreter.status` has answered since the server started. */
-  get hasStatus(): boolean {
-    return this.details !== undefined;
-  }
 
   setStatus(status: StatusResult): void {
     const { kernels, ...details } = status;
