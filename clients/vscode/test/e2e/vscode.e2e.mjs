@@ -378,6 +378,17 @@ describe("VS Code, trusted workspace", { timeout: 6 * 60_000 }, () => {
     await vscode.screenshotPanel(join(ARTIFACTS, "vscode-panel-after-reload.png"));
     log("conversation restored after reload");
   });
+
+  it("undo drops the last message and what followed; reset empties the panel", async () => {
+    const panel = await vscode.panel();
+    await vscode.command("Interpreter: Undo Last Message");
+    await panel.locator(".entry.user", { hasText: "Make area() exact" }).waitFor({ state: "detached", timeout: STEP });
+    assert.equal(await proposalCard(panel, "math.pi").count(), 0);
+    await panel.locator(".entry.user", { hasText: "Write a function that doubles a number" }).waitFor();
+    await vscode.command("Interpreter: Reset Conversation");
+    await panel.locator("#empty").waitFor({ timeout: STEP });
+    assert.equal(await panel.locator(".entry").count(), 0);
+  });
 });
 
 describe("VS Code, untrusted workspace", { timeout: 2 * 60_000 }, () => {
