@@ -104,7 +104,7 @@ async def _stream_once(
     watchdog = _Watchdog()
     watchdog.arm(config.first_token_timeout)
     try:
-        stream = await litellm.acompletion(**_request_kwargs(messages, config))
+        stream = await _open_stream(litellm, _request_kwargs(messages, config))
         async for chunk in stream:
             usage = getattr(chunk, "usage", None) or usage
             if not chunk.choices:
@@ -143,6 +143,29 @@ async def _stream_once(
         completion_tokens=completion_tokens,
         cost=_cost(litellm, config, prompt_tokens, completion_tokens),
     )
+
+
+_closing: set[asyncio.Task[Any]] = set()
+
+
+async def _open_stream(litellm: ModuleType, kwargs: dict[str, Any]) -> Any:
+    """litellm.acompletion, but a cancel that lands just as the response headers arrive cannot leak
+    the open HTTP response: the request runs in its own task, and whatever it returns late is closed."""
+    request = asyncio.ensure_future(litellm.acompletion(**kwargs))
+    try:
+        return await asyncio.shield(request)
+    except asyncio.CancelledError:
+        request.cancel()
+        request.add_done_callback(_close_late_stream)
+        raise
+
+
+def _close_late_stream(request: asyncio.Future[Any]) -> None:
+    if request.cancelled() or request.exception() is not None:
+        return
+    task = asyncio.ensure_future(request.result().aclose())
+    _closing.add(task)
+    task.add_done_callback(_closing.discard)
 
 
 class _Watchdog:
