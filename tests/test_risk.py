@@ -107,10 +107,13 @@ def test_shell_the_parser_cannot_read_falls_back_to_words() -> None:
 def test_deletes_are_judged_against_the_workspace(tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
     inside = f"rm -rf {workspace}/build"
-    assert assess(inside, "shell", workspace).level == "low"
-    assert assess(inside, "shell", tmp_path / "elsewhere").level == "low"  # both under /tmp: scratch space
+    # A whole tree inside the workspace: medium (auto-run waits by default), never high.
+    risk = assess(inside, "shell", workspace)
+    assert risk.level == "medium" and "recursively inside the workspace" in risk.reasons[0]
+    assert assess(f"rm {workspace}/build/a.o", "shell", workspace).level == "low"
+    assert assess(inside, "shell", tmp_path / "elsewhere").level == "medium"  # both under /tmp: scratch space
     home_inside = "rm -rf ~/ws/build"
-    assert assess(home_inside, "shell", Path.home() / "ws").level == "low"
+    assert assess(home_inside, "shell", Path.home() / "ws").level == "medium"
     assert assess(home_inside, "shell", Path.home() / "other").level == "high"
     assert assess("rm -rf ../sibling", "shell", Path.home() / "ws").level == "high"
 

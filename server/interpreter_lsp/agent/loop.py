@@ -205,6 +205,9 @@ class Loop:
                 self.proposals.pop(proposal.proposal_id, None)
                 if not proposal.decision.done():
                     proposal.decision.cancel()
+            self.conversation.add(
+                {"type": "turnEnd", "turnId": turn.turn_id, "state": final_state, "message": final_message}
+            )
             self._turn_status(turn, final_state, final_message)
 
     def _selection_event(self, turn: Turn) -> dict[str, Any]:

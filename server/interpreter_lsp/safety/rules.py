@@ -314,6 +314,9 @@ def check_delete(
         ctx.add("medium", f"{action} the shared temporary directory: {shown}")
     elif kind is PathKind.UNKNOWN and recursive and unknown_matters:
         ctx.add("medium", f"{action} files recursively at a path only known at run time: {shown}")
+    elif recursive and action == "deletes":
+        # Inside the workspace, but a whole tree at once: worth a look before it runs by itself.
+        ctx.add("medium", f"deletes files recursively inside the workspace: {shown}")
 
 
 def check_write(target: Target, ctx: Context, verb: str = "writes") -> None:
