@@ -177,9 +177,7 @@ class RunManager:
                 kernel = await self._pool.kernel(run.language)
                 started = time.monotonic()
                 run.executing = True
-                execution = asyncio.ensure_future(
-                    kernel.execute(run.code, sink, allow_stdin=self.ask_input is not None)
-                )
+                execution = kernel.submit(run.code, sink, allow_stdin=self.ask_input is not None)
                 timed_out = False
                 if run.timeout > 0:
                     done, _ = await asyncio.wait({execution}, timeout=run.timeout)
@@ -223,14 +221,19 @@ class RunManager:
                 proposal_id=run.proposal_id,
                 outputs=sink.records,
             )
+            self.runs.pop(run.run_id, None)
+            # Recorded (history: a disk write) after the final status has left, but before whoever
+            # awaits the result resumes: call_soon callbacks run in order.
+            asyncio.get_running_loop().call_soon(self._finished, result)
             if not run.result.done():
                 run.result.set_result(result)
-            self.runs.pop(run.run_id, None)
-            if self._on_finished is not None:
-                try:
-                    self._on_finished(result)
-                except Exception:
-                    log.exception("recording run %s failed", run.run_id)
+
+    def _finished(self, result: RunResult) -> None:
+        if self._on_finished is not None:
+            try:
+                self._on_finished(result)
+            except Exception:
+                log.exception("recording run %s failed", result.run_id)
 
     def _final_state(self, run: Run, reply: ExecuteReply, output: RunOutput) -> tuple[str, str | None]:
         if reply.status == "died":

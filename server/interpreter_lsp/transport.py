@@ -8,7 +8,7 @@ import logging
 import threading
 from typing import BinaryIO
 
-from pygls.io_ import StdinAsyncReader, StdoutWriter, run_async
+from pygls.io_ import StdinAsyncReader, run_async
 from pygls.lsp.server import LanguageServer
 
 log = logging.getLogger(__name__)
@@ -54,7 +54,7 @@ def _readable_by_loop(stdin: BinaryIO) -> bool:
 def serve_stdio(server: LanguageServer, stdin: BinaryIO, stdout: BinaryIO) -> None:
     reader = PipeReader(stdin) if _readable_by_loop(stdin) else StdinAsyncReader(stdin, server.thread_pool)
     server._stop_event = threading.Event()
-    server.protocol.set_writer(StdoutWriter(stdout))
+    server.protocol.set_writer(CoalescingWriter(stdout))
     try:
         asyncio.run(
             run_async(
@@ -71,3 +71,40 @@ def serve_stdio(server: LanguageServer, stdin: BinaryIO, stdout: BinaryIO) -> No
         pass
     finally:
         server.shutdown()
+
+
+class CoalescingWriter:
+    """pygls' writer interface over the wire, one write per event-loop iteration: messages produced
+    together (an output chunk and the run's final status, a response and a notification) leave in
+    one system call instead of one each. Order is kept; nothing waits longer than the current iteration."""
+
+    def __init__(self, stdout: BinaryIO) -> None:
+        self._stdout = stdout
+        self._pending: list[bytes] = []
+        self._scheduled = False
+
+    def write(self, data: bytes) -> None:
+        self._pending.append(data)
+        if self._scheduled:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+            # Two hops: a command's response is sent one iteration after what the command itself sent
+            # (pygls answers from the handler task's done callback); both leave in one write.
+            loop.call_soon(self.flush)
+            self._scheduled = True
+        except RuntimeError:  # no loop (shutting down): write now
+            self.flush()
+
+    def flush(self) -> None:
+        self._scheduled = False
+        if not self._pending:
+            return
+        data = b"".join(self._pending)
+        self._pending.clear()
+        self._stdout.write(data)
+        self._stdout.flush()
+
+    def close(self) -> None:
+        self.flush()
+        self._stdout.close()

@@ -92,6 +92,8 @@ class Workspace:
         report = settings_mod.resolve(self.root, client_layers)
         before = _kernel_affecting(self.settings)
         self.settings = report.settings
+        if _kernel_affecting(self.settings) != before:
+            self.pool.forget_choices()
         if self._settings_loaded.is_set() and _kernel_affecting(self.settings) != before and self.pool.status():
             self.ctx.show_message(
                 "info", "Kernel settings changed (sandbox, environment or interpreter): restarting the kernels."

@@ -282,6 +282,21 @@ class Kernel:
         silent: bool = False,
         user_expressions: dict[str, str] | None = None,
     ) -> ExecuteReply:
+        return await self.submit(
+            code, sink, allow_stdin=allow_stdin, silent=silent, user_expressions=user_expressions
+        )
+
+    def submit(
+        self,
+        code: str,
+        sink: ExecutionSink | None,
+        *,
+        allow_stdin: bool = False,
+        silent: bool = False,
+        user_expressions: dict[str, str] | None = None,
+    ) -> asyncio.Future[ExecuteReply]:
+        """Send an execute request now (no task, no await in between); the future resolves with the
+        reply once the kernel is idle again, or with "died"/"interrupted"."""
         if self._kc is None or self.state in ("dead", "stopped", "restarting"):
             raise KernelDied(f"The {self.language} kernel is not running")
         msg_id = self._kc.execute(
@@ -295,10 +310,8 @@ class Kernel:
         # Registered before any await: the router cannot see this msg_id's messages earlier.
         pending = self._register(msg_id, sink)
         self._sent("shell")
-        try:
-            return await pending.done
-        finally:
-            self._pending.pop(msg_id, None)
+        pending.done.add_done_callback(lambda _f: self._pending.pop(msg_id, None))
+        return pending.done
 
     # ---- the router --------------------------------------------------------------------------------
 

@@ -53,14 +53,25 @@ class KernelPool:
         self._locks: dict[str, asyncio.Lock] = {}
         self._sandbox: dict[str, str | None] = {}
         self._closed = False
+        self._choices: dict[str, KernelChoice] = {}
         # Says why no kernel may start (an untrusted workspace: even its venv's interpreter is its code).
         self._refuse = refuse
         # Kernels start with the editor's settings (the sandbox!), never with defaults that raced them.
         self._settings_ready = settings_ready
 
     def choice(self, language: str) -> KernelChoice:
-        """Resolve a language to a kernelspec (raises UnknownLanguage with what is available)."""
-        return choose_kernel(language, self.root, self._specs_root, self._launch_options().python_setting)
+        """Resolve a language to a kernelspec (raises UnknownLanguage with what is available). Cached:
+        every run asks, and resolving looks at the disk."""
+        lang = canonical_language(language)
+        cached = self._choices.get(lang)
+        if cached is None:
+            cached = choose_kernel(lang, self.root, self._specs_root, self._launch_options().python_setting)
+            self._choices[lang] = cached
+        return cached
+
+    def forget_choices(self) -> None:
+        """Settings changed (kernel.python): resolve languages afresh."""
+        self._choices.clear()
 
     def run_lock(self, language: str) -> asyncio.Lock:
         """Runs on one kernel take turns in arrival order (asyncio.Lock wakes waiters FIFO)."""
@@ -137,6 +148,7 @@ class KernelPool:
 
     async def restart_all(self) -> None:
         """Start every kernel afresh with the current launch options (e.g. the sandbox was turned on)."""
+        self.forget_choices()
         languages = list(self._kernels)
         kernels = [self._kernels.pop(lang) for lang in languages]
         await asyncio.gather(*(k.shutdown() for k in kernels), return_exceptions=True)
