@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 import tempfile
@@ -25,6 +26,7 @@ from lsprotocol import types
 
 from harness import Session, start_session, stop_session
 from interpreter_lsp import protocol as p
+from interpreter_lsp.workspace import ServerContext, Workspace
 
 FLOOD = "for i in range(200_000):\n    print(i)"
 
@@ -84,6 +86,26 @@ class FinishWaiter:
         return time.perf_counter() - start
 
 
+async def core_workspace(tmp_path: Path) -> Workspace:
+    """The server's core without LSP (same process): shows what the LSP hops add on top."""
+    root = tmp_path / "core-ws"
+    root.mkdir()
+    os.environ["XDG_STATE_HOME"] = str(tmp_path / "state")  # its history stays in the temporary folder
+    ctx = ServerContext(
+        send=lambda _m, _p: None, show_message=lambda _l, _t: None, runtime_dir=tmp_path, specs_root=tmp_path / "specs"
+    )
+    ws = Workspace(root, ctx)
+    ws.configure([])
+    await ws.warm_up()
+    return ws
+
+
+async def core_execute(ws: Workspace, code: str) -> float:
+    start = time.perf_counter()
+    await ws.run(code, "python").result
+    return time.perf_counter() - start
+
+
 async def main(runs: int) -> None:
     with tempfile.TemporaryDirectory(prefix="ilsp-bench-") as tmp:
         tmp_path = Path(tmp)
@@ -91,6 +113,7 @@ async def main(runs: int) -> None:
         root.mkdir()
         home.mkdir()
         km, kc = await bare_kernel(tmp_path)
+        core = await core_workspace(tmp_path)
         s = await start_session(root, home)
         try:
             waiter = FinishWaiter(s)
@@ -98,10 +121,11 @@ async def main(runs: int) -> None:
                 await bare_execute(kc, "print(1)")
                 await waiter.run(s, "print(1)")
             # Interleaved, so that whatever else the machine does hits both sides alike.
-            bare, served = [], []
+            bare, served, cored = [], [], []
             for _ in range(runs):
                 bare.append((await bare_execute(kc, "print(1)"))[0])
                 served.append(await waiter.run(s, "print(1)"))
+                cored.append(await core_execute(core, "print(1)"))
 
             bare_floods, server_floods, latencies, notifications, bare_msgs = [], [], [], 0, 0
             for _ in range(3):
@@ -117,6 +141,7 @@ async def main(runs: int) -> None:
                 notifications = len(s.notes[p.OUTPUT]) - before
         finally:
             await stop_session(s)
+            await core.shutdown()
             kc.stop_channels()
             await km.shutdown_kernel(now=True)
 
@@ -125,6 +150,11 @@ async def main(runs: int) -> None:
     print(
         f"round trip print(1), median of {runs}: server {served_ms:.2f} ms, bare kernel {bare_ms:.2f} ms, "
         f"ratio {served_ms / bare_ms:.2f}x (target <= 1.3x)"
+    )
+    core_ms = statistics.median(cored) * 1000
+    print(
+        f"  of which the core (Workspace API in-process, no LSP): {core_ms:.2f} ms, ratio {core_ms / bare_ms:.2f}x; "
+        f"the two LSP process hops add {served_ms - core_ms:.2f} ms"
     )
     print(
         f"flood of 200,000 lines (median of 3): server {server_flood:.2f} s, bare kernel {bare_flood:.2f} s, "
