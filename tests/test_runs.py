@@ -141,3 +141,26 @@ async def test_variables_are_listed_silently(session: Session) -> None:
     run_id, _ = await session.run_and_wait("print(len(In), sorted(k for k in globals() if not k.startswith('_'))[:6])")
     assert session.text(run_id).startswith("3 ")
     assert before["kernels"]
+
+
+async def test_files_a_run_touched_are_reported(session: Session) -> None:
+    (session.root / "old.txt").write_text("old")
+    (session.root / "gone.txt").write_text("bye")
+    (session.root / ".git").mkdir()
+    code = (
+        "import os, pathlib\n"
+        "pathlib.Path('out').mkdir()\n"
+        "pathlib.Path('out/new.csv').write_text('a,b')\n"
+        "pathlib.Path('old.txt').write_text('new')\n"
+        "os.remove('gone.txt')\n"
+        "pathlib.Path('.git/ignored').write_text('x')\n"
+    )
+    run_id, status = await session.run_and_wait(code)
+    assert status["state"] == "ok"
+    assert status["files"] == [
+        {"path": "gone.txt", "change": "deleted"},
+        {"path": "old.txt", "change": "modified"},
+        {"path": "out/new.csv", "change": "created"},
+    ]
+    _, status = await session.run_and_wait("print('touches nothing')")
+    assert "files" not in status

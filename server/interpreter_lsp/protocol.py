@@ -138,6 +138,8 @@ class RunStatusParams:
     # start the run themselves (code lenses, code actions, the loop).
     code: str | None = None
     origin: str | None = None
+    # On final states: workspace files the run created, modified or deleted ([{path, change}]).
+    files: list[dict[str, str]] | None = None
 
 
 @attrs.define

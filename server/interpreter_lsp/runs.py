@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .files import FileChanges
 from .kernels.kernel import ExecuteReply, KernelDied, KernelStartError
 from .kernels.pool import KernelPool
 from .languages import canonical_language
@@ -42,6 +43,7 @@ class RunResult:
     turn_id: str | None = None
     proposal_id: str | None = None
     outputs: list[dict[str, Any]] = field(default_factory=list)
+    files: list[dict[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -116,6 +118,7 @@ class RunManager:
         ask_input: AskInput | None = None,
         on_finished: Callable[[RunResult], None] | None = None,
         default_timeout: Callable[[], float] = lambda: 0.0,
+        files: FileChanges | None = None,
     ) -> None:
         self._pool = pool
         self._send = send
@@ -124,8 +127,16 @@ class RunManager:
         self._on_finished = on_finished
         self._default_timeout = default_timeout
         self.runs: dict[str, Run] = {}
+        self._files = files
 
-    def _status(self, run: Run, state: str, duration_ms: int | None = None, message: str | None = None) -> None:
+    def _status(
+        self,
+        run: Run,
+        state: str,
+        duration_ms: int | None = None,
+        message: str | None = None,
+        files: list[dict[str, str]] | None = None,
+    ) -> None:
         queued = state == "queued"
         params = RunStatusParams(
             run.run_id,
@@ -137,6 +148,7 @@ class RunManager:
             proposal_id=run.proposal_id,
             code=run.code if queued else None,
             origin=run.origin if queued else None,
+            files=files or None,
         )
         self._send(RUN_STATUS, to_wire(params))
 
@@ -177,6 +189,8 @@ class RunManager:
                 kernel = await self._pool.kernel(run.language)
                 started = time.monotonic()
                 run.executing = True
+                if self._files is not None:
+                    self._files.begin(run.run_id)
                 execution = kernel.submit(run.code, sink, allow_stdin=self.ask_input is not None)
                 timed_out = False
                 if run.timeout > 0:
@@ -203,10 +217,11 @@ class RunManager:
             state, message = "error", f"internal error: {exc}"
             output.note("stderr", message)
         finally:
+            touched = self._files.end(run.run_id) if self._files is not None and run.executing else []
             run.executing = False
             output.flush()
             duration = int((time.monotonic() - started) * 1000)
-            self._status(run, state, duration, message)
+            self._status(run, state, duration, message, touched)
             result = RunResult(
                 run.run_id,
                 run.language,
@@ -220,6 +235,7 @@ class RunManager:
                 turn_id=run.turn_id,
                 proposal_id=run.proposal_id,
                 outputs=sink.records,
+                files=touched,
             )
             self.runs.pop(run.run_id, None)
             # Recorded (history: a disk write) after the final status has left, but before whoever

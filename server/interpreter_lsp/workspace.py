@@ -14,6 +14,7 @@ from typing import Any
 from . import settings as settings_mod
 from .agent.conversation import Conversation
 from .agent.loop import Loop
+from .files import FileChanges
 from .history import History, history_file
 from .kernels.introspect import python_variables
 from .kernels.kernel import KernelStartError
@@ -58,6 +59,7 @@ class Workspace:
         self.ctx = ctx
         self.settings = Settings()
         self.settings_errors: list[str] = []
+        self.file_changes = FileChanges(root)
         self.pool = KernelPool(
             root,
             ctx.runtime_dir,
@@ -75,6 +77,7 @@ class Workspace:
             ask_input=ctx.ask_input,
             on_finished=self._run_finished,
             default_timeout=lambda: self.settings.run_timeout,
+            files=self.file_changes,
         )
         self.run_listeners: list[Callable[[RunResult], None]] = [self._record_run]
         self.conversation = Conversation(History(history_file(root), ctx.redact))
@@ -180,6 +183,7 @@ class Workspace:
                 "message": result.message,
                 "outputForModel": result.output_for_model,
                 "outputs": result.outputs,
+                "files": result.files,
             }
         )
 
@@ -246,4 +250,5 @@ class Workspace:
     async def shutdown(self) -> None:
         await self.loop.interrupt()
         await self.runs.drain()
+        self.file_changes.close()
         await self.pool.shutdown()
