@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from harness import start_session, stop_session
@@ -80,5 +81,27 @@ async def test_workspace_virtualenv_runs_the_python_kernel(workspace_root: Path,
         # The kernel started in the background, with $/progress for the editor.
         titles = [getattr(r, "title", None) for reports in s.client.progress_reports.values() for r in reports]
         assert "Starting the python kernel" in titles
+    finally:
+        await stop_session(s)
+
+
+async def test_settings_are_reread_on_did_change_configuration(workspace_root: Path, home: Path) -> None:
+    from lsprotocol import types as t
+
+    s = await start_session(workspace_root, home, configuration={"model": "first-model"})
+    try:
+        assert (await s.command(p.STATUS, {}))["model"] == "first-model"
+        s.client.set_configuration({"model": "second-model", "autoRun": True}, section="interpreter")
+        s.client.workspace_did_change_configuration(t.DidChangeConfigurationParams(settings=None))
+
+        async def changed() -> dict:
+            # Each status request is a round trip behind the notification: the server handles
+            # messages in order, so the re-read is seen within a few requests.
+            while (status := await s.command(p.STATUS, {}))["model"] != "second-model":
+                pass
+            return status
+
+        status = await asyncio.wait_for(changed(), 10)
+        assert status["autoRun"] is True
     finally:
         await stop_session(s)

@@ -236,6 +236,7 @@ def register_commands(ls: InterpreterServer) -> None:
     @command(p.STATUS)
     async def status(args: Args) -> dict[str, Any]:
         ws = ls.workspace_for(args.string("uri"))
+        await ws.settings_ready()  # right after initialize: report the editor's settings, not defaults
         return {
             "version": __version__,
             "protocolVersion": p.PROTOCOL_VERSION,
