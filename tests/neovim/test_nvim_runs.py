@@ -43,6 +43,22 @@ def test_run_range_runs_only_those_lines(start_editor) -> None:
     ed.nvim.command("InterpreterRun")  # no range, no cells: the cursor line
     ed.wait_panel("✓ **Run**", count=2)
     assert "line three" in "\n".join(ed.panel()).split("lines.py:3")[1]
+    assert "files:" not in "\n".join(ed.panel()), "runs that touch no file list none"
+
+    # A run that writes, rewrites and removes workspace files lists them after its status line.
+    (ed.workspace / "old.txt").write_text("old")
+    (ed.workspace / "gone.txt").write_text("bye")
+    code = (
+        "import os, pathlib\n"
+        "pathlib.Path('out').mkdir()\n"
+        "pathlib.Path('out/new.csv').write_text('a,b')\n"
+        "pathlib.Path('old.txt').write_text('new')\n"
+        "os.remove('gone.txt')\n"
+    )
+    ed.lua("require('interpreter_lsp').run_code(..., 'python')", code)
+    lines = ed.wait_panel("✓ **Run**", count=3)
+    status = max(i for i, line in enumerate(lines) if line.startswith("✓ **Run**"))
+    assert lines[status + 1] == "files: - gone.txt  ~ old.txt  + out/new.csv", lines[status:]
 
 
 def test_error_is_shown_as_an_error(start_editor) -> None:

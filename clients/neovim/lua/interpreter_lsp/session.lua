@@ -24,6 +24,7 @@ local M = {}
 ---@field state string
 ---@field duration_ms integer|nil
 ---@field message string|nil
+---@field files table|nil workspace files the run touched: [{path, change}]
 ---@field next_seq integer
 ---@field has_output boolean
 ---@field section interpreter_lsp.Section
@@ -300,6 +301,25 @@ end
 
 -- Runs ------------------------------------------------------------------------------------------
 
+local CHANGE_MARKS = { created = "+", modified = "~", deleted = "-" }
+
+--- "files: + out/new.csv  ~ old.txt  - gone.txt" for the workspace files a run touched, or nil.
+---@param files table|nil [{path, change}] as the server reports them (paths relative to the workspace)
+---@return string|nil
+local function files_line(files)
+  if type(files) ~= "table" then
+    return nil
+  end
+  local parts = {}
+  for _, f in ipairs(files) do
+    local mark = type(f) == "table" and CHANGE_MARKS[f.change]
+    if mark and type(f.path) == "string" and f.path ~= "" then
+      table.insert(parts, mark .. " " .. (f.path:gsub("\n", " ")))
+    end
+  end
+  return #parts > 0 and ("files: " .. table.concat(parts, "  ")) or nil
+end
+
 function Session:render_run(run)
   local icon = ({ queued = "…", running = "▶", ok = "✓", error = "✗", interrupted = "■", died = "✗", timeout = "⏱" })[run.state]
     or "▶"
@@ -317,6 +337,10 @@ function Session:render_run(run)
   local hl = ({ ok = "InterpreterOk", error = "InterpreterError", died = "InterpreterError", timeout = "InterpreterError", interrupted = "InterpreterRisk" })[run.state]
     or "InterpreterTitle"
   local lines, hls = { title }, { hl }
+  local files = files_line(run.files)
+  if files then
+    table.insert(lines, files)
+  end
   if run.message then
     table.insert(lines, run.message)
     hls[#lines] = hl
@@ -408,6 +432,9 @@ function Session:on_run_status(p)
   run.duration_ms = p.durationMs or run.duration_ms
   run.language = run.language or p.language
   run.message = p.message
+  if type(p.files) == "table" then
+    run.files = p.files
+  end
   if p.state ~= "queued" and p.state ~= "running" then
     self.panel:finish_line(run.section)
   end
