@@ -3,6 +3,7 @@
 // panel); the webview keeps a copy fed by the same events and re-renders only the entries that changed.
 
 import type {
+  FileChange,
   HistoryEvent,
   LspRange,
   MessageParams,
@@ -72,6 +73,8 @@ export interface RunEntry {
   message?: string;
   proposalId?: string;
   outputs: OutputItem[];
+  /** Workspace files the run created, modified or deleted (from its final status). */
+  files?: FileChange[];
   nextSeq: number;
   keptChars: number;
   droppedChars: number;
@@ -222,6 +225,22 @@ export function notebookOutputItem(output: NotebookOutput): OutputItem | undefin
   }
 }
 
+const FILE_CHANGE_KINDS: ReadonlySet<string> = new Set(["created", "modified", "deleted"]);
+
+/** The well-formed entries of a `files` list from the server (anything else is skipped, not shown). */
+export function fileChanges(files: unknown): FileChange[] {
+  if (!Array.isArray(files)) return [];
+  const changes: FileChange[] = [];
+  for (const item of files as unknown[]) {
+    if (typeof item !== "object" || item === null) continue;
+    const { path, change } = item as Record<string, unknown>;
+    if (typeof path === "string" && path !== "" && typeof change === "string" && FILE_CHANGE_KINDS.has(change)) {
+      changes.push({ path, change: change as FileChange["change"] });
+    }
+  }
+  return changes;
+}
+
 function proposalEntry(state: ConversationState, proposalId: string): ProposalEntry | undefined {
   return findEntry<"proposal">(state, `proposal:${proposalId}`);
 }
@@ -284,6 +303,8 @@ function loadHistory(state: ConversationState, events: HistoryEvent[]): void {
           const item = notebookOutputItem(output);
           if (item) appendOutput(run, item);
         }
+        const files = fileChanges(event.files);
+        if (files.length) run.files = files;
         break;
       }
       case "note":
@@ -407,6 +428,8 @@ export function applyEvent(state: ConversationState, event: PanelEvent): Change 
       if (params.durationMs !== undefined) run.durationMs = params.durationMs;
       if (params.language !== undefined) run.language = params.language;
       if (params.message !== undefined) run.message = params.message;
+      const files = fileChanges(params.files);
+      if (files.length) run.files = files;
       const changed = [run.id];
       if (params.proposalId !== undefined) {
         run.proposalId = params.proposalId;

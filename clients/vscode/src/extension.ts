@@ -31,6 +31,13 @@ function describeSelection(document: vscode.TextDocument, range: vscode.Range): 
   return describeRange(name, { start: { line: start.line, character: start.character }, end: { line: end.line, character: end.character } });
 }
 
+/** `relative` (with "/" separators) inside `folder`, or undefined when it would lead outside it. */
+function resolveInFolder(folder: vscode.Uri, relative: string): vscode.Uri | undefined {
+  const parts = relative.split("/").filter((p) => p !== "" && p !== ".");
+  if (!parts.length || parts.includes("..") || path.isAbsolute(relative)) return undefined;
+  return vscode.Uri.joinPath(folder, ...parts);
+}
+
 class Extension implements vscode.Disposable {
   private readonly output = vscode.window.createOutputChannel("Interpreter");
   private readonly documents = new ProposalDocuments();
@@ -182,7 +189,30 @@ class Extension implements vscode.Disposable {
       case "insert":
         void this.guardProposal(message.proposalId, () => this.insert(message.proposalId));
         return;
+      case "openFile":
+        void this.guard(() => this.openTouchedFile(message.path));
+        return;
     }
+  }
+
+  /**
+   * Opens a file a run touched. The server reports paths relative to its workspace root but not which
+   * root (several folders may be open): the first workspace folder that holds the file wins.
+   */
+  private async openTouchedFile(relative: string): Promise<void> {
+    const folders = vscode.workspace.workspaceFolders ?? [];
+    for (const folder of folders) {
+      const uri = resolveInFolder(folder.uri, relative);
+      if (!uri) continue;
+      try {
+        await vscode.workspace.fs.stat(uri);
+      } catch {
+        continue;
+      }
+      await vscode.window.showTextDocument(uri, { preview: true });
+      return;
+    }
+    throw new Error(`${relative} is not in the workspace any more (moved or deleted since the run).`);
   }
 
   /** Like guard, and puts the proposal's buttons back when the action did not go through. */

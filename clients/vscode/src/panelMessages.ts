@@ -14,4 +14,6 @@ export type PanelToHost =
   | { type: "ready" }
   | { type: "chat"; text: string }
   | { type: "interrupt" }
+  /** Open a file a run touched; `path` is relative to the workspace root, as the server reported it. */
+  | { type: "openFile"; path: string }
   | { type: ProposalAction; proposalId: string };

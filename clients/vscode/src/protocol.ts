@@ -79,6 +79,14 @@ export interface OutputParams {
   evalue?: string;
 }
 
+export type FileChangeKind = "created" | "modified" | "deleted";
+
+/** A workspace file a run touched; `path` is relative to the workspace root, with "/" separators. */
+export interface FileChange {
+  path: string;
+  change: FileChangeKind;
+}
+
 export interface RunStatusParams {
   runId: string;
   state: RunState;
@@ -87,6 +95,8 @@ export interface RunStatusParams {
   message?: string;
   turnId?: string;
   proposalId?: string;
+  /** On final states, when the run touched workspace files. */
+  files?: FileChange[];
 }
 
 export interface TurnStatusParams {
@@ -213,6 +223,7 @@ export type HistoryEvent = { ts?: number } & (
       message?: string | null;
       outputForModel?: string;
       outputs: NotebookOutput[];
+      files?: FileChange[];
     }
   | { type: "usage"; promptTokens: number; completionTokens: number; cost: number }
   | { type: "note"; text: string }

@@ -116,6 +116,10 @@ list.addEventListener("click", (event) => {
   if (!target) return;
   event.preventDefault();
   const action = target.dataset.action;
+  if (action === "openFile") {
+    if (target.dataset.path) vscode.postMessage({ type: "openFile", path: target.dataset.path });
+    return;
+  }
   const proposalId = target.dataset.proposalId;
   if (!proposalId) return;
   if (action === "approve" || action === "reject" || action === "edit" || action === "insert") {

@@ -13,7 +13,7 @@ import type {
   RunEntry,
   UserEntry,
 } from "../conversation";
-import type { MimeBundle } from "../protocol";
+import type { FileChange, MimeBundle } from "../protocol";
 
 export type Sanitize = (html: string) => string;
 
@@ -88,6 +88,24 @@ const RUN_STATE_LABEL: Record<RunEntry["state"], string> = {
 /** Normalised code, to recognise a fenced block that became a proposal. */
 function codeKey(code: string): string {
   return code.replace(/\s+$/g, "").replace(/^\s*\n/, "");
+}
+
+const FILE_CHANGE_MARK: Record<FileChange["change"], string> = { created: "+", modified: "~", deleted: "−" };
+
+/**
+ * The files a run touched: each a link that asks the extension host to open it; a deleted file is struck
+ * through and not a link (there is nothing to open).
+ */
+export function filesHtml(files: readonly FileChange[]): string {
+  const items = files.map(({ path, change }) => {
+    const name = escapeHtml(path);
+    const label = change === "deleted"
+      ? `<del class="file-path">${name}</del>`
+      : `<a href="#" class="file-path" data-action="openFile" data-path="${name}" title="Open ${name}">${name}</a>`;
+    return `<li class="file change-${change}" data-change="${change}"><span class="change-mark" aria-hidden="true">${FILE_CHANGE_MARK[change]}</span> ${label} <span class="change-label">${change}</span></li>`;
+  });
+  const count = files.length === 1 ? "1 file" : `${files.length} files`;
+  return `<div class="run-files"><div class="run-files-title">${count} touched</div><ul>${items.join("")}</ul></div>`;
 }
 
 export function createRenderer(sanitize: Sanitize): Renderer {
@@ -238,6 +256,7 @@ ${reasons}<pre class="code"><code>${escapeHtml(p.code)}</code></pre>${waitReason
       parts.push(`<div class="output-note">${entry.lostMessages} output messages did not arrive.</div>`);
     }
     if (entry.message) parts.push(`<div class="run-message">${escapeHtml(entry.message)}</div>`);
+    if (entry.files?.length) parts.push(filesHtml(entry.files));
     return `<div class="entry run state-${entry.state}" data-id="${escapeHtml(entry.id)}" data-run-id="${escapeHtml(entry.runId)}">${parts.join("")}</div>`;
   }
 

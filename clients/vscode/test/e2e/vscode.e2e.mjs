@@ -94,7 +94,7 @@ describe("VS Code, trusted workspace", { timeout: 6 * 60_000 }, () => {
     assert.ok(existsSync(VSIX), `no .vsix at ${VSIX}: run npm run package in clients/vscode`);
     const modelUrl = await model.start();
     workspace = makeWorkspace("trusted", {
-      "analysis.py": 'x = 21\nprint("answer", x * 2)\n',
+      "analysis.py": 'x = 21\nopen("result.txt", "w").write("x")\nprint("answer", x * 2)\n',
       "plot.py": "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.show()\n",
       "slow.py": "import time\nfor i in range(600):\n    time.sleep(0.1)\n",
       "target.py": "# helpers\n",
@@ -147,6 +147,13 @@ describe("VS Code, trusted workspace", { timeout: 6 * 60_000 }, () => {
     await run.locator(".run-state", { hasText: "done" }).waitFor({ timeout: STEP });
     assert.equal((await run.locator(".stdout").innerText()).trim(), "answer 42");
     assert.match(await run.locator(".run-meta").innerText(), /python · done · \d/);
+    // The file the run wrote is listed under its output, and opens in the editor from there.
+    const created = run.locator(".run-files li.change-created", { hasText: "result.txt" });
+    await created.waitFor({ timeout: STEP });
+    assert.equal((await created.innerText()).replace(/\s+/g, " ").trim(), "+ result.txt created");
+    await created.locator("[data-action='openFile']").click();
+    await vscode.page.locator('.tab.active[aria-label*="result.txt"]').first().waitFor({ timeout: STEP });
+    assert.equal(await vscode.editorText(), "x");
   });
 
   it("input(): the running code asks, and the answer typed in VS Code's input box reaches it", async () => {
@@ -369,6 +376,7 @@ describe("VS Code, trusted workspace", { timeout: 6 * 60_000 }, () => {
     assert.equal(await panel.locator(".entry.proposal button").count(), 0, "a reloaded proposal offers no actions");
     // The user's own runs: their code, output, plot and interruption.
     assert.equal(await runWithStdout(panel, "answer 42").locator(".run-state").innerText(), "done");
+    assert.equal(await runWithStdout(panel, "answer 42").locator(".run-files li.change-created [data-path='result.txt']").count(), 1);
     assert.equal(await runWithStdout(panel, "hello Ada").count(), 1);
     const image = panel.locator(".entry.run img.output-image").first();
     assert.ok((await image.evaluate((img) => (img.complete ? img.naturalWidth : 0))) > 100, "the plot came back as an image");

@@ -168,3 +168,54 @@ test("an expired proposal has no buttons; a run of edited code shows the code th
   applyEvent(s, { type: "runStatus", params: { runId: "r2", state: "ok", proposalId: "p2" } });
   assert.equal(rendered(s, 3).querySelector(".run-code"), null);
 });
+
+test("files a run touched: created and modified ones are links to open, a deleted one is struck through", () => {
+  const s = emptyConversation();
+  applyEvent(s, { type: "output", params: { runId: "r", seq: 0, kind: "stdout", text: "saved\n" } });
+  applyEvent(s, {
+    type: "runStatus",
+    params: {
+      runId: "r",
+      state: "ok",
+      durationMs: 20,
+      files: [
+        { path: "out/new <1>.csv", change: "created" },
+        { path: "old.txt", change: "modified" },
+        { path: "gone.txt", change: "deleted" },
+      ],
+    },
+  });
+  const doc = rendered(s);
+  // Under the run's output.
+  const children = [...(doc.querySelector(".entry.run")?.children ?? [])].map((c) => c.className);
+  assert.ok(children.indexOf("run-files") > children.indexOf("outputs"), children.join(" "));
+  assert.equal(doc.querySelector(".run-files-title")?.textContent, "3 files touched");
+  assert.deepEqual(
+    [...doc.querySelectorAll(".run-files li")].map((li) => li.textContent),
+    ["+ out/new <1>.csv created", "~ old.txt modified", "− gone.txt deleted"],
+  );
+  const links = [...doc.querySelectorAll("[data-action='openFile']")];
+  assert.deepEqual(links.map((a) => a.getAttribute("data-path")), ["out/new <1>.csv", "old.txt"]);
+  assert.equal(doc.querySelector(".change-deleted del")?.textContent, "gone.txt");
+  assert.equal(doc.querySelector(".change-deleted [data-action]"), null);
+});
+
+test("files a run touched come back with the run from history; malformed entries and runs without files show nothing", () => {
+  const s = emptyConversation();
+  applyEvent(s, {
+    type: "history",
+    messages: [
+      { type: "run", runId: "r1", origin: "user", language: "python", code: "open('result.txt','w').write('x')", state: "ok", durationMs: 5, outputs: [], files: [{ path: "result.txt", change: "created" }] },
+      { type: "run", runId: "r2", origin: "user", language: "python", code: "1", state: "ok", durationMs: 5, outputs: [], files: [] },
+    ],
+  });
+  applyEvent(s, {
+    type: "runStatus",
+    params: { runId: "r3", state: "ok", files: [{ path: "", change: "created" }, { path: "x", change: "renamed" } as never, { path: "y.txt", change: "deleted" }] },
+  });
+  const restored = rendered(s, 0);
+  assert.equal(restored.querySelector(".run-files-title")?.textContent, "1 file touched");
+  assert.equal(restored.querySelector("[data-action='openFile']")?.getAttribute("data-path"), "result.txt");
+  assert.equal(rendered(s, 1).querySelector(".run-files"), null);
+  assert.deepEqual([...rendered(s, 2).querySelectorAll(".run-files li")].map((li) => li.textContent), ["− y.txt deleted"]);
+});
