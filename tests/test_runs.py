@@ -162,5 +162,6 @@ async def test_files_a_run_touched_are_reported(session: Session) -> None:
         {"path": "old.txt", "change": "modified"},
         {"path": "out/new.csv", "change": "created"},
     ]
+    assert status["root"] == str(session.root)
     _, status = await session.run_and_wait("print('touches nothing')")
     assert "files" not in status

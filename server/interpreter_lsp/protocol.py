@@ -138,8 +138,10 @@ class RunStatusParams:
     # start the run themselves (code lenses, code actions, the loop).
     code: str | None = None
     origin: str | None = None
-    # On final states: workspace files the run created, modified or deleted ([{path, change}]).
+    # On final states: workspace files the run created, modified or deleted ([{path, change}]),
+    # relative to `root`, the workspace folder the run belongs to.
     files: list[dict[str, str]] | None = None
+    root: str | None = None
 
 
 @attrs.define

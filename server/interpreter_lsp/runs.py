@@ -149,6 +149,7 @@ class RunManager:
             code=run.code if queued else None,
             origin=run.origin if queued else None,
             files=files or None,
+            root=str(self._files.root) if files and self._files is not None else None,
         )
         self._send(RUN_STATUS, to_wire(params))
 
