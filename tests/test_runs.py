@@ -155,7 +155,7 @@ async def test_files_a_run_touched_are_reported(session: Session) -> None:
         "os.remove('gone.txt')\n"
         "pathlib.Path('.git/ignored').write_text('x')\n"
     )
-    run_id, status = await session.run_and_wait(code)
+    _, status = await session.run_and_wait(code)
     assert status["state"] == "ok"
     assert status["files"] == [
         {"path": "gone.txt", "change": "deleted"},
