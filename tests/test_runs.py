@@ -165,3 +165,13 @@ async def test_files_a_run_touched_are_reported(session: Session) -> None:
     assert status["root"] == str(session.root)
     _, status = await session.run_and_wait("print('touches nothing')")
     assert "files" not in status
+
+
+async def test_run_timeout_stops_the_run_and_keeps_the_kernel(session: Session) -> None:
+    await session.run_and_wait("kept = 7")
+    run_id = await session.run("import time\ntime.sleep(1e6)", timeout=0.5)  # the run's own limit
+    status = await session.finished(run_id, timeout=15)
+    assert status["state"] == "timeout"
+    assert "0.5 s" in status["message"]
+    check, _ = await session.run_and_wait("print(kept)")
+    assert session.text(check) == "7\n"

@@ -65,7 +65,11 @@ class Running:
 
 
 async def execute(
-    kc: AsyncKernelClient, code: str, timeout: float = TIMEOUT, started: asyncio.Event | None = None
+    kc: AsyncKernelClient,
+    code: str,
+    timeout: float = TIMEOUT,
+    started: asyncio.Event | None = None,
+    started_on_stdout: bool = False,
 ) -> Result:
     """Run code, collect its stdout and error, until the kernel is idle again and has replied.
     `started` is set when the kernel begins running the code."""
@@ -78,10 +82,12 @@ async def execute(
             if msg["parent_header"].get("msg_id") != msg_id:
                 continue
             kind, content = msg["msg_type"], msg["content"]
-            if kind == "execute_input" and started is not None:
+            if kind == "execute_input" and started is not None and not started_on_stdout:
                 started.set()
             elif kind == "stream" and content["name"] == "stdout":
                 result.stdout += content["text"]
+                if started is not None and started_on_stdout:
+                    started.set()
             elif kind == "error":
                 result.ename, result.evalue = content["ename"], content["evalue"]
             elif kind == "status" and content["execution_state"] == "idle":
@@ -285,7 +291,9 @@ class TestSandbox:
 
     async def test_interrupt_stops_running_code(self, sandboxed: Running) -> None:
         started = asyncio.Event()
-        task = asyncio.create_task(execute(sandboxed.kc, "import time\ntime.sleep(100)", started=started))
+        # Interrupt once the code itself is running (it says so), not merely once the request arrived.
+        code = "import time\nprint('sleeping', flush=True)\ntime.sleep(100)"
+        task = asyncio.create_task(execute(sandboxed.kc, code, started=started, started_on_stdout=True))
         await asyncio.wait_for(started.wait(), TIMEOUT)
         await sandboxed.km.interrupt_kernel()
         result = await asyncio.wait_for(task, 30)

@@ -24,6 +24,7 @@ log = logging.getLogger(__name__)
 
 # How long an interrupted run may take to stop before its kernel is restarted.
 INTERRUPT_GRACE = 3.0
+INTERRUPT_RESEND = 0.5
 
 Send = Callable[[str, dict[str, Any]], None]
 AskInput = Callable[[str, str, bool], Awaitable[str | None]]
@@ -267,12 +268,17 @@ class RunManager:
         return "error", None
 
     async def _stop(self, language: str, executions: list[asyncio.Future[Any]]) -> None:
-        """SIGINT the kernel; if the executions have not ended within the grace time, restart it."""
+        """SIGINT the kernel; if the executions have not ended within the grace time, restart it.
+        ipykernel ignores SIGINT between receiving a request and starting its handler, so a signal that
+        lands in that instant is lost: it is sent again every INTERRUPT_RESEND seconds until then."""
         kernel = self._pool.existing(language)
         if kernel is None:
             return
-        await kernel.interrupt()
-        _done, still = await asyncio.wait(executions, timeout=INTERRUPT_GRACE)
+        still: set[asyncio.Future[Any]] = set(executions)
+        deadline = asyncio.get_running_loop().time() + INTERRUPT_GRACE
+        while still and asyncio.get_running_loop().time() < deadline:
+            await kernel.interrupt()
+            _done, still = await asyncio.wait(still, timeout=INTERRUPT_RESEND)
         if still:
             log.warning("%s kernel ignored the interrupt; restarting it", language)
             with contextlib.suppress(Exception):
