@@ -168,6 +168,8 @@ class Workspace:
             listener(result)
 
     def _record_run(self, result: RunResult) -> None:
+        if result.language == PYTHON:
+            self.loop.variables_changed()
         record = self.loop.record if result.origin == "model" else self.conversation.add
         record(
             {

@@ -76,6 +76,8 @@ class Loop:
         self._call_model = call_model
         self.turn: Turn | None = None
         self.proposals: dict[str, Proposal] = {}
+        self._variables: list[dict[str, Any]] | None = None
+        self._variables_kernel: float | None = None
 
     # ---- the commands ----------------------------------------------------------------------------------
 
@@ -216,15 +218,25 @@ class Loop:
             return {}
         return {"uri": sel.uri, "range": turn.selection_range}
 
+    def variables_changed(self) -> None:
+        """A python run ended: the next chat asks the kernel for its variables again."""
+        self._variables = None
+
     async def _variables_for_context(self) -> list[dict[str, Any]] | None:
-        """A short summary of the python kernel's variables, if that kernel is already running and idle."""
+        """A short summary of the python kernel's variables, if that kernel is already running and idle.
+        Kept until the next python run, so a chat after a chat does not ask the kernel again."""
         kernel = self.ws.pool.existing("python")
         if kernel is None or kernel.state != "idle":
             return None
+        if self._variables is not None and self._variables_kernel == kernel.started_at:
+            return self._variables
         try:
-            return await asyncio.wait_for(self.ws.variables("python"), VARIABLES_FOR_CONTEXT_TIMEOUT)
+            variables = await asyncio.wait_for(self.ws.variables("python"), VARIABLES_FOR_CONTEXT_TIMEOUT)
         except Exception:
             return None
+        # started_at changes on a restart, whose empty namespace must not be hidden by the cache.
+        self._variables, self._variables_kernel = variables, kernel.started_at
+        return variables
 
     async def _steps(self, turn: Turn) -> str | None:
         max_steps = self.ws.settings.max_steps
