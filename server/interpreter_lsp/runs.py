@@ -206,7 +206,7 @@ class RunManager:
                 if timed_out:
                     state, message = "timeout", f"stopped after the run timeout of {run.timeout:g} s"
                 else:
-                    state, message = self._final_state(run, reply, output)
+                    state, message = self._final_state(run, reply)
         except asyncio.CancelledError:
             state = "interrupted"
         except KernelDied as exc:
@@ -253,7 +253,7 @@ class RunManager:
             except Exception:
                 log.exception("recording run %s failed", result.run_id)
 
-    def _final_state(self, run: Run, reply: ExecuteReply, output: RunOutput) -> tuple[str, str | None]:
+    def _final_state(self, run: Run, reply: ExecuteReply) -> tuple[str, str | None]:
         if reply.status == "died":
             return "died", (
                 f"The {run.language} kernel died while running this code; its state (variables, imports) "

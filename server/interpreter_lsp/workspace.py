@@ -65,6 +65,7 @@ class Workspace:
             ctx.runtime_dir,
             ctx.specs_root,
             self._launch_options,
+            lambda: self.settings.kernel.python,
             self._kernel_state,
             self._kernel_died,
             refuse=lambda: policy.may_run(self.ctx.trusted),
@@ -121,7 +122,7 @@ class Workspace:
         env.update({"PAGER": "cat", "GIT_PAGER": "cat", "TERM": env.get("TERM", "dumb") or "dumb"})
         env.pop("PYTHONSTARTUP", None)
         if self.settings.sandbox != "bubblewrap":
-            return LaunchOptions(env=env, python_setting=self.settings.kernel.python)
+            return LaunchOptions(env=env)
         # Never run unsandboxed when a sandbox was asked for: a missing bwrap is an error, said plainly.
         if (problem := bwrap_available()) is not None:
             raise KernelStartError(problem)
@@ -132,7 +133,6 @@ class Workspace:
         network = "network on" if config.network else "no network"
         return LaunchOptions(
             env=sandbox_env,
-            python_setting=self.settings.kernel.python,
             command_wrapper=lambda cmd: wrap_command(cmd, env, config)[0],
             sandbox=f"bubblewrap ({network})",
         )

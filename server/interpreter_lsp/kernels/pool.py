@@ -22,7 +22,6 @@ class LaunchOptions:
     """What a kernel is started with: decided by the workspace from its settings."""
 
     env: dict[str, str]
-    python_setting: str | None = None
     command_wrapper: CommandWrapper | None = None
     sandbox: str | None = None  # a sentence for status, e.g. "bubblewrap (no network)"
 
@@ -37,6 +36,7 @@ class KernelPool:
         runtime_dir: Path,
         specs_root: Path,
         launch_options: Callable[[], LaunchOptions],
+        python_setting: Callable[[], str | None],
         on_state: KernelStateListener,
         on_died: Callable[[str], None],
         refuse: Callable[[], str | None] = lambda: None,
@@ -46,6 +46,7 @@ class KernelPool:
         self._runtime_dir = runtime_dir
         self._specs_root = specs_root
         self._launch_options = launch_options
+        self._python_setting = python_setting
         self._on_state = on_state
         self._on_died = on_died
         self._kernels: dict[str, Kernel] = {}
@@ -65,7 +66,7 @@ class KernelPool:
         lang = canonical_language(language)
         cached = self._choices.get(lang)
         if cached is None:
-            cached = choose_kernel(lang, self.root, self._specs_root, self._launch_options().python_setting)
+            cached = choose_kernel(lang, self.root, self._specs_root, self._python_setting())
             self._choices[lang] = cached
         return cached
 
