@@ -46,8 +46,11 @@ class Session:
         self.input_prompts: list[dict[str, Any]] = []
         self.edits: list[t.ApplyWorkspaceEditParams] = []
         self.apply_edits = True
+        # window/showMessageRequest: what the server asked, and the title of the action to answer with.
+        self.message_requests: list[t.ShowMessageRequestParams] = []
+        self.message_answer: str | None = None
         self.init_result: t.InitializeResult | None = None
-        for method in (p.MESSAGE, p.PROPOSAL, p.OUTPUT, p.RUN_STATUS, p.TURN_STATUS, p.KERNEL_STATUS):
+        for method in p.ALL_NOTIFICATIONS:
             client.feature(method)(self._recorder(method))
 
         async def answer_input(params: Any) -> dict[str, Any] | None:
@@ -56,8 +59,14 @@ class Session:
         def apply_edit(params: t.ApplyWorkspaceEditParams) -> t.ApplyWorkspaceEditResult:
             return self._apply_edit(params)
 
+        def message_request(params: t.ShowMessageRequestParams) -> t.MessageActionItem | None:
+            self.message_requests.append(params)
+            asyncio.get_running_loop().create_task(self._notify())
+            return None if self.message_answer is None else t.MessageActionItem(title=self.message_answer)
+
         client.feature(p.INPUT)(answer_input)
         client.feature(t.WORKSPACE_APPLY_EDIT)(apply_edit)
+        client.feature(t.WINDOW_SHOW_MESSAGE_REQUEST)(message_request)
 
     def _recorder(self, method: str) -> Callable[[Any], None]:
         def record(params: Any) -> None:

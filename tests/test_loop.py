@@ -91,7 +91,7 @@ async def test_full_loop(chat: Session, model: ScriptedModel) -> None:
     end = await turn_end(chat, turn)
     assert end["state"] == "done"
     assert streamed_text(chat, turn).endswith("The answer is 42.")
-    second = model.wait_requests(2)[1]
+    second = model.wait_requests(2, 60)[1]
     assert "42" in last_user_content(second)
     assert turn_states(chat, turn)[:2] == ["thinking", "awaiting-approval"]
     status = await chat.command(p.STATUS, {})
@@ -106,17 +106,38 @@ async def test_nothing_runs_before_approval_and_reject_tells_the_model(chat: Ses
     await chat.wait_for(lambda: "awaiting-approval" in turn_states(chat, turn), what="awaiting approval")
     assert not chat.notes[p.RUN_STATUS]
     assert not (chat.root / "made.txt").exists()
-    await chat.command(p.REJECT, {"proposalId": proposal["proposalId"], "reason": "not now"})
-    assert (await turn_end(chat, turn))["state"] == "done"
+    await chat.command(p.REJECT, {"proposalId": proposal["proposalId"]})
+    end = await turn_end(chat, turn)
+    assert (end["state"], end["message"]) == ("done", "Declined: the code did not run.")
+    assert [n["state"] for n in chat.notes[p.PROPOSAL_STATUS]] == ["rejected"]
     assert not (chat.root / "made.txt").exists()
     model.reply("Understood.")
     turn2 = (await chat.command(p.CHAT, {"text": "ok"}))["turnId"]
     await turn_end(chat, turn2)
-    second = model.wait_requests(2)[1]
+    second = model.wait_requests(2, 60)[1]
     rejection = "\n".join(m["content"] for m in second["messages"] if m["role"] == "user")
-    assert "declined" in rejection and "not now" in rejection
+    assert "declined" in rejection
     with pytest.raises(JsonRpcException, match=r"already|No proposal"):
         await chat.command(p.APPROVE, {"proposalId": proposal["proposalId"]})
+
+
+async def test_a_rejection_with_a_reason_asks_the_model_again(chat: Session, model: ScriptedModel) -> None:
+    model.reply(py("open('made.txt', 'w').write('x')"))
+    model.reply(py("open('made.md', 'w').write('x')", before="Markdown then."))
+    model.reply("Done.")
+    turn = (await chat.command(p.CHAT, {"text": "make a file"}))["turnId"]
+    first = await next_proposal(chat, turn)
+    await chat.command(p.REJECT, {"proposalId": first["proposalId"], "reason": "use markdown, not text"})
+    second = await next_proposal(chat, turn, index=1)
+    assert second["code"] == "open('made.md', 'w').write('x')"
+    asked = model.wait_requests(2, 60)[1]
+    assert "use markdown, not text" in last_user_content(asked)
+    statuses = [(n["proposalId"], n["state"], n.get("reason")) for n in chat.notes[p.PROPOSAL_STATUS]]
+    assert statuses == [(first["proposalId"], "rejected", "use markdown, not text")]
+    run_id = (await chat.command(p.APPROVE, {"proposalId": second["proposalId"]}))["runId"]
+    assert (await chat.finished(run_id))["state"] == "ok"
+    assert (await turn_end(chat, turn))["state"] == "done"
+    assert (chat.root / "made.md").exists() and not (chat.root / "made.txt").exists()
 
 
 async def test_state_across_turns_and_error_reaches_the_model(chat: Session, model: ScriptedModel) -> None:
@@ -135,7 +156,7 @@ async def test_state_across_turns_and_error_reaches_the_model(chat: Session, mod
     run_id = (await chat.command(p.APPROVE, {"proposalId": bad["proposalId"]}))["runId"]
     assert (await chat.finished(run_id))["state"] == "error"
     fix = await next_proposal(chat, turn, 1)
-    after_error = model.wait_requests(4)[3]
+    after_error = model.wait_requests(4, 60)[3]
     assert "NameError" in last_user_content(after_error) and "dta" in last_user_content(after_error)
     run_id = (await chat.command(p.APPROVE, {"proposalId": fix["proposalId"]}))["runId"]
     await chat.finished(run_id)
@@ -152,7 +173,7 @@ async def test_edited_code_runs_and_the_model_sees_what_ran(chat: Session, model
     await chat.finished(run_id)
     assert chat.text(run_id) == "edited\n"
     await turn_end(chat, turn)
-    assert "print('edited')" in last_user_content(model.wait_requests(2)[1])
+    assert "print('edited')" in last_user_content(model.wait_requests(2, 60)[1])
 
 
 async def test_auto_run_runs_low_risk_and_high_risk_still_waits(
@@ -182,11 +203,11 @@ async def test_auto_run_runs_low_risk_and_high_risk_still_waits(
 async def test_interrupt_while_streaming(chat: Session, model: ScriptedModel) -> None:
     held = model.hold()
     turn = (await chat.command(p.CHAT, {"text": "think hard"}))["turnId"]
-    await asyncio.to_thread(held.received.wait, 10)
+    assert await asyncio.to_thread(held.received.wait, 60), "the request never reached the model"
     await chat.command(p.INTERRUPT, {})
-    end = await turn_end(chat, turn, 10)
+    end = await turn_end(chat, turn, 60)
     assert end["state"] == "cancelled"
-    assert await held.wait_disconnected(5), "the HTTP stream was not closed"
+    assert await held.wait_disconnected(30), "the HTTP stream was not closed"
     model.reply("Still here.")
     turn2 = (await chat.command(p.CHAT, {"text": "hello again"}))["turnId"]
     assert (await turn_end(chat, turn2))["state"] == "done"
@@ -199,8 +220,8 @@ async def test_interrupt_while_running(chat: Session, model: ScriptedModel) -> N
     run_id = (await chat.command(p.APPROVE, {"proposalId": prop["proposalId"]}))["runId"]
     await chat.wait_for(lambda: any(s["state"] == "running" for s in chat.statuses(run_id)), what="running")
     await chat.command(p.INTERRUPT, {})
-    assert (await chat.finished(run_id, 10))["state"] == "interrupted"
-    assert (await turn_end(chat, turn, 10))["state"] == "cancelled"
+    assert (await chat.finished(run_id, 60))["state"] == "interrupted"
+    assert (await turn_end(chat, turn, 60))["state"] == "cancelled"
     assert len(model.requests) == 1  # the loop stopped: the model was not asked again
 
 
@@ -235,7 +256,7 @@ async def test_malformed_and_stalled_streams_end_the_turn_with_an_error(
         assert end["state"] == "error" and end["message"]
         model.stall("Partial answer")
         turn = (await s.command(p.CHAT, {"text": "two"}))["turnId"]
-        end = await turn_end(s, turn, 20)
+        end = await turn_end(s, turn, 60)
         assert end["state"] == "error"
         assert "stall" in end["message"].lower() or "no data" in end["message"].lower() or "1 s" in end["message"]
     finally:
@@ -263,7 +284,7 @@ async def test_bounded_output_to_the_model_while_the_user_gets_all(chat: Session
     await turn_end(chat, turn)
     full = "".join(f"line {i}\n" for i in range(5000))
     assert chat.text(run_id) == full
-    seen = last_user_content(model.wait_requests(2)[1])
+    seen = last_user_content(model.wait_requests(2, 60)[1])
     assert "line 0\n" in seen and "line 4999" in seen
     assert "characters cut" in seen
     assert len(seen) < 2800 + 600
@@ -274,7 +295,7 @@ async def test_users_own_runs_are_in_the_models_context(chat: Session, model: Sc
     model.reply("I see you set secret_number.")
     turn = (await chat.command(p.CHAT, {"text": "what did I do?"}))["turnId"]
     await turn_end(chat, turn)
-    sent = json.dumps(model.wait_requests(1)[0]["messages"])
+    sent = json.dumps(model.wait_requests(1, 60)[0]["messages"])
     assert "secret_number = 1234" in sent and "set by hand" in sent
     assert "secret_number" in last_user_content(model.requests[0])  # the variables summary
 
@@ -285,7 +306,7 @@ async def test_apply_proposal_writes_into_the_selection(chat: Session, model: Sc
     rng = {"start": {"line": 0, "character": 0}, "end": {"line": 1, "character": 16}}
     turn = (await chat.command(p.CHAT, {"text": "fix this", "uri": uri, "range": rng}))["turnId"]
     prop = await next_proposal(chat, turn)
-    sent = last_user_content(model.wait_requests(1)[0])
+    sent = last_user_content(model.wait_requests(1, 60)[0])
     assert "return a - b" in sent and "calc.py" in sent
     result = await chat.command(p.APPLY_PROPOSAL, {"proposalId": prop["proposalId"]})
     assert result == {"applied": True}
@@ -294,8 +315,25 @@ async def test_apply_proposal_writes_into_the_selection(chat: Session, model: Sc
     assert change.text_document.uri == uri
     assert change.edits[0].new_text == "def add(a, b):\n    return a + b"
     assert change.edits[0].range.end.line == 1
-    await chat.command(p.REJECT, {"proposalId": prop["proposalId"]})
-    await turn_end(chat, turn)
+    # Applying a waiting proposal decides it: it does not run, the turn ends, the model is told.
+    end = await turn_end(chat, turn)
+    assert (end["state"], end["message"]) == ("done", "Written into calc.py; it did not run.")
+    assert [(n["state"], n["uri"]) for n in chat.notes[p.PROPOSAL_STATUS]] == [("applied", uri)]
+    assert not chat.notes[p.RUN_STATUS]
+    with pytest.raises(JsonRpcException, match=r"already decided|No proposal"):
+        await chat.command(p.APPROVE, {"proposalId": prop["proposalId"]})
+    # A decided proposal can still be written again; nothing else changes.
+    again = {"proposalId": prop["proposalId"], "uri": uri, "range": {"start": {"line": 2, "character": 0},
+                                                                     "end": {"line": 2, "character": 0}}}
+    assert await chat.command(p.APPLY_PROPOSAL, again) == {"applied": True}
+    model.reply("Good.")
+    turn2 = (await chat.command(p.CHAT, {"text": "thanks"}))["turnId"]
+    await turn_end(chat, turn2)
+    told = "\n".join(m["content"] for m in model.wait_requests(2, 60)[1]["messages"] if m["role"] == "user")
+    assert "wrote your python code into calc.py instead of running it" in told
+    history = (await chat.command(p.HISTORY, {}))["messages"]
+    decisions = [e for e in history if e["type"] == "decision"]
+    assert [(d["decision"], d["uri"]) for d in decisions] == [("applied", uri)]
 
 
 async def test_max_steps_stops_a_runaway_loop(workspace_root: Path, home: Path, model: ScriptedModel) -> None:
@@ -324,7 +362,7 @@ async def test_undo_and_reset(chat: Session, model: ScriptedModel) -> None:
     model.reply("Third.")
     turn = (await chat.command(p.CHAT, {"text": "third"}))["turnId"]
     await turn_end(chat, turn)
-    sent = json.dumps(model.wait_requests(3)[2]["messages"])
+    sent = json.dumps(model.wait_requests(3, 60)[2]["messages"])
     assert "first question" in sent and "second question" not in sent
     await chat.command(p.RESET, {})
     assert (await chat.command(p.HISTORY, {}))["messages"] == []
@@ -350,7 +388,7 @@ async def test_history_survives_restart_and_kill(workspace_root: Path, home: Pat
         ]
         model.hold()
         turn = (await s.command(p.CHAT, {"text": "in flight when killed"}))["turnId"]
-        await asyncio.to_thread(model.wait_requests, 3, 10)
+        await asyncio.to_thread(model.wait_requests, 3, 60)
     finally:
         server = s.client._server
         assert server is not None
@@ -390,3 +428,10 @@ async def test_export_notebook(chat: Session, model: ScriptedModel) -> None:
     for bad in ("../escape.ipynb", "/tmp/abs.ipynb"):
         with pytest.raises(JsonRpcException, match="outside the workspace"):
             await chat.command(p.EXPORT_NOTEBOOK, {"path": bad})
+    # An existing notebook is not overwritten unless asked.
+    before = path.read_bytes()  # noqa: ASYNC240 - a small file
+    with pytest.raises(JsonRpcException, match="exists already"):
+        await chat.command(p.EXPORT_NOTEBOOK, {"path": "out/session.ipynb"})
+    assert path.read_bytes() == before  # noqa: ASYNC240
+    again = await chat.command(p.EXPORT_NOTEBOOK, {"path": "out/session.ipynb", "overwrite": True})
+    assert again["path"] == str(path)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from interpreter_lsp.errors import UserError
 from interpreter_lsp.safety.paths import PathOutsideWorkspace, resolve_inside
 
 
@@ -88,7 +89,7 @@ def test_nonsense_is_refused_clearly(ws: Path) -> None:
         resolve_inside(ws, "a\0b")
     with pytest.raises(PathOutsideWorkspace, match="empty path"):
         resolve_inside(ws, "")
-    assert issubclass(PathOutsideWorkspace, ValueError)
+    assert issubclass(PathOutsideWorkspace, UserError)  # answered as the person's mistake, with its sentence
 
 
 def test_the_workspace_root_itself(ws: Path) -> None:

@@ -47,6 +47,25 @@ async def test_display_data_with_image_and_result(session: Session) -> None:
     assert results[-1]["data"]["text/plain"] == "42"
 
 
+async def test_figures_reach_the_panel_whatever_the_backend(session: Session) -> None:
+    """Agg shows nothing by itself and the kernel keeps it: open figures are captured after each run."""
+    code = "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()"
+    run_id, status = await session.run_and_wait(code, timeout=60)
+    assert status["state"] == "ok", session.text(run_id)
+    [display] = [o for o in session.outputs(run_id) if o["kind"] == "display"]
+    assert base64.b64decode(display["data"]["image/png"]).startswith(b"\x89PNG")
+    assert display["text"].startswith("<Figure 1:")
+    # The next plot, the backend still Agg, shows too; a run that draws nothing shows no image.
+    run_id, _ = await session.run_and_wait("plt.figure(); plt.bar([1], [2]); print('drawn')", timeout=60)
+    assert [o["kind"] for o in session.outputs(run_id)] == ["stdout", "display"]
+    run_id, _ = await session.run_and_wait("print('no plot')", timeout=60)
+    assert [o["kind"] for o in session.outputs(run_id)] == ["stdout"]
+    # Restarted, the hook is there again.
+    await session.command(p.RESTART_KERNEL, {})
+    run_id, _ = await session.run_and_wait(code, timeout=90)
+    assert any(o["kind"] == "display" for o in session.outputs(run_id))
+
+
 async def test_error_has_plain_traceback(session: Session) -> None:
     run_id, status = await session.run_and_wait("def f():\n    return 1 / 0\nf()")
     assert status["state"] == "error"
@@ -124,9 +143,12 @@ async def test_input_is_answered_by_the_editor(session: Session) -> None:
 
 
 async def test_cancelled_input_interrupts_instead_of_hanging(session: Session) -> None:
-    run_id, status = await session.run_and_wait("input('never answered: ')", timeout=15)
-    assert status["state"] == "error"
-    assert "KeyboardInterrupt" in session.text(run_id)
+    run_id, status = await session.run_and_wait("input('never answered: ')\nprint('not reached')", timeout=60)
+    assert (status["state"], status["message"]) == ("interrupted", "input cancelled")
+    # One line, not the kernel's traceback of the interrupt.
+    assert session.text(run_id) == "Input cancelled: the code was stopped at its input prompt."
+    run_id, status = await session.run_and_wait("print('next run fine')", timeout=60)
+    assert session.text(run_id) == "next run fine\n"
 
 
 async def test_variables_are_listed_silently(session: Session) -> None:

@@ -7,17 +7,68 @@ from pathlib import Path
 
 from harness import start_session, stop_session
 from interpreter_lsp import protocol as p
-from interpreter_lsp.settings import Settings, apply, resolve
+from interpreter_lsp.settings import Settings, apply, resolve, sources_of
 
 
 def test_later_sources_win_and_files_accept_snake_case(tmp_path: Path) -> None:
     user = tmp_path / "user.toml"
     user.write_text('[interpreter]\nmodel = "user-model"\nmax_steps = 5\nauto_run = true\n')
-    (tmp_path / ".interpreter-lsp.toml").write_text('model = "workspace-model"\n[kernel]\npython = "python3"\n')
+    (tmp_path / ".interpreter-lsp.toml").write_text("max_output = 900\n[kernel]\n")
     report = resolve(tmp_path, [("client", {"maxSteps": 7})], user_file=user)
-    assert report.errors == []
+    assert report.errors == [] and report.ignored == [] and report.confirm is None
     s = report.settings
-    assert (s.model, s.max_steps, s.auto_run, s.kernel.python) == ("workspace-model", 7, True, "python3")
+    assert (s.model, s.max_steps, s.auto_run, s.max_output) == ("user-model", 7, True, 900)
+    assert sources_of(report)["model"] == "user file"
+
+
+def test_a_workspace_file_sets_what_only_the_user_may_set_only_once_allowed(tmp_path: Path) -> None:
+    user = tmp_path / "user.toml"
+    user.write_text('model = "user-model"\nsandbox = "bubblewrap"\n')
+    hostile = 'model = "attacker"\napi_base = "http://evil.example/v1"\nsandbox = "off"\nmax_steps = 3\n'
+    (tmp_path / ".interpreter-lsp.toml").write_text(hostile + '[kernel]\npython = "/tmp/evil"\n')
+    report = resolve(tmp_path, [], user_file=user)
+    s = report.settings
+    assert (s.model, s.api_base, s.sandbox, s.kernel.python) == ("user-model", None, "bubblewrap", None)
+    assert s.max_steps == 3  # what chooses nothing about data or code still applies
+    assert report.confirm is not None
+    assert report.confirm.keys == ("apiBase", "kernel.python", "model", "sandbox")
+    assert len(report.ignored) == 4 and all("until you allow" in note for note in report.ignored)
+    # Allowed (the user answered "Use them" for this content): now it applies, and says where it came from.
+    allowed = resolve(tmp_path, [], user_file=user, allowed_digest=report.confirm.digest)
+    assert (allowed.settings.model, allowed.settings.sandbox) == ("attacker", "off")
+    assert allowed.confirm is None and sources_of(allowed)["sandbox"] == "workspace file"
+    # Changed content (e.g. rewritten by code in the kernel): asked again, ignored until then.
+    (tmp_path / ".interpreter-lsp.toml").write_text(hostile + 'allow_env = ["OPENAI_API_KEY"]\n')
+    changed = resolve(tmp_path, [], user_file=user, allowed_digest=report.confirm.digest)
+    assert changed.settings.allow_env == () and changed.settings.model == "user-model"
+    assert changed.confirm is not None and changed.confirm.digest != report.confirm.digest
+    # An untrusted workspace's file is not read at all.
+    untrusted = resolve(tmp_path, [], user_file=user, workspace_trusted=False)
+    assert untrusted.settings.max_steps == 20 and untrusted.confirm is None
+
+
+def test_client_workspace_level_values_never_choose_where_data_goes(tmp_path: Path) -> None:
+    user = tmp_path / "user.toml"
+    user.write_text('sandbox = "bubblewrap"\n')
+    client = {"maxSteps": 4, "$workspace": {"apiBase": "http://evil.example/v1", "sandbox": "off", "maxOutput": 999}}
+    report = resolve(tmp_path, [("workspace/configuration", client)], user_file=user)
+    s = report.settings
+    assert (s.api_base, s.sandbox, s.max_steps, s.max_output) == (None, "bubblewrap", 4, 999)
+    assert any("interpreter.apiBase is ignored" in note and "user settings" in note for note in report.ignored)
+    # Client defaults are not sent (only set values are), so the user file's sandbox stands.
+    assert sources_of(report)["sandbox"] == "user file"
+
+
+def test_schema_matches_the_settings_class() -> None:
+    from interpreter_lsp.settings import SCHEMA, KernelSettings
+
+    for spec in SCHEMA:
+        if spec.client:
+            continue
+        holder = KernelSettings() if spec.key.startswith("kernel.") else Settings()
+        assert hasattr(holder, spec.attr), spec.key
+        assert getattr(holder, spec.attr) == spec.default, spec.key
+        assert spec.built or "not built" in spec.description.lower(), spec.key
 
 
 def test_invalid_values_are_reported_and_the_previous_value_kept() -> None:

@@ -7,13 +7,16 @@ from typing import Any
 
 from lsprotocol import types as t
 
+from .errors import UserError
 
-class BadArguments(ValueError):
+
+class BadArguments(UserError):
     pass
 
 
 class Args:
-    """The single JSON object a command takes."""
+    """The single JSON object a command takes. Messages name the argument, not the command: the person
+    reading them clicked a button, they did not call `interpreter.run`."""
 
     def __init__(self, command: str, raw: Sequence[Any]) -> None:
         self.command = command
@@ -27,25 +30,29 @@ class Args:
             raise BadArguments(f"{command} takes one JSON object as its argument, e.g. [{{...}}]; got {raw!r:.200}")
 
     def _fail(self, key: str, expected: str) -> BadArguments:
-        return BadArguments(f"{self.command}: '{key}' must be {expected}; got {self.data.get(key)!r:.200}")
-
-    def has(self, key: str) -> bool:
-        return self.data.get(key) is not None
+        return BadArguments(f"'{key}' must be {expected}; got {self.data.get(key)!r:.200}")
 
     def string(self, key: str, *, required: bool = False, allow_empty: bool = True) -> str | None:
         value = self.data.get(key)
         if value is None:
             if required:
-                raise BadArguments(f"{self.command}: '{key}' is required")
+                raise BadArguments(f"'{key}' is required")
             return None
         if not isinstance(value, str) or (not allow_empty and not value.strip()):
             raise self._fail(key, "a non-empty string" if not allow_empty else "a string")
         return value
 
-    def boolean(self, key: str) -> bool | None:
+    def required(self, key: str) -> str:
+        """A required, non-empty string."""
+        value = self.string(key, required=True, allow_empty=False)
+        assert value is not None
+        return value
+
+    def flag(self, key: str) -> bool:
+        """An optional boolean, false when absent."""
         value = self.data.get(key)
         if value is None:
-            return None
+            return False
         if not isinstance(value, bool):
             raise self._fail(key, "true or false")
         return value
@@ -68,13 +75,19 @@ class Args:
         value = self.data.get(key)
         if value is None:
             return None
-        err = self._fail(key, "a range {start: {line, character}, end: {line, character}}")
-        if not isinstance(value, dict):
-            raise err
-        start, end = _position(value.get("start"), err), _position(value.get("end"), err)
-        if (end.line, end.character) < (start.line, start.character):
-            raise BadArguments(f"{self.command}: '{key}' ends before it starts")
-        return t.Range(start=start, end=end)
+        return parse_range(value, key)
+
+
+def parse_range(value: Any, key: str = "range") -> t.Range:
+    """A wire range ({start: {line, character}, end: ...}) as an lsprotocol Range, or BadArguments."""
+    err = BadArguments(f"'{key}' must be a range {{start: {{line, character}}, end: {{line, character}}}}; "
+                       f"got {value!r:.200}")
+    if not isinstance(value, dict):
+        raise err
+    start, end = _position(value.get("start"), err), _position(value.get("end"), err)
+    if (end.line, end.character) < (start.line, start.character):
+        raise BadArguments(f"'{key}' ends before it starts")
+    return t.Range(start=start, end=end)
 
 
 def _position(value: Any, err: BadArguments) -> t.Position:

@@ -74,16 +74,10 @@ class RunOutput:
         self._timer: asyncio.TimerHandle | None = None
         self.model_view = HeadTail(model_limit)
         self.error: tuple[str, str] | None = None
-        self.notifications = 0
-        self.has_images = False
 
     def _emit(self, params: OutputParams) -> None:
         self._seq += 1
-        self.notifications += 1
         self._send(OUTPUT, to_wire(params))
-
-    def _next_seq(self) -> int:
-        return self._seq
 
     def stream(self, name: str, text: str) -> None:
         kind = "stderr" if name == "stderr" else "stdout"
@@ -109,17 +103,15 @@ class RunOutput:
         self._buffer.clear()
         self._buffer_len = 0
         self._buffer_kind = None
-        self._emit(OutputParams(self.run_id, self._next_seq(), kind, text=text))  # type: ignore[arg-type]
+        self._emit(OutputParams(self.run_id, self._seq, kind, text=text))  # type: ignore[arg-type]
 
     def rich(self, kind: str, data: dict[str, Any]) -> None:
         """execute_result ("result") or display_data ("display"): the whole MIME bundle."""
         self.flush()
-        if any(mime.startswith("image/") for mime in data):
-            self.has_images = True
         text = _plain_text(data)
         self.model_view.append(text if text.endswith("\n") else text + "\n")
         self._emit(
-            OutputParams(self.run_id, self._next_seq(), kind, text=text, data=data)  # type: ignore[arg-type]
+            OutputParams(self.run_id, self._seq, kind, text=text, data=data)  # type: ignore[arg-type]
         )
 
     def exception(self, ename: str, evalue: str, traceback: list[str]) -> None:
@@ -128,14 +120,14 @@ class RunOutput:
         self.error = (ename, evalue)
         self.model_view.append(text + "\n")
         self._emit(
-            OutputParams(self.run_id, self._next_seq(), "error", text=text, ename=ename, evalue=evalue)
+            OutputParams(self.run_id, self._seq, "error", text=text, ename=ename, evalue=evalue)
         )
 
     def note(self, kind: str, text: str) -> None:
         """Text the server adds (e.g. "input is not available"), shown like stream output."""
         self.flush()
         self.model_view.append(text + "\n")
-        self._emit(OutputParams(self.run_id, self._next_seq(), kind, text=text))  # type: ignore[arg-type]
+        self._emit(OutputParams(self.run_id, self._seq, kind, text=text))  # type: ignore[arg-type]
 
     def on_iopub(self, msg_type: str, content: dict[str, Any]) -> None:
         if msg_type == "stream":

@@ -1,12 +1,15 @@
-"""The interpreter-lsp protocol, version 1: every custom command and notification name, and payloads.
+"""The interpreter-lsp protocol, version 1: every custom command and notification name, every payload,
+and every history event.
 
 This is the one place in the server where these names are spelled. docs/protocol.md documents them.
-Payloads are plain attrs classes; `to_wire` turns one into the camelCase JSON object clients receive.
+Payloads and events are plain attrs classes; `to_wire` turns one into the camelCase JSON object clients
+receive (history events carry their `type`). The clients' mirrors (clients/vscode/src/protocol.ts,
+clients/neovim/lua/interpreter_lsp/protocol.lua) are checked against this module by tests/test_mirrors.py.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import attrs
 
@@ -26,6 +29,7 @@ HISTORY = "interpreter.history"
 VARIABLES = "interpreter.variables"
 STATUS = "interpreter.status"
 EXPORT_NOTEBOOK = "interpreter.exportNotebook"
+SET_TRUSTED = "interpreter.setTrusted"
 
 ALL_COMMANDS: tuple[str, ...] = (
     CHAT,
@@ -41,6 +45,7 @@ ALL_COMMANDS: tuple[str, ...] = (
     VARIABLES,
     STATUS,
     EXPORT_NOTEBOOK,
+    SET_TRUSTED,
 )
 
 # Notifications: server -> client.
@@ -50,6 +55,17 @@ OUTPUT = "interpreter/output"
 RUN_STATUS = "interpreter/runStatus"
 TURN_STATUS = "interpreter/turnStatus"
 KERNEL_STATUS = "interpreter/kernelStatus"
+PROPOSAL_STATUS = "interpreter/proposalStatus"
+
+ALL_NOTIFICATIONS: tuple[str, ...] = (
+    MESSAGE,
+    PROPOSAL,
+    OUTPUT,
+    RUN_STATUS,
+    TURN_STATUS,
+    KERNEL_STATUS,
+    PROPOSAL_STATUS,
+)
 
 # Requests: server -> client. Sent only to clients that declare support (see INPUT_CAPABILITY).
 INPUT = "interpreter/input"
@@ -62,6 +78,8 @@ RunState = Literal["queued", "running", "ok", "error", "interrupted", "died", "t
 TurnState = Literal["thinking", "awaiting-approval", "running", "done", "cancelled", "error"]
 OutputKind = Literal["stdout", "stderr", "result", "display", "error"]
 KernelState = Literal["starting", "idle", "busy", "dead", "restarting", "stopped"]
+ProposalState = Literal["approved", "auto-run", "rejected", "applied", "expired"]
+Origin = Literal["user", "model"]
 
 FINAL_RUN_STATES: frozenset[str] = frozenset({"ok", "error", "interrupted", "died", "timeout"})
 FINAL_TURN_STATES: frozenset[str] = frozenset({"done", "cancelled", "error"})
@@ -75,6 +93,9 @@ def _camel(name: str) -> str:
 def to_wire(payload: Any) -> dict[str, Any]:
     """An attrs payload as the JSON object on the wire: camelCase keys, None fields left out."""
     out: dict[str, Any] = {}
+    kind = getattr(type(payload), "type", None)
+    if isinstance(kind, str):
+        out["type"] = kind
     for field in attrs.fields(type(payload)):
         value = getattr(payload, field.name)
         if value is None:
@@ -111,6 +132,8 @@ class ProposalParams:
     code: str
     risk: Risk
     auto_run: bool
+    # Why it waits ("auto-run is off: waits for approval", ...), when it does not run by itself.
+    wait_reason: str | None = None
 
 
 @attrs.define
@@ -142,6 +165,9 @@ class RunStatusParams:
     # relative to `root`, the workspace folder the run belongs to.
     files: list[dict[str, str]] | None = None
     root: str | None = None
+    # On "queued" only, for runs started from a document (a code lens, a code action, run cell/selection):
+    # {uri, kind: "selection" | "cell" | "document", startLine, endLine}.
+    source: dict[str, Any] | None = None
 
 
 @attrs.define
@@ -167,3 +193,182 @@ class InputParams:
     run_id: str
     prompt: str
     password: bool
+
+
+@attrs.define
+class ProposalStatusParams:
+    """A proposal was decided, or its turn ended while it still waited ("expired"). Clients drive the
+    proposal's card from this: once decided, nothing on it can be approved again."""
+
+    proposal_id: str
+    turn_id: str
+    state: ProposalState
+    run_id: str | None = None
+    reason: str | None = None
+    uri: str | None = None
+
+
+# ---- history events ---------------------------------------------------------------------------------
+# What `interpreter.history` returns and the per-workspace JSONL log holds, one class per `type`. Every
+# stored event also has `ts` (seconds since the epoch), added when it is appended.
+
+
+@attrs.define
+class UserEvent:
+    type: ClassVar[str] = "user"
+    turn_id: str
+    text: str
+    content: str  # what the model read: the text with the editor's context
+    uri: str | None = None
+    range: dict[str, Any] | None = None
+
+
+@attrs.define
+class AssistantEvent:
+    type: ClassVar[str] = "assistant"
+    turn_id: str
+    text: str
+    partial: bool | None = None  # the reply was cut off (interrupt, failure)
+
+
+@attrs.define
+class ProposalEvent:
+    type: ClassVar[str] = "proposal"
+    proposal_id: str
+    turn_id: str
+    language: str
+    code: str
+    risk: Risk
+    auto_run: bool
+    complete: bool
+
+
+DecisionKind = Literal["approved", "rejected", "auto-run", "applied"]
+
+
+@attrs.define
+class DecisionEvent:
+    type: ClassVar[str] = "decision"
+    proposal_id: str
+    turn_id: str
+    decision: DecisionKind
+    language: str | None = None
+    code: str | None = None  # approved / auto-run: what runs
+    edited: bool | None = None
+    reason: str | None = None  # rejected: the user's reason
+    uri: str | None = None  # applied: the document it was written into
+
+
+@attrs.define
+class RunEvent:
+    type: ClassVar[str] = "run"
+    run_id: str
+    origin: Origin
+    language: str
+    code: str
+    state: RunState
+    duration_ms: int
+    output_for_model: str
+    outputs: list[dict[str, Any]] = attrs.field(factory=list)  # nbformat v4 outputs
+    files: list[dict[str, str]] = attrs.field(factory=list)
+    turn_id: str | None = None
+    proposal_id: str | None = None
+    message: str | None = None
+
+
+@attrs.define
+class UsageEvent:
+    type: ClassVar[str] = "usage"
+    turn_id: str
+    prompt_tokens: int
+    completion_tokens: int
+    cost: float
+
+
+@attrs.define
+class NoteEvent:
+    """A notice the user saw (the loop stopped at maxSteps, ...); `for_model` is what the model reads."""
+
+    type: ClassVar[str] = "note"
+    text: str
+    turn_id: str | None = None
+    for_model: str | None = None
+
+
+@attrs.define
+class ErrorEvent:
+    type: ClassVar[str] = "error"
+    turn_id: str
+    message: str
+
+
+@attrs.define
+class AppliedEvent:
+    type: ClassVar[str] = "applied"
+    proposal_id: str
+    uri: str
+    applied: bool
+
+
+@attrs.define
+class TurnEndEvent:
+    type: ClassVar[str] = "turnEnd"
+    turn_id: str
+    state: TurnState
+    message: str | None = None  # what the final turnStatus said
+
+
+@attrs.define
+class KernelEvent:
+    """A kernel restarted (asked for) or died (its state was lost)."""
+
+    type: ClassVar[str] = "kernel"
+    language: str
+    state: Literal["restarted", "died"]
+    message: str
+
+
+@attrs.define
+class ResetEvent:
+    """In the log only: the conversation starts afresh here."""
+
+    type: ClassVar[str] = "reset"
+
+
+@attrs.define
+class UndoEvent:
+    """In the log only: the last user message and everything after it are dropped."""
+
+    type: ClassVar[str] = "undo"
+
+
+HistoryEvent = (
+    UserEvent
+    | AssistantEvent
+    | ProposalEvent
+    | DecisionEvent
+    | RunEvent
+    | UsageEvent
+    | NoteEvent
+    | ErrorEvent
+    | AppliedEvent
+    | TurnEndEvent
+    | KernelEvent
+    | ResetEvent
+    | UndoEvent
+)
+HISTORY_EVENTS: tuple[type, ...] = (
+    UserEvent,
+    AssistantEvent,
+    ProposalEvent,
+    DecisionEvent,
+    RunEvent,
+    UsageEvent,
+    NoteEvent,
+    ErrorEvent,
+    AppliedEvent,
+    TurnEndEvent,
+    KernelEvent,
+    ResetEvent,
+    UndoEvent,
+)

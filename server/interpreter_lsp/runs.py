@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 # How long an interrupted run may take to stop before its kernel is restarted.
 INTERRUPT_GRACE = 3.0
 INTERRUPT_RESEND = 0.5
+INPUT_CANCELLED = "Input cancelled: the code was stopped at its input prompt."
 
 Send = Callable[[str, dict[str, Any]], None]
 AskInput = Callable[[str, str, bool], Awaitable[str | None]]
@@ -60,6 +61,8 @@ class Run:
     task: asyncio.Task[None] | None = None
     executing: bool = False
     interrupt_requested: bool = False
+    input_cancelled: bool = False
+    source: dict[str, Any] | None = None
 
 
 class _Sink:
@@ -75,6 +78,11 @@ class _Sink:
         self._manager._status(self._run, "running")
 
     def on_iopub(self, msg_type: str, content: dict[str, Any]) -> None:
+        if msg_type == "error" and self._run.input_cancelled and content.get("ename") == "KeyboardInterrupt":
+            # The user cancelled an input() prompt: one line, not the kernel's traceback of the interrupt.
+            self.output.note("stderr", INPUT_CANCELLED)
+            self.records.append({"output_type": "stream", "name": "stderr", "text": INPUT_CANCELLED + "\n"})
+            return
         self.output.on_iopub(msg_type, content)
         self._record(msg_type, content)
 
@@ -106,7 +114,11 @@ class _Sink:
         ask = self._manager.ask_input
         if ask is None:
             return None
-        return await ask(self._run.run_id, prompt, password)
+        answer = await ask(self._run.run_id, prompt, password)
+        if answer is None:
+            self._run.input_cancelled = True
+            self._run.interrupt_requested = True
+        return answer
 
 
 class RunManager:
@@ -151,6 +163,7 @@ class RunManager:
             origin=run.origin if queued else None,
             files=files or None,
             root=str(self._files.root) if files and self._files is not None else None,
+            source=run.source if queued else None,
         )
         self._send(RUN_STATUS, to_wire(params))
 
@@ -163,6 +176,7 @@ class RunManager:
         turn_id: str | None = None,
         proposal_id: str | None = None,
         timeout: float | None = None,
+        source: dict[str, Any] | None = None,
     ) -> Run:
         """Queue `code`; returns at once. The language must already be known to resolve (see check)."""
         lang = canonical_language(language)
@@ -176,6 +190,7 @@ class RunManager:
             proposal_id=proposal_id,
             timeout=self._default_timeout() if timeout is None else timeout,
             result=loop.create_future(),
+            source=source,
         )
         self.runs[run.run_id] = run
         self._status(run, "queued")
@@ -259,6 +274,8 @@ class RunManager:
                 f"The {run.language} kernel died while running this code; its state (variables, imports) "
                 "was lost. It has been restarted."
             )
+        if run.input_cancelled:
+            return "interrupted", "input cancelled"
         if run.interrupt_requested or reply.status == "interrupted":
             return "interrupted", None
         if reply.status == "ok":

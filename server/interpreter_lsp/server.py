@@ -19,16 +19,19 @@ from lsprotocol import types as t
 from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
-from . import __version__, cells
+from . import __version__, cells, editor
 from . import protocol as p
 from .agent.loop import UnknownProposal
 from .arguments import BadArguments
 from .commands import register_commands
 from .languages import PYTHON, canonical_language
 from .safety.secrets import RedactingFilter, Redactor
+from .settings import WorkspaceFileRequest
 from .workspace import ServerContext, Workspace
 
 log = logging.getLogger(__name__)
+
+ALLOW = "Use them"
 
 # A kind of our own: clients list it with the other actions (VS Code's light bulb, Neovim's menu).
 RUN_ACTION_KIND = "interpreter.run"
@@ -45,7 +48,8 @@ class InterpreterServer(LanguageServer):
         self.trusted = True
         self.supports_input = False
         self._runtime_dir: Path | None = None
-        self._specs_root: Path | None = None
+        self._context: ServerContext | None = None
+        self._asked: set[str] = set()  # workspace-file digests the user was asked about in this session
         self._stopped = False
         # Secrets (provider keys in the environment, apiKey settings) never reach the wire or the log.
         self.redactor = Redactor(os.environ)
@@ -74,21 +78,32 @@ class InterpreterServer(LanguageServer):
             log.error("background task %s failed: %s", task.get_name(), exc, exc_info=exc)
 
     def context(self) -> ServerContext:
-        if self._runtime_dir is None:
+        """The one context every workspace shares (trust is granted to all of them at once)."""
+        if self._context is None:
             # IPC sockets and connection files: a 0700 directory of ours (mkdtemp), short enough for
             # unix socket paths.
             self._runtime_dir = Path(tempfile.mkdtemp(prefix="ilsp-"))
-            self._specs_root = self._runtime_dir / "kernelspecs"
-        assert self._specs_root is not None
-        return ServerContext(
-            send=self.send,
-            show_message=self.show,
-            runtime_dir=self._runtime_dir,
-            specs_root=self._specs_root,
-            ask_input=self.ask_input if self.supports_input else None,
-            trusted=self.trusted,
-            redact=self.redactor.redact_obj,
-        )
+            self._context = ServerContext(
+                send=self.send,
+                show_message=self.show,
+                runtime_dir=self._runtime_dir,
+                specs_root=self._runtime_dir / "kernelspecs",
+                ask_input=self.ask_input if self.supports_input else None,
+                trusted=self.trusted,
+                redact=self.redactor.redact_obj,
+            )
+        return self._context
+
+    async def set_trusted(self, trusted: bool) -> None:
+        """The user granted (or withdrew) trust: no restart, waiting proposals stay and become runnable."""
+        if trusted == self.trusted:
+            return
+        self.trusted = trusted
+        self.context().trusted = trusted
+        for ws in list(self.workspaces.values()):
+            await self.load_settings(ws)
+        if trusted and self.workspaces:
+            self.spawn(self.warm_up(next(iter(self.workspaces.values()))), "warm-up-python")
 
     async def ask_input(self, run_id: str, prompt: str, password: bool) -> str | None:
         params = p.to_wire(p.InputParams(run_id, prompt, password))
@@ -123,9 +138,9 @@ class InterpreterServer(LanguageServer):
             self.add_workspace(Path.cwd())
         return next(iter(self.workspaces.values()))
 
-    def workspace_of_proposal(self, proposal_id: str | None) -> Workspace:
+    def workspace_of_proposal(self, proposal_id: str) -> Workspace:
         for ws in self.workspaces.values():
-            if ws.loop.proposal_info(proposal_id or "") is not None:
+            if ws.has_proposal(proposal_id):
                 return ws
         raise UnknownProposal(f"No proposal {proposal_id!r}: it may belong to a conversation that was reset.")
 
@@ -140,10 +155,34 @@ class InterpreterServer(LanguageServer):
                 layers.append(("workspace/configuration", answer[0] if answer else None))
             except Exception as exc:
                 log.warning("workspace/configuration failed: %s", exc)
-        errors = ws.configure(layers)
+        report = ws.configure(layers)
         self.redactor.add(ws.settings.api_key, ws.settings.kernel.gateway_token)
-        if errors:
-            self.show("warning", "interpreter-lsp settings: " + "; ".join(errors))
+        problems = report.errors + report.ignored
+        if problems:
+            self.show("warning", "interpreter-lsp settings: " + "; ".join(problems))
+        if report.confirm is not None and report.confirm.digest not in self._asked:
+            self._asked.add(report.confirm.digest)
+            self.spawn(self.ask_to_allow(ws, report.confirm), "allow-workspace-settings")
+
+    async def ask_to_allow(self, ws: Workspace, request: WorkspaceFileRequest) -> None:
+        """The workspace file sets what only the user may set: show which keys, and ask once per content."""
+        keys = ", ".join(request.keys)
+        params = t.ShowMessageRequestParams(
+            type=t.MessageType.Warning,
+            message=(
+                f"{request.path} sets {keys}: these choose where your data goes and what runs. A cloned "
+                "repository can set them. Use this file's settings?"
+            ),
+            actions=[t.MessageActionItem(title=ALLOW), t.MessageActionItem(title="Ignore them")],
+        )
+        try:
+            answer = await self.window_show_message_request_async(params)
+        except Exception as exc:  # the editor cannot ask: the keys stay ignored, as the warning said
+            log.info("could not ask about %s: %s", request.path, exc)
+            return
+        if answer is not None and answer.title == ALLOW:
+            ws.allow_workspace_settings(request.digest)
+            await self.load_settings(ws)
 
     async def warm_up(self, ws: Workspace) -> None:
         """Start the python kernel now, so the first run does not pay for it; $/progress if supported."""
@@ -180,8 +219,8 @@ class InterpreterServer(LanguageServer):
 
     # ---- documents --------------------------------------------------------------------------------------
 
-    def document(self, uri: str) -> tuple[list[str], str]:
-        """Lines and language of a document the editor has open, else of the file on disk."""
+    def document(self, uri: str) -> editor.Document:
+        """The text and language of a document the editor has open, else of the file on disk."""
         doc = self.workspace.text_documents.get(uri)
         if doc is None:
             path = to_fs_path(uri)
@@ -189,23 +228,11 @@ class InterpreterServer(LanguageServer):
                 raise BadArguments(f"No document at {uri}: open it in the editor or pass 'code' instead")
             doc = self.workspace.get_text_document(uri)
         try:
-            lines = doc.source.splitlines()
+            source = doc.source
         except (OSError, UnicodeDecodeError) as exc:
             raise BadArguments(f"Cannot read {uri}: {exc}") from exc
         language = doc.language_id or _EXTENSION_LANGUAGES.get(Path(to_fs_path(uri) or "").suffix, "")
-        return lines, canonical_language(language) if language else ""
-
-    def text_in_range(self, uri: str, lines: list[str], rng: t.Range) -> str:
-        if rng.start.line > len(lines) or rng.end.line > len(lines):
-            raise BadArguments(
-                f"The range (lines {rng.start.line}-{rng.end.line}, 0-based) is outside {uri}, "
-                f"which has {len(lines)} lines"
-            )
-        doc = self.workspace.get_text_document(uri)
-        source = doc.source
-        start = doc.offset_at_position(rng.start)
-        end = doc.offset_at_position(rng.end)
-        return source[start:end]
+        return editor.Document(uri, source, canonical_language(language) if language else "")
 
 
 def create_server() -> InterpreterServer:
@@ -318,11 +345,9 @@ def kill_kernels_now(ls: InterpreterServer) -> None:
     """Last resort at exit (the client never sent shutdown, or the loop is gone): kill every kernel's
     process group so no orphan survives, and remove our runtime directory."""
     for ws in ls.workspaces.values():
-        for entry in ws.pool.status():
-            pid = entry.get("pid")
-            if isinstance(pid, int):
-                with contextlib.suppress(OSError):
-                    os.killpg(pid, signal.SIGKILL)
+        for pid in ws.kernel_pids():
+            with contextlib.suppress(OSError):
+                os.killpg(pid, signal.SIGKILL)
     if ls._runtime_dir is not None:
         shutil.rmtree(ls._runtime_dir, ignore_errors=True)
 

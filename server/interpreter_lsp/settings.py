@@ -1,16 +1,31 @@
-"""Typed settings of the `interpreter` section, merged from their sources.
+"""Typed settings of the `interpreter` section: one schema, the sources they come from, and how far each
+source is trusted.
+
+`SCHEMA` is the one list of settings. docs/configuration.md's table, the VS Code client's
+`contributes.configuration` and the Neovim client's `known_settings` are generated from it
+(`python -m interpreter_lsp.settings --write`), and tests/test_mirrors.py fails when they drift.
 
 Sources, later ones win: built-in defaults < user file (~/.config/interpreter-lsp/config.toml) <
 workspace file (.interpreter-lsp.toml) < initializationOptions.settings < workspace/configuration.
+
+Trust: a setting that chooses where data goes or what runs (`sensitive` below: the model and its endpoint,
+the system message, the environment and sandbox of kernels, auto-run, kernel.*) is taken only from the
+user's own sources: the user file and the client's user-level settings. The workspace file (a cloned
+repository can hold one) gives them only after the user allowed its current content once (a hash
+remembered per workspace); until then they are ignored and the user is asked. Client values the user set
+at workspace level (sent under "$workspace") never give them. An untrusted workspace's file is not read.
 Invalid values are reported (never silently ignored) and the previous valid value is kept.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import logging
 import os
 import sys
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +34,16 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+log = logging.getLogger(__name__)
+
 WORKSPACE_FILE = ".interpreter-lsp.toml"
 SECTION = "interpreter"
+WORKSPACE_LEVEL = "$workspace"  # client settings the user set for this workspace, not for themselves
+
+# Source names, as status reports them.
+DEFAULT = "default"
+USER_FILE = "user file"
+WORKSPACE_FILE_SOURCE = "workspace file"
 
 
 @dataclass(frozen=True)
@@ -55,140 +78,237 @@ class Settings:
     kernel: KernelSettings = field(default_factory=KernelSettings)
 
 
-# Wire key (camelCase) -> (field name, validator). A validator returns the value or raises ValueError.
-def _opt_str(v: Any) -> str | None:
-    if v is None or v == "":
-        return None
-    if not isinstance(v, str):
-        raise ValueError("expected a string")
-    return v
+@dataclass(frozen=True)
+class Spec:
+    """One setting: its wire key, JSON type, default, allowed values, and who may set it."""
+
+    key: str  # camelCase; "kernel.python" for nested ones
+    type: str  # "string" | "integer" | "number" | "boolean" | "array"
+    default: Any
+    description: str
+    minimum: float | None = None
+    maximum: float | None = None
+    enum: tuple[str, ...] | None = None
+    nullable: bool = False  # "no value" is allowed (the provider's or model's own default)
+    sensitive: bool = False  # chooses where data goes or what runs: the user's own sources only
+    secret: bool = False  # never shown (errors, status, logs)
+    client: bool = False  # read by the clients; the server ignores it
+    multiline: bool = False
+    built: bool = True  # False: reserved, does nothing yet (its description says so)
+
+    @property
+    def attr(self) -> str:
+        name = self.key.rsplit(".", 1)[-1]
+        return "".join("_" + c.lower() if c.isupper() else c for c in name)
 
 
-def _str(v: Any) -> str:
-    if not isinstance(v, str):
-        raise ValueError("expected a string")
-    return v
+def _s(key: str, type_: str, default: Any, description: str, **kw: Any) -> Spec:
+    return Spec(key, type_, default, description, **kw)
 
 
-def _bool(v: Any) -> bool:
-    if not isinstance(v, bool):
-        raise ValueError("expected true or false")
-    return v
+SCHEMA: tuple[Spec, ...] = (
+    _s("model", "string", None,
+       "A litellm model name: `gpt-4o-mini`, `anthropic/claude-sonnet-4-5`, `ollama_chat/qwen2.5-coder`, "
+       "`openai/<name>` with `apiBase`. Empty: a local Ollama (127.0.0.1:11434) or LM Studio (127.0.0.1:1234) "
+       "is looked for and its first chat model used.", nullable=True, sensitive=True),
+    _s("apiBase", "string", None,
+       "The model's endpoint for OpenAI-compatible servers, e.g. `http://127.0.0.1:1234/v1`. Empty: the "
+       "provider's default.", nullable=True, sensitive=True),
+    _s("apiKey", "string", None,
+       "API key for the model. Prefer the provider's environment variable (`OPENAI_API_KEY`, ...): settings "
+       "files are plain text. Never shown, logged or given to kernels.", nullable=True, sensitive=True, secret=True),
+    _s("temperature", "number", None, "Sampling temperature. Empty: the model's default.",
+       minimum=0, maximum=2, nullable=True),
+    _s("maxTokens", "integer", None, "Most tokens the model may write in one reply. Empty: the model's default.",
+       minimum=1, nullable=True),
+    _s("contextWindow", "integer", None,
+       "Not built yet: the model's context window in tokens, for trimming long conversations.",
+       minimum=256, nullable=True, built=False),
+    _s("autoRun", "boolean", False,
+       "Run the model's code without asking, up to `autoRunMaxRisk`. High-risk code always waits for approval.",
+       sensitive=True),
+    _s("autoRunMaxRisk", "string", "low", "With `autoRun`: the highest risk level that runs without approval.",
+       enum=("low", "medium"), sensitive=True),
+    _s("maxSteps", "integer", 20,
+       "Most model replies with code in one turn before the loop stops and asks you.", minimum=1, maximum=1000),
+    _s("maxOutput", "integer", 2800,
+       "Characters of a run's output the model sees (head and tail, with a note of what was cut). The editor "
+       "always gets all of it.", minimum=200, maximum=1_000_000),
+    _s("systemMessage", "string", None,
+       "Replaces the built-in system message (`{workspace}`, `{os}`, `{languages}` are filled in). Empty: the "
+       "built-in one.", nullable=True, sensitive=True, multiline=True),
+    _s("customInstructions", "string", "", "Added to the system message (e.g. house rules for code).",
+       sensitive=True, multiline=True),
+    _s("sandbox", "string", "off",
+       "Run kernels inside a bubblewrap sandbox: the workspace writable, the rest of the file system read-only, "
+       "no network. If bwrap is missing, runs fail and say so: never silently unsandboxed.",
+       enum=("off", "bubblewrap"), sensitive=True),
+    _s("sandboxNetwork", "boolean", False, "With the sandbox on: let code reach the network.", sensitive=True),
+    _s("allowEnv", "array", (),
+       "Environment variables that look like secrets (`*_API_KEY`, `*_TOKEN`, ...) which kernels may "
+       "nevertheless see.", sensitive=True),
+    _s("runTimeout", "number", 0.0,
+       "Seconds after which a run is interrupted (the kernel restarts if it ignores the interrupt). 0: none.",
+       minimum=0),
+    _s("connectTimeout", "number", 10.0, "Seconds to connect to the model's endpoint.", minimum=0.1, maximum=600),
+    _s("firstTokenTimeout", "number", 120.0,
+       "Seconds from a request to the first streamed token (local models load slowly).", minimum=1, maximum=3600),
+    _s("streamStallTimeout", "number", 60.0, "Seconds of silence in the middle of a reply before it is abandoned.",
+       minimum=1, maximum=3600),
+    _s("maxRetries", "integer", 3,
+       "Retries on rate limits (honouring Retry-After), server errors and connection errors, only before any "
+       "text was shown.", minimum=0, maximum=10),
+    _s("kernel.python", "string", None,
+       "A kernelspec name (`python3`) or an interpreter path (`.venv/bin/python`, `~` expanded). Empty: the "
+       "workspace's `.venv`/`venv` when it has ipykernel, else the server's interpreter.",
+       nullable=True, sensitive=True),
+    _s("kernel.gatewayUrl", "string", None,
+       "Not built yet: a Jupyter Kernel / Enterprise Gateway for remote kernels.",
+       nullable=True, sensitive=True, built=False),
+    _s("kernel.gatewayToken", "string", None, "Not built yet: the gateway's token, with `kernel.gatewayUrl`.",
+       nullable=True, sensitive=True, secret=True, built=False),
+    # Client-side settings: the clients read them; the server accepts and ignores them.
+    _s("confirmDestructive", "boolean", True,
+       "Ask before resetting the conversation and before restarting a kernel (which loses its variables).",
+       client=True),
+)
+BY_KEY: dict[str, Spec] = {spec.key: spec for spec in SCHEMA}
+SENSITIVE: frozenset[str] = frozenset(spec.key for spec in SCHEMA if spec.sensitive)
+# Keys a client may send that belong to it alone (VS Code's interpreter.server.command, trace.server).
+_CLIENT_ONLY_PREFIXES = ("server", "trace")
+
+ALL_KEYS: tuple[str, ...] = tuple(spec.key for spec in SCHEMA if not spec.client)
 
 
-def _number(lo: float, hi: float | None = None, *, integer: bool = False, optional: bool = False):
-    def check(v: Any) -> Any:
-        if v is None and optional:
+# ---- validation --------------------------------------------------------------------------------------
+
+
+def _check(spec: Spec, value: Any) -> Any:
+    """The value to store, or ValueError with what was expected."""
+    if value is None or (spec.type == "string" and value == "" and spec.nullable):
+        if spec.nullable:
             return None
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise ValueError("expected a number")
-        if integer and not float(v).is_integer():
-            raise ValueError("expected a whole number")
-        if v < lo or (hi is not None and v > hi):
-            raise ValueError(f"expected a number from {lo} to {hi}" if hi is not None else f"expected ≥ {lo}")
-        return int(v) if integer else float(v)
+        if spec.type == "string":
+            return ""
+        raise ValueError(f"expected {_expected(spec)}")
+    if spec.type == "string":
+        if not isinstance(value, str):
+            raise ValueError("expected a string")
+        if spec.enum is not None and value not in spec.enum:
+            raise ValueError("expected one of " + ", ".join(f'"{o}"' for o in spec.enum))
+        return value
+    if spec.type == "boolean":
+        if not isinstance(value, bool):
+            raise ValueError("expected true or false")
+        return value
+    if spec.type == "array":
+        if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+            raise ValueError("expected a list of environment variable names")
+        return tuple(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError("expected a number")
+    if spec.type == "integer" and not float(value).is_integer():
+        raise ValueError("expected a whole number")
+    if (spec.minimum is not None and value < spec.minimum) or (spec.maximum is not None and value > spec.maximum):
+        raise ValueError(f"expected {_expected(spec)}")
+    return int(value) if spec.type == "integer" else float(value)
 
-    return check
+
+def _expected(spec: Spec) -> str:
+    lo, hi = spec.minimum, spec.maximum
+    if lo is not None and hi is not None:
+        return f"a number from {lo:g} to {hi:g}"
+    if lo is not None:
+        return f"a number ≥ {lo:g}"
+    return f"a {spec.type}"
 
 
-def _choice(*options: str):
-    def check(v: Any) -> str:
-        if v not in options:
-            raise ValueError("expected one of " + ", ".join(f'"{o}"' for o in options))
-        return v
-
-    return check
+# ---- sources -----------------------------------------------------------------------------------------
 
 
-def _names(v: Any) -> tuple[str, ...]:
-    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-        raise ValueError("expected a list of environment variable names")
-    return tuple(v)
+@dataclass(frozen=True)
+class Layer:
+    """One source's values (camelCase keys, `kernel` nested) and whether it may set sensitive keys."""
+
+    name: str
+    values: Mapping[str, Any]
+    trusted: bool
+    # Said when a sensitive key of this source is ignored: where the user can set it instead.
+    refusal: str = ""
 
 
-_TOP: dict[str, tuple[str, Any]] = {
-    "model": ("model", _opt_str),
-    "apiBase": ("api_base", _opt_str),
-    "apiKey": ("api_key", _opt_str),
-    "temperature": ("temperature", _number(0, 2, optional=True)),
-    "maxTokens": ("max_tokens", _number(1, integer=True, optional=True)),
-    "contextWindow": ("context_window", _number(256, integer=True, optional=True)),
-    "autoRun": ("auto_run", _bool),
-    "autoRunMaxRisk": ("auto_run_max_risk", _choice("low", "medium")),
-    "maxSteps": ("max_steps", _number(1, 1000, integer=True)),
-    "maxOutput": ("max_output", _number(200, 1_000_000, integer=True)),
-    "systemMessage": ("system_message", _opt_str),
-    "customInstructions": ("custom_instructions", lambda v: _opt_str(v) or ""),
-    "sandbox": ("sandbox", _choice("off", "bubblewrap")),
-    "sandboxNetwork": ("sandbox_network", _bool),
-    "allowEnv": ("allow_env", _names),
-    "runTimeout": ("run_timeout", _number(0)),
-    "connectTimeout": ("connect_timeout", _number(0.1, 600)),
-    "firstTokenTimeout": ("first_token_timeout", _number(1, 3600)),
-    "streamStallTimeout": ("stream_stall_timeout", _number(1, 3600)),
-    "maxRetries": ("max_retries", _number(0, 10, integer=True)),
-}
-_KERNEL: dict[str, tuple[str, Any]] = {
-    "python": ("python", _opt_str),
-    "gatewayUrl": ("gateway_url", _opt_str),
-    "gatewayToken": ("gateway_token", _opt_str),
-}
-# Keys clients may send that belong to them, not to the server (VS Code's interpreter.server.command).
-_CLIENT_ONLY = {"server", "trace"}
+@dataclass(frozen=True)
+class WorkspaceFileRequest:
+    """The workspace file sets sensitive keys the user has not allowed yet: ask them."""
 
-ALL_KEYS: tuple[str, ...] = (*_TOP, *(f"kernel.{k}" for k in _KERNEL))
+    path: Path
+    digest: str
+    keys: tuple[str, ...]
 
 
 @dataclass
 class SettingsReport:
     settings: Settings
     errors: list[str] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)  # sensitive keys refused, each with where to set it
+    sources: dict[str, str] = field(default_factory=dict)  # sensitive key -> the source its value came from
+    confirm: WorkspaceFileRequest | None = None
 
 
-def _snake_to_camel(data: Mapping[str, Any]) -> dict[str, Any]:
-    """TOML files may use snake_case keys too (auto_run = true)."""
+def _camel(key: str) -> str:
+    head, *rest = key.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def _flatten(data: Mapping[str, Any], source: str, errors: list[str]) -> dict[str, Any]:
+    """{"kernel": {"python": x}} -> {"kernel.python": x}; snake_case accepted (TOML files)."""
     out: dict[str, Any] = {}
-    for key, value in data.items():
-        head, *rest = key.split("_")
-        out[head + "".join(p.title() for p in rest)] = value
-    return out
-
-
-def apply(base: Settings, layer: Mapping[str, Any], source: str) -> SettingsReport:
-    """Apply one source's values on top of `base`. Unknown keys and bad values become errors."""
-    errors: list[str] = []
-    top: dict[str, Any] = {}
-    kernel: dict[str, Any] = {}
-    for key, value in _snake_to_camel(layer).items():
-        if key in _CLIENT_ONLY:
-            continue
+    for raw_key, value in data.items():
+        key = _camel(str(raw_key))
         if key == "kernel":
             if not isinstance(value, Mapping):
                 errors.append(f"{source}: interpreter.kernel must be an object")
                 continue
-            for sub, subvalue in _snake_to_camel(value).items():
-                spec = _KERNEL.get(sub)
-                if spec is None:
-                    errors.append(f"{source}: unknown setting interpreter.kernel.{sub}")
-                    continue
-                try:
-                    kernel[spec[0]] = spec[1](subvalue)
-                except ValueError as exc:
-                    errors.append(f"{source}: interpreter.kernel.{sub}: {exc}; got {subvalue!r}")
-            continue
-        spec = _TOP.get(key)
+            for sub, subvalue in value.items():
+                out[f"kernel.{_camel(str(sub))}"] = subvalue
+        elif key != WORKSPACE_LEVEL:
+            out[key] = value
+    return out
+
+
+def apply(base: Settings, layer: Mapping[str, Any] | Layer, source: str = "") -> SettingsReport:
+    """Apply one source's values on top of `base`. Unknown keys and bad values become errors; sensitive
+    keys from a source that may not set them are ignored and listed."""
+    if not isinstance(layer, Layer):
+        layer = Layer(source, layer, trusted=True)
+    report = SettingsReport(base)
+    top: dict[str, Any] = {}
+    kernel: dict[str, Any] = {}
+    for key, value in _flatten(layer.values, layer.name, report.errors).items():
+        spec = BY_KEY.get(key)
         if spec is None:
-            errors.append(f"{source}: unknown setting interpreter.{key}")
+            if key.split(".", 1)[0] not in _CLIENT_ONLY_PREFIXES:
+                report.errors.append(f"{layer.name}: unknown setting interpreter.{key}")
+            continue
+        if spec.client:
+            continue
+        if spec.sensitive and not layer.trusted:
+            report.ignored.append(f"{layer.name}: interpreter.{key} is ignored here{layer.refusal}")
             continue
         try:
-            top[spec[0]] = spec[1](value)
+            checked = _check(spec, value)
         except ValueError as exc:
-            shown = "***" if key == "apiKey" else repr(value)
-            errors.append(f"{source}: interpreter.{key}: {exc}; got {shown}")
-    result = replace(base, **top)
+            shown = "***" if spec.secret else repr(value)
+            report.errors.append(f"{layer.name}: interpreter.{key}: {exc}; got {shown}")
+            continue
+        (kernel if key.startswith("kernel.") else top)[spec.attr] = checked
+        if spec.sensitive:
+            report.sources[key] = layer.name
+    settings = replace(base, **top)
     if kernel:
-        result = replace(result, kernel=replace(result.kernel, **kernel))
-    return SettingsReport(result, errors)
+        settings = replace(settings, kernel=replace(settings.kernel, **kernel))
+    report.settings = settings
+    return report
 
 
 def user_config_file() -> Path:
@@ -196,63 +316,245 @@ def user_config_file() -> Path:
     return Path(base) / "interpreter-lsp" / "config.toml"
 
 
-def read_toml(path: Path) -> tuple[dict[str, Any], list[str]]:
-    """A settings file's `interpreter` table (or its top level). Missing file: empty, no error."""
+def read_toml(path: Path) -> tuple[dict[str, Any], list[str], str]:
+    """A settings file's `interpreter` table (or its top level), errors, and the digest of its bytes.
+    Missing file: empty, no error."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        raw = path.read_bytes()
     except FileNotFoundError:
-        return {}, []
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        return {}, [f"{path}: cannot read settings ({exc}); fix the file or remove it"]
+        return {}, [], ""
+    except OSError as exc:
+        return {}, [f"{path}: cannot read settings ({exc}); fix the file or remove it"], ""
+    digest = hashlib.sha256(raw).hexdigest()
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        return {}, [f"{path}: cannot read settings ({exc}); fix the file or remove it"], digest
     section = data.get(SECTION, data)
     if not isinstance(section, dict):
-        return {}, [f"{path}: [{SECTION}] must be a table"]
-    return section, []
+        return {}, [f"{path}: [{SECTION}] must be a table"], digest
+    return section, [], digest
+
+
+def client_layers(name: str, data: Mapping[str, Any] | None, errors: list[str]) -> list[Layer]:
+    """A client's settings object: its top level is the user's own; "$workspace" what they set for this
+    workspace (VS Code's workspace and folder settings, which a repository's .vscode/settings.json fills)."""
+    if data is None:
+        return []
+    if not isinstance(data, Mapping):
+        errors.append(f"{name}: the interpreter settings must be an object")
+        return []
+    layers = [Layer(name, data, trusted=True)]
+    workspace = data.get(WORKSPACE_LEVEL)
+    if isinstance(workspace, Mapping):
+        layers.append(
+            Layer(
+                f"{name} (workspace settings)",
+                workspace,
+                trusted=False,
+                refusal=": a setting that chooses where data goes or what runs is taken only from your user "
+                "settings, or from .interpreter-lsp.toml once you allow it",
+            )
+        )
+    elif workspace is not None:
+        errors.append(f"{name}: {WORKSPACE_LEVEL} must be an object")
+    return layers
 
 
 def resolve(
     workspace_root: Path | None,
-    client_layers: Iterable[tuple[str, Mapping[str, Any] | None]] = (),
+    client_settings: Iterable[tuple[str, Mapping[str, Any] | None]] = (),
     *,
     user_file: Path | None = None,
+    workspace_trusted: bool = True,
+    allowed_digest: str | None = None,
 ) -> SettingsReport:
-    """Merge every source into one Settings; all errors collected in order."""
-    layers: list[tuple[str, Mapping[str, Any]]] = []
+    """Merge every source into one Settings; errors, ignored keys and sources collected in order.
+
+    `allowed_digest`: the digest of the workspace file's content the user allowed (None: never asked)."""
     errors: list[str] = []
-    for path in (user_file or user_config_file(), workspace_root / WORKSPACE_FILE if workspace_root else None):
-        if path is None:
-            continue
-        data, errs = read_toml(path)
+    layers: list[Layer] = []
+    data, errs, _digest = read_toml(user_file or user_config_file())
+    errors += errs
+    layers.append(Layer(USER_FILE, data, trusted=True))
+    confirm = None
+    if workspace_root is not None and workspace_trusted:
+        path = workspace_root / WORKSPACE_FILE
+        data, errs, digest = read_toml(path)
         errors += errs
-        layers.append((str(path), data))
-    for name, data in client_layers:
-        if data is None:
-            continue
-        if not isinstance(data, Mapping):
-            errors.append(f"{name}: the interpreter settings must be an object")
-            continue
-        layers.append((name, data))
-    settings = Settings()
-    for name, data in layers:
-        report = apply(settings, data, name)
-        settings = report.settings
-        errors += report.errors
-    return SettingsReport(settings, errors)
+        wanted = tuple(sorted(k for k in _flatten(data, str(path), []) if k in SENSITIVE))
+        allowed = bool(digest) and digest == allowed_digest
+        if wanted and not allowed:
+            confirm = WorkspaceFileRequest(path, digest, wanted)
+        layers.append(
+            Layer(
+                WORKSPACE_FILE_SOURCE,
+                data,
+                trusted=allowed,
+                refusal=" until you allow this file's settings (you were asked; its content changed, or you said "
+                "no); or set it in your user settings",
+            )
+        )
+    for name, values in client_settings:
+        layers.extend(client_layers(name, values, errors))
+    report = SettingsReport(Settings(), errors, confirm=confirm)
+    for layer in layers:
+        step = apply(report.settings, layer)
+        report.settings = step.settings
+        report.errors += step.errors
+        report.ignored += step.ignored
+        report.sources.update(step.sources)
+    return report
 
 
-def to_wire(settings: Settings) -> dict[str, Any]:
-    """Settings as the camelCase object of docs/configuration.md (apiKey/gatewayToken masked)."""
+def sources_of(report: SettingsReport) -> dict[str, str]:
+    """Where each sensitive setting came from ("default" when nothing set it)."""
+    return {key: report.sources.get(key, DEFAULT) for key in sorted(SENSITIVE)}
+
+
+# ---- what the user allowed -----------------------------------------------------------------------------
+
+
+def _allowed_file() -> Path:
+    from .history import state_dir
+
+    return state_dir() / "allowed-workspace-settings.json"
+
+
+def allowed_digest(root: Path) -> str | None:
+    """The digest of the workspace file content the user allowed for `root`, if any."""
+    try:
+        data = json.loads(_allowed_file().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    value = data.get(str(root)) if isinstance(data, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def remember_allowed(root: Path, digest: str) -> None:
+    path = _allowed_file()
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict):
+            data = {}
+    except (OSError, ValueError):
+        data = {}
+    data[str(root)] = digest
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+# ---- the mirrors: docs table, VS Code's package.json, Neovim's known_settings ---------------------------
+
+
+def _default_text(spec: Spec) -> str:
+    if spec.default is None:
+        return "none"
+    if spec.type == "array":
+        return "`[]`"
+    return f"`{json.dumps(spec.default)}`"
+
+
+def docs_table() -> str:
+    lines = ["| key | type | default | trust | meaning |", "|---|---|---|---|---|"]
+    for spec in SCHEMA:
+        kind = " \\| ".join(f'`"{o}"`' for o in spec.enum) if spec.enum else spec.type
+        if spec.minimum is not None or spec.maximum is not None:
+            lo = f"{spec.minimum:g}" if spec.minimum is not None else ""
+            hi = f"{spec.maximum:g}" if spec.maximum is not None else ""
+            kind += f" {lo}–{hi}" if hi else f" ≥ {lo}"
+        trust = "client only" if spec.client else "user sources" if spec.sensitive else "any source"
+        lines.append(f"| `{spec.key}` | {kind} | {_default_text(spec)} | {trust} | {spec.description} |")
+    return "\n".join(lines) + "\n"
+
+
+def vscode_properties() -> dict[str, Any]:
+    """contributes.configuration.properties for the schema's keys."""
     out: dict[str, Any] = {}
-    for key, (name, _) in _TOP.items():
-        out[key] = getattr(settings, name)
-    out["allowEnv"] = list(settings.allow_env)
-    out["kernel"] = {key: getattr(settings.kernel, name) for key, (name, _) in _KERNEL.items()}
-    if out["apiKey"]:
-        out["apiKey"] = "***"
-    if out["kernel"]["gatewayToken"]:
-        out["kernel"]["gatewayToken"] = "***"
+    for spec in SCHEMA:
+        entry: dict[str, Any] = {}
+        if spec.nullable and spec.type in ("number", "integer"):
+            entry["type"] = [spec.type, "null"]
+            entry["default"] = None
+        elif spec.type == "array":
+            entry["type"] = "array"
+            entry["items"] = {"type": "string"}
+            entry["default"] = list(spec.default)
+        else:
+            entry["type"] = spec.type
+            entry["default"] = "" if spec.default is None else spec.default
+        if spec.enum:
+            entry["enum"] = list(spec.enum)
+        if spec.minimum is not None:
+            entry["minimum"] = spec.minimum
+        if spec.maximum is not None:
+            entry["maximum"] = spec.maximum
+        if spec.multiline:
+            entry["editPresentation"] = "multilineText"
+        entry["markdownDescription"] = spec.description
+        out[f"{SECTION}.{spec.key}"] = entry
     return out
 
 
-def field_names() -> list[str]:
-    return [f.name for f in fields(Settings)]
+_LUA_TYPES = {"string": "string", "integer": "number", "number": "number", "boolean": "boolean", "array": "table"}
+
+
+def lua_known_settings() -> str:
+    """The body of Neovim's `M.known_settings` table (server settings; nested kernel.* as one table)."""
+    lines = []
+    seen: set[str] = set()
+    for spec in SCHEMA:
+        if spec.client:
+            continue
+        top = spec.key.split(".", 1)[0]
+        if top in seen:
+            continue
+        seen.add(top)
+        lines.append(f"  {top} = \"{'table' if '.' in spec.key else _LUA_TYPES[spec.type]}\",")
+    return "\n".join(lines) + "\n"
+
+
+MIRRORS_BEGIN, MIRRORS_END = "<!-- settings table: generated -->", "<!-- end of generated settings table -->"
+LUA_BEGIN, LUA_END = "-- known_settings: generated from the server's settings schema\n", "-- end of known_settings\n"
+
+
+def write_mirrors(repo: Path, *, check: bool = False) -> list[str]:
+    """Bring the three mirrors up to date (or, with `check`, list which are out of date)."""
+    stale: list[str] = []
+
+    def update(path: Path, make: Callable[[str], str]) -> None:
+        text = path.read_text(encoding="utf-8")
+        new = make(text)
+        if new != text:
+            stale.append(str(path.relative_to(repo)))
+            if not check:
+                path.write_text(new, encoding="utf-8")
+
+    def between(text: str, begin: str, end: str, body: str) -> str:
+        head, rest = text.split(begin, 1)
+        _old, tail = rest.split(end, 1)
+        return head + begin + "\n" + body + end + tail
+
+    update(repo / "docs" / "configuration.md", lambda t: between(t, MIRRORS_BEGIN, MIRRORS_END, docs_table()))
+
+    def package(text: str) -> str:
+        data = json.loads(text)
+        props = data["contributes"]["configuration"]["properties"]
+        own = {k: v for k, v in props.items() if k.split(".", 2)[1] in _CLIENT_ONLY_PREFIXES}
+        data["contributes"]["configuration"]["properties"] = {**vscode_properties(), **own}
+        return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+    update(repo / "clients" / "vscode" / "package.json", package)
+    lua = repo / "clients" / "neovim" / "lua" / "interpreter_lsp" / "config.lua"
+    update(lua, lambda t: t.split(LUA_BEGIN, 1)[0] + LUA_BEGIN + "M.known_settings = {\n" + lua_known_settings()
+           + "}\n" + LUA_END + t.split(LUA_END, 1)[1])
+    return stale
+
+
+if __name__ == "__main__":  # python -m interpreter_lsp.settings [--check]
+    repo_root = Path(__file__).resolve().parents[2]
+    out_of_date = write_mirrors(repo_root, check="--check" in sys.argv)
+    print(("out of date: " if "--check" in sys.argv else "updated: ") + (", ".join(out_of_date) or "nothing"))
+    sys.exit(1 if out_of_date and "--check" in sys.argv else 0)

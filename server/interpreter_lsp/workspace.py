@@ -1,5 +1,8 @@
-"""One Workspace per folder: it owns the folder's settings, kernels and runs (and, with the loop, the
-conversation). The core: driven by server.py, testable without an editor."""
+"""One Workspace per folder: the one facade of the core. It owns the folder's settings, kernels, runs and
+conversation, and is the only thing the command layer (commands.py, server.py) calls. It serves the agent
+loop as its `LoopHost` (agent/host.py); nothing below it calls back up into it except through the
+callbacks it hands down (run finished, kernel state, kernel died).
+"""
 
 from __future__ import annotations
 
@@ -11,9 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import protocol as p
 from . import settings as settings_mod
 from .agent.conversation import Conversation
-from .agent.loop import Loop
+from .agent.loop import INTERRUPTED, Loop, UnknownProposal
+from .agent.prompt import Selection
+from .errors import UserError
 from .files import FileChanges
 from .history import History, history_file
 from .kernels.introspect import python_variables
@@ -25,7 +31,6 @@ from .languages import PYTHON, SHELL, canonical_language
 from .llm.client import Completion, ModelConfig, stream_completion
 from .llm.discovery import NO_MODEL_HELP, discover_local_model
 from .llm.errors import NO_MODEL, ModelError
-from .protocol import KERNEL_STATUS, KernelStatusParams, to_wire
 from .runs import Run, RunManager, RunResult
 from .safety import policy
 from .safety.secrets import kernel_environment
@@ -35,10 +40,14 @@ log = logging.getLogger(__name__)
 
 Send = Callable[[str, dict[str, Any]], None]
 
+VARIABLES_FOR_CONTEXT_TIMEOUT = 2.0
+RATING_BUDGET = 2.0  # seconds a proposal's rating may take before it counts as not understood
+
 
 @dataclass
 class ServerContext:
-    """What every workspace shares with the server: the wire and the server's own directories."""
+    """What every workspace shares with the server: the wire, the server's own directories, and trust
+    (one object for all workspaces, so granting trust reaches every one)."""
 
     send: Send
     show_message: Callable[[str, str], None]  # (level: "error" | "warning" | "info", text)
@@ -59,6 +68,7 @@ class Workspace:
         self.ctx = ctx
         self.settings = Settings()
         self.settings_errors: list[str] = []
+        self._settings_report = settings_mod.SettingsReport(self.settings)
         self.file_changes = FileChanges(root)
         self.pool = KernelPool(
             root,
@@ -70,6 +80,7 @@ class Workspace:
             self._kernel_died,
             refuse=lambda: policy.may_run(self.ctx.trusted),
             settings_ready=self.settings_ready,
+            on_ready=self._kernel_ready,
         )
         self.runs = RunManager(
             self.pool,
@@ -80,22 +91,33 @@ class Workspace:
             default_timeout=lambda: self.settings.run_timeout,
             files=self.file_changes,
         )
-        self.run_listeners: list[Callable[[RunResult], None]] = [self._record_run]
-        self.conversation = Conversation(History(history_file(root), ctx.redact))
-        self.loop = Loop(self, self.conversation, self._call_model)
+        self.conversation = Conversation(History(history_file(root), ctx.redact), root)
+        self.loop = Loop(self, self.conversation)
         self._discovered: tuple[str, str] | None = None
         self._settings_loaded = asyncio.Event()
         self._restart_task: asyncio.Future[None] | None = None
         self._languages: list[str] | None = None
+        # The python kernel's variables, kept until the next python run or restart (a chat after a chat
+        # does not ask the kernel again).
+        self._variables: list[dict[str, Any]] | None = None
+        self._variables_kernel: float | None = None
 
     # ---- settings ----------------------------------------------------------------------------------
 
-    def configure(self, client_layers: list[tuple[str, Mapping[str, Any] | None]], *, final: bool = True) -> list[str]:
+    def configure(
+        self, client_settings: list[tuple[str, Mapping[str, Any] | None]], *, final: bool = True
+    ) -> settings_mod.SettingsReport:
         """Apply the settings sources. `final=False`: a first, partial view (initializationOptions) that
         does not yet release what waits for the editor's settings."""
-        report = settings_mod.resolve(self.root, client_layers)
+        report = settings_mod.resolve(
+            self.root,
+            client_settings,
+            workspace_trusted=self.ctx.trusted,
+            allowed_digest=settings_mod.allowed_digest(self.root),
+        )
         before = _kernel_affecting(self.settings)
         self.settings = report.settings
+        self._settings_report = report
         if _kernel_affecting(self.settings) != before:
             self.pool.forget_choices()
         if self._settings_loaded.is_set() and _kernel_affecting(self.settings) != before and self.pool.status():
@@ -106,7 +128,11 @@ class Workspace:
         self.settings_errors = report.errors
         if final:
             self._settings_loaded.set()
-        return report.errors
+        return report
+
+    def allow_workspace_settings(self, digest: str) -> None:
+        """The user allowed the workspace file's current content (the digest they were shown)."""
+        settings_mod.remember_allowed(self.root, digest)
 
     async def settings_ready(self, timeout: float = 10.0) -> None:
         """Settings arrive from the editor just after `initialized`: a chat sent at once waits for them."""
@@ -137,22 +163,14 @@ class Workspace:
             sandbox=f"bubblewrap ({network})",
         )
 
-    # ---- kernels ---------------------------------------------------------------------------------
+    # ---- the loop's host (agent/host.py) -----------------------------------------------------------------
 
-    def _kernel_state(self, language: str, state: str, message: str | None) -> None:
-        params = KernelStatusParams(language, state, message)  # type: ignore[arg-type]
-        self.ctx.send(KERNEL_STATUS, to_wire(params))
+    @property
+    def trusted(self) -> bool:
+        return self.ctx.trusted
 
-    def _kernel_died(self, language: str) -> None:
-        self.ctx.show_message(
-            "warning",
-            f"The {language} kernel died; its state (variables, imports) was lost. It is being restarted.",
-        )
-
-    async def warm_up(self) -> None:
-        await self.pool.kernel(PYTHON)
-
-    # ---- runs ----------------------------------------------------------------------------------------
+    def send(self, method: str, params: dict[str, Any]) -> None:
+        self.ctx.send(method, params)
 
     def check_language(self, language: str) -> str:
         """The canonical language, or UnknownLanguage with what is available."""
@@ -160,46 +178,200 @@ class Workspace:
         self.pool.choice(lang)
         return lang
 
-    def run(self, code: str, language: str, **kwargs: Any) -> Run:
-        return self.runs.start(code, self.check_language(language), **kwargs)
-
-    def _run_finished(self, result: RunResult) -> None:
-        for listener in list(self.run_listeners):
-            listener(result)
-
-    def _record_run(self, result: RunResult) -> None:
-        if result.language == PYTHON:
-            self.loop.variables_changed()
-        record = self.loop.record if result.origin == "model" else self.conversation.add
-        record(
-            {
-                "type": "run",
-                "runId": result.run_id,
-                "origin": result.origin,
-                "turnId": result.turn_id,
-                "proposalId": result.proposal_id,
-                "language": result.language,
-                "code": result.code,
-                "state": result.state,
-                "durationMs": result.duration_ms,
-                "message": result.message,
-                "outputForModel": result.output_for_model,
-                "outputs": result.outputs,
-                "files": result.files,
-            }
-        )
-
     def available_languages(self) -> list[str]:
         if self._languages is None:
             try:
                 extra = sorted(set(installed_languages()) - {PYTHON, SHELL})
             except Exception:
+                log.exception("listing the installed kernelspecs failed")
                 extra = []
             self._languages = [PYTHON, SHELL, *extra]
         return self._languages
 
+    def sandboxed(self, language: str) -> bool:
+        return self.settings.sandbox == "bubblewrap"
+
+    def start_run(self, code: str, language: str, *, turn_id: str, proposal_id: str) -> Run:
+        return self.runs.start(
+            code, self.check_language(language), origin="model", turn_id=turn_id, proposal_id=proposal_id
+        )
+
+    async def call_model(self, messages: list[dict[str, Any]], on_delta: Callable[[str], None]) -> Completion:
+        return await stream_completion(messages, await self.model_config(), on_delta)
+
+    async def rate(self, code: str, language: str) -> p.Risk:
+        from .safety.risk import assess  # its rule tables load on the first proposal, not at start-up
+
+        loop = asyncio.get_running_loop()
+        rating = loop.run_in_executor(None, assess, code, language, self.root)
+        try:
+            return await asyncio.wait_for(rating, RATING_BUDGET)
+        except asyncio.TimeoutError:
+            return p.Risk("medium", [f"the code is too long or complex to rate within {RATING_BUDGET:g} s"])
+
+    async def variables_for_context(self) -> list[dict[str, Any]] | None:
+        """A short summary of the python kernel's variables, if that kernel is already running and idle."""
+        kernel = self.pool.existing(PYTHON)
+        if kernel is None or kernel.state != "idle":
+            return None
+        if self._variables is not None and self._variables_kernel == kernel.started_at:
+            return self._variables
+        try:
+            variables = await asyncio.wait_for(python_variables(kernel), VARIABLES_FOR_CONTEXT_TIMEOUT)
+        except Exception:
+            return None
+        # started_at changes on a restart, whose empty namespace must not be hidden by the cache.
+        self._variables, self._variables_kernel = variables, kernel.started_at
+        return variables
+
+    # ---- the commands ---------------------------------------------------------------------------------
+
+    def chat(self, text: str, selection: Selection | None = None, selection_range: dict[str, Any] | None = None) -> str:
+        return self.loop.chat(text, selection, selection_range)
+
+    def approve(self, proposal_id: str, code: str | None = None) -> str:
+        return self.loop.approve(proposal_id, code).run_id
+
+    def reject(self, proposal_id: str, reason: str | None = None) -> None:
+        self.loop.reject(proposal_id, reason)
+
+    def has_proposal(self, proposal_id: str) -> bool:
+        return self.loop.proposal_info(proposal_id) is not None
+
+    def proposal_to_write(self, proposal_id: str) -> tuple[str, str | None, dict[str, Any] | None]:
+        """(code, uri, range) of a proposal for writing it into a document: the uri and range the chat it
+        came from was about, when it was about one."""
+        info = self.loop.proposal_info(proposal_id)
+        if info is None:
+            raise UnknownProposal(f"No proposal {proposal_id!r}: it may belong to a conversation that was reset.")
+        user = self.conversation.user_event(str(info["turnId"])) or {}
+        return str(info["code"]), user.get("uri"), user.get("range")
+
+    def applied(self, proposal_id: str, uri: str, path: Path, applied: bool) -> None:
+        """The editor took (or refused) the edit that writes a proposal into `uri`."""
+        self.conversation.add(p.AppliedEvent(proposal_id, uri, applied))
+        if applied:
+            try:
+                where = str(path.relative_to(self.root))
+            except ValueError:
+                where = str(path)
+            self.loop.applied(proposal_id, uri, where)
+
+    def run(
+        self, code: str, language: str, *, timeout: float | None = None, source: dict[str, Any] | None = None
+    ) -> str:
+        """Code the user runs by hand; it goes into the conversation too. `source`: the document range it
+        came from, for the panel."""
+        return self.runs.start(code, self.check_language(language), timeout=timeout, source=source).run_id
+
     async def interrupt(self) -> None:
         await asyncio.gather(self.loop.interrupt(), self.runs.interrupt())
+
+    async def reset(self) -> None:
+        await self.loop.interrupt("Stopped: the conversation was reset.")
+        self.conversation.reset()
+
+    async def undo(self) -> None:
+        await self.loop.interrupt("Stopped: the last message was undone.")
+        if not self.conversation.undo():
+            raise UserError("Nothing to undo: the conversation has no message from you.")
+
+    def history(self) -> list[dict[str, Any]]:
+        return self.conversation.events
+
+    async def restart_kernel(self, language: str) -> None:
+        lang = self.check_language(language)
+        await self.pool.restart(lang)
+        self._variables = None
+        self.conversation.add(
+            p.KernelEvent(lang, "restarted", f"The {lang} kernel restarted: its variables and imports were cleared.")
+        )
+
+    async def variables(self, language: str) -> list[dict[str, Any]]:
+        lang = self.check_language(language)
+        if lang != PYTHON:
+            raise UserError(f"Variables can be listed for python only, not {lang}.")
+        kernel = await self.pool.kernel(lang)
+        return await python_variables(kernel)
+
+    def export_notebook(self, path: str, *, overwrite: bool = False) -> Path:
+        from . import notebook
+        from .safety.paths import resolve_inside
+
+        target = resolve_inside(self.root, path)
+        if target.suffix != ".ipynb":
+            raise UserError(f"{path}: a notebook path must end in .ipynb")
+        if target.exists() and not overwrite:
+            raise UserError(f"{path} exists already: choose another name, or export with overwrite: true")
+        notebook.write(notebook.build(self.conversation.events), target)
+        return target
+
+    def status(self) -> dict[str, Any]:
+        model = self.settings.model or (self._discovered[0] if self._discovered else None)
+        return {
+            "root": str(self.root),
+            "model": model,
+            "autoRun": self.settings.auto_run,
+            "usage": self.conversation.usage(),
+            "kernels": self.pool.status(),
+            "trusted": self.ctx.trusted,
+            "settingsErrors": list(self.settings_errors),
+            "settingsIgnored": list(self._settings_report.ignored),
+            "settingsSources": settings_mod.sources_of(self._settings_report),
+        }
+
+    def kernel_pids(self) -> list[int]:
+        return [pid for entry in self.pool.status() if isinstance(pid := entry.get("pid"), int)]
+
+    async def warm_up(self) -> None:
+        await self.pool.kernel(PYTHON)
+
+    async def shutdown(self) -> None:
+        await self.loop.interrupt("Stopped: the server shut down.")
+        await self.runs.drain()
+        self.file_changes.close()
+        await self.pool.shutdown()
+        self.conversation.close()
+
+    # ---- what the layers below report ---------------------------------------------------------------
+
+    def _kernel_state(self, language: str, state: str, message: str | None) -> None:
+        params = p.KernelStatusParams(language, state, message)  # type: ignore[arg-type]
+        self.ctx.send(p.KERNEL_STATUS, p.to_wire(params))
+
+    async def _kernel_ready(self, kernel: Any) -> None:
+        if kernel.language == PYTHON:
+            from .kernels.figures import REGISTER
+
+            reply = await asyncio.wait_for(kernel.execute(REGISTER, None, silent=True), 30)
+            if reply.status != "ok":
+                log.warning("the figure hook could not be registered: %s", reply.content.get("evalue"))
+
+    def _kernel_died(self, language: str) -> None:
+        text = f"The {language} kernel died; its state (variables, imports) was lost. It is being restarted."
+        self._variables = None
+        self.conversation.add(p.KernelEvent(language, "died", text))
+        self.ctx.show_message("warning", text)
+
+    def _run_finished(self, result: RunResult) -> None:
+        if result.language == PYTHON:
+            self._variables = None  # the next chat asks the kernel again
+        event = p.RunEvent(
+            run_id=result.run_id,
+            origin=result.origin,  # type: ignore[arg-type]
+            language=result.language,
+            code=result.code,
+            state=result.state,  # type: ignore[arg-type]
+            duration_ms=result.duration_ms,
+            output_for_model=result.output_for_model,
+            outputs=result.outputs,
+            files=result.files,
+            turn_id=result.turn_id,
+            proposal_id=result.proposal_id,
+            message=result.message,
+        )
+        # A model run that ended while its reply still streams is recorded after that reply.
+        self.conversation.record(event)
 
     # ---- the model -------------------------------------------------------------------------------------
 
@@ -224,33 +396,5 @@ class Workspace:
             max_retries=s.max_retries,
         )
 
-    async def _call_model(self, messages: list[dict[str, Any]], on_delta: Callable[[str], None]) -> Completion:
-        return await stream_completion(messages, await self.model_config(), on_delta)
 
-    async def restart_kernel(self, language: str) -> None:
-        await self.pool.restart(self.check_language(language))
-
-    async def variables(self, language: str) -> list[dict[str, Any]]:
-        lang = self.check_language(language)
-        if lang != PYTHON:
-            raise ValueError(f"Variables can be listed for python only, not {lang}.")
-        kernel = await self.pool.kernel(lang)
-        return await python_variables(kernel)
-
-    def status(self) -> dict[str, Any]:
-        model = self.settings.model or (self._discovered[0] if self._discovered else None)
-        return {
-            "root": str(self.root),
-            "model": model,
-            "autoRun": self.settings.auto_run,
-            "usage": self.conversation.usage(),
-            "kernels": self.pool.status(),
-            "trusted": self.ctx.trusted,
-            "settingsErrors": list(self.settings_errors),
-        }
-
-    async def shutdown(self) -> None:
-        await self.loop.interrupt()
-        await self.runs.drain()
-        self.file_changes.close()
-        await self.pool.shutdown()
+__all__ = ["INTERRUPTED", "ServerContext", "Workspace"]

@@ -69,7 +69,7 @@ def test_reject_tells_the_model_and_ends_the_turn(start_editor, model) -> None:
     ed.nvim.command("Interpreter clean up my home folder")
     text = "\n".join(ed.wait_panel("pending: a approve"))
     assert "risk: high" in text
-    ed.nvim.command("InterpreterReject not that")
+    ed.nvim.command("InterpreterReject")  # without a reason: the turn ends (with one, the model is asked again)
     text = "\n".join(ed.wait_panel("· rejected"))
     assert "**Run**" not in text, "rejected code must not run"
     ok = ed.lua(

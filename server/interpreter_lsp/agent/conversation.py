@@ -1,35 +1,70 @@
 """A workspace's conversation: the events the user sees (and history stores), and the messages the
-model reads, derived from them."""
+model reads, derived from them.
+
+Events of a turn whose reply is still streaming (a decision, a run that ended quickly) are held and
+added after that reply, so the model reads them in the order they are about.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+from .. import protocol as p
 from ..history import History, drop_last_user_message, replay
 from . import prompt
 
 
 class Conversation:
-    def __init__(self, history: History) -> None:
+    def __init__(self, history: History, root: Path | None = None) -> None:
         self._history = history
+        self._workspace = str(root) if root is not None else None
         self.events: list[dict[str, Any]] = replay(history.load())
+        self._held_turn: str | None = None
+        self._held: list[p.HistoryEvent] = []
 
-    def add(self, event: dict[str, Any]) -> dict[str, Any]:
-        stored = self._history.append(event)
+    def add(self, event: p.HistoryEvent) -> dict[str, Any]:
+        stored = self._history.append(p.to_wire(event))
         self.events.append(stored)
         return stored
 
+    # ---- a streaming reply's events, in order --------------------------------------------------------
+
+    def hold(self, turn_id: str) -> None:
+        """The reply of `turn_id` is streaming: its events wait for `release`."""
+        self._held_turn = turn_id
+
+    def record(self, event: p.HistoryEvent) -> None:
+        """Add `event` now, or after the streaming reply of its turn."""
+        if self._held_turn is not None and getattr(event, "turn_id", None) == self._held_turn:
+            self._held.append(event)
+        else:
+            self.add(event)
+
+    def release(self) -> None:
+        self._held_turn = None
+        held, self._held = self._held, []
+        for event in held:
+            self.add(event)
+
+    # ---- the log's own operations -------------------------------------------------------------------
+
     def reset(self) -> None:
-        self._history.append({"type": "reset"})
+        self._history.append(p.to_wire(p.ResetEvent()))
         self.events.clear()
 
     def undo(self) -> bool:
         if not any(e.get("type") == "user" for e in self.events):
             return False
-        self._history.append({"type": "undo"})
+        self._history.append(p.to_wire(p.UndoEvent()))
         drop_last_user_message(self.events)
         return True
+
+    def close(self) -> None:
+        self._history.close()
+
+    # ---- views ----------------------------------------------------------------------------------------
 
     def usage(self) -> dict[str, float]:
         total = {"promptTokens": 0, "completionTokens": 0, "cost": 0.0}
@@ -46,11 +81,19 @@ class Conversation:
                 return event
         return None
 
+    def user_event(self, turn_id: str) -> dict[str, Any] | None:
+        for event in reversed(self.events):
+            if event.get("type") == "user" and event.get("turnId") == turn_id:
+                return event
+        return None
+
     def model_messages(self, system: str) -> list[dict[str, str]]:
         """The chat messages for the model. Consecutive messages of one role are merged, as some
-        providers require user and assistant to alternate."""
+        providers require user and assistant to alternate. A request that failed before the model said
+        anything (no model configured, an outage) is left out: it would otherwise be glued to the next."""
         messages: list[dict[str, str]] = [{"role": "system", "content": system}]
-        edited = {e["proposalId"]: e for e in self.events if e.get("type") == "decision" and e.get("edited")}
+        edited = {e["proposalId"] for e in self.events if e.get("type") == "decision" and e.get("edited")}
+        unanswered = _unanswered_turns(self.events)
 
         def say(role: str, content: str) -> None:
             if not content:
@@ -60,20 +103,42 @@ class Conversation:
             else:
                 messages.append({"role": role, "content": content})
 
+        def user(e: dict[str, Any]) -> None:
+            if e.get("turnId") not in unanswered:
+                say("user", e.get("content") or e.get("text", ""))
+
         handlers: dict[str, Callable[[dict[str, Any]], None]] = {
-            "user": lambda e: say("user", e.get("content") or e.get("text", "")),
+            "user": user,
             "assistant": lambda e: say("assistant", e.get("text", "")),
-            "decision": lambda e: say("user", prompt.rejection_message(e.get("language", "python"), e.get("reason")))
-            if e.get("decision") == "rejected"
-            else None,
+            "decision": lambda e: say("user", _decision_message(e, self._workspace)),
             "run": lambda e: say("user", _run_message(e, e.get("proposalId") in edited)),
             "note": lambda e: say("user", e.get("forModel", "")),
+            "kernel": lambda e: say("user", prompt.kernel_message(e.get("language", "python"), e.get("state", ""))),
         }
         for event in self.events:
             handler = handlers.get(str(event.get("type")))
             if handler is not None:
                 handler(event)
         return messages
+
+
+def _unanswered_turns(events: list[dict[str, Any]]) -> set[str]:
+    """Turns that ended in an error before any reply of the model."""
+    answered = {e.get("turnId") for e in events if e.get("type") == "assistant"}
+    return {
+        str(e.get("turnId"))
+        for e in events
+        if e.get("type") == "turnEnd" and e.get("state") == "error" and e.get("turnId") not in answered
+    }
+
+
+def _decision_message(event: dict[str, Any], workspace: str | None) -> str:
+    decision, language = event.get("decision"), event.get("language") or "python"
+    if decision == "rejected":
+        return prompt.rejection_message(language, event.get("reason"))
+    if decision == "applied":
+        return prompt.applied_message(language, event.get("uri") or "", workspace)
+    return ""
 
 
 def _run_message(event: dict[str, Any], edited: bool) -> str:

@@ -1,7 +1,14 @@
 """The interpreter loop: chat -> model (streamed) -> proposals -> approval -> run -> output back to the
-model -> ... until the model answers without code, the user rejects or interrupts, or maxSteps is hit.
+model -> ... until the model answers without code, the user rejects, applies or interrupts, or maxSteps is hit.
 
 Each turn is one asyncio task with an id; everything it does is reported with that id and a gapless seq.
+The loop reaches its workspace only through `LoopHost` (agent/host.py).
+
+A waiting proposal is decided one of four ways:
+- approved (or auto-run): it runs, and its output goes back to the model;
+- rejected without a reason: the turn ends, and the model learns it next time;
+- rejected with a reason: the model is asked again at once, with the reason;
+- applied (written into a document): it does not run; the turn ends, and the model learns where it went.
 """
 
 from __future__ import annotations
@@ -10,32 +17,45 @@ import asyncio
 import logging
 import platform
 import uuid
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .. import protocol as p
+from ..errors import UserError
 from ..llm.errors import ModelError
 from ..runs import Run
 from ..safety import policy
 from . import prompt
 from .codeblocks import BlockParser, CodeBlock
 from .conversation import Conversation
-
-if TYPE_CHECKING:
-    from ..workspace import Workspace
+from .host import LoopHost
 
 log = logging.getLogger(__name__)
 
-VARIABLES_FOR_CONTEXT_TIMEOUT = 2.0
+DECLINED = "Declined: the code did not run."
+INTERRUPTED = "Interrupted: you stopped the turn."
 
 
-class TurnBusy(ValueError):
+class TurnBusy(UserError):
     pass
 
 
-class UnknownProposal(ValueError):
+class UnknownProposal(UserError):
     pass
+
+
+@dataclass(frozen=True)
+class Rejected:
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class Applied:
+    uri: str
+    where: str  # the document as the user knows it (relative to the workspace)
+
+
+Decision = Run | Rejected | Applied
 
 
 @dataclass
@@ -46,8 +66,11 @@ class Proposal:
     code: str
     risk: p.Risk
     auto_run: bool
-    decision: asyncio.Future[Run | None]  # the approved run, or None when rejected
-    decided: bool = False
+    decision: asyncio.Future[Decision]
+
+    @property
+    def waiting(self) -> bool:
+        return not self.decision.done()
 
 
 @dataclass
@@ -59,94 +82,79 @@ class Turn:
     state: str = ""
     selection: prompt.Selection | None = None
     selection_range: dict[str, Any] | None = None
-    streaming: bool = False
-    # Events of runs that ended while their reply was still streaming: recorded after it.
-    held_events: list[dict[str, Any]] = field(default_factory=list)
-
-
-ModelCall = Callable[[list[dict[str, Any]], Callable[[str], None]], Awaitable[Any]]
+    stop_message: str = INTERRUPTED  # what a cancellation of this turn means to the user
 
 
 class Loop:
     """The turns of one workspace (one at a time)."""
 
-    def __init__(self, ws: Workspace, conversation: Conversation, call_model: ModelCall) -> None:
-        self.ws = ws
+    def __init__(self, host: LoopHost, conversation: Conversation) -> None:
+        self.host = host
         self.conversation = conversation
-        self._call_model = call_model
         self.turn: Turn | None = None
         self.proposals: dict[str, Proposal] = {}
-        self._variables: list[dict[str, Any]] | None = None
-        self._variables_kernel: float | None = None
 
     # ---- the commands ----------------------------------------------------------------------------------
 
     def chat(
         self, text: str, selection: prompt.Selection | None = None, selection_range: dict[str, Any] | None = None
     ) -> str:
-        if self.turn is not None and self.turn.task is not None and not self.turn.task.done():
+        if self.busy:
             raise TurnBusy("A turn is in progress: approve, reject or interrupt it before sending another message.")
         turn = Turn("t-" + uuid.uuid4().hex[:12], selection=selection, selection_range=selection_range)
         self.turn = turn
         turn.task = asyncio.create_task(self._run_turn(turn, text), name=f"turn-{turn.turn_id}")
         return turn.turn_id
 
+    @property
+    def busy(self) -> bool:
+        turn = self.turn
+        return turn is not None and turn.task is not None and not turn.task.done()
+
     def approve(self, proposal_id: str, code: str | None = None) -> Run:
-        proposal = self._open_proposal(proposal_id)
-        refusal = policy.may_run(self.ws.ctx.trusted)
-        if refusal:
-            raise ValueError(refusal)
+        proposal = self._waiting(proposal_id)
+        if (refusal := policy.may_run(self.host.trusted)) is not None:
+            raise UserError(refusal)
         edited = code is not None and code != proposal.code
         final = code if code is not None else proposal.code
-        self.record(
-            {
-                "type": "decision",
-                "proposalId": proposal_id,
-                "turnId": proposal.turn_id,
-                "decision": "approved",
-                "edited": edited,
-                "code": final,
-            }
+        self.conversation.record(
+            p.DecisionEvent(proposal_id, proposal.turn_id, "approved", code=final, edited=edited)
         )
-        run = self._start_run(proposal, final)
-        proposal.decided = True
-        proposal.decision.set_result(run)
+        run = self.host.start_run(final, proposal.language, turn_id=proposal.turn_id, proposal_id=proposal_id)
+        self._decide(proposal, run, p.ProposalStatusParams(proposal_id, proposal.turn_id, "approved", run.run_id))
         return run
 
     def reject(self, proposal_id: str, reason: str | None = None) -> None:
-        proposal = self._open_proposal(proposal_id)
-        self.record(
-            {
-                "type": "decision",
-                "proposalId": proposal_id,
-                "turnId": proposal.turn_id,
-                "decision": "rejected",
-                "language": proposal.language,
-                "reason": reason,
-            }
+        proposal = self._waiting(proposal_id)
+        reason = reason.strip() if reason and reason.strip() else None
+        self.conversation.record(
+            p.DecisionEvent(proposal_id, proposal.turn_id, "rejected", language=proposal.language, reason=reason)
         )
-        proposal.decided = True
-        proposal.decision.set_result(None)
+        status = p.ProposalStatusParams(proposal_id, proposal.turn_id, "rejected", reason=reason)
+        self._decide(proposal, Rejected(reason), status)
 
-    async def interrupt(self) -> None:
+    def is_waiting(self, proposal_id: str) -> bool:
+        proposal = self.proposals.get(proposal_id)
+        return proposal is not None and proposal.waiting
+
+    def applied(self, proposal_id: str, uri: str, where: str) -> None:
+        """The proposal's code was written into `uri`: a waiting proposal is decided by that (it does not
+        run, and its turn ends); a decided one is not affected."""
+        proposal = self.proposals.get(proposal_id)
+        if proposal is None or not proposal.waiting:
+            return
+        self.conversation.record(
+            p.DecisionEvent(proposal_id, proposal.turn_id, "applied", language=proposal.language, uri=uri)
+        )
+        status = p.ProposalStatusParams(proposal_id, proposal.turn_id, "applied", uri=uri)
+        self._decide(proposal, Applied(uri, where), status)
+
+    async def interrupt(self, message: str = INTERRUPTED) -> None:
         turn = self.turn
         if turn is not None and turn.task is not None and not turn.task.done():
+            turn.stop_message = message
             turn.task.cancel()
             await asyncio.gather(turn.task, return_exceptions=True)
-
-    def record(self, event: dict[str, Any]) -> None:
-        """A turn's event (a decision, a model run) in conversation order: after the reply it is about."""
-        turn = self.turn
-        if turn is not None and turn.streaming and event.get("turnId") == turn.turn_id:
-            turn.held_events.append(event)
-        else:
-            self.conversation.add(event)
-
-    def _release_held(self, turn: Turn) -> None:
-        turn.streaming = False
-        for event in turn.held_events:
-            self.conversation.add(event)
-        turn.held_events.clear()
 
     def proposal_info(self, proposal_id: str) -> dict[str, Any] | None:
         """A proposal's code and turn, whether it is still open or only in the conversation."""
@@ -155,20 +163,19 @@ class Loop:
             return {"proposalId": live.proposal_id, "turnId": live.turn_id, "code": live.code}
         return self.conversation.proposal(proposal_id)
 
-    def _open_proposal(self, proposal_id: str) -> Proposal:
+    def _waiting(self, proposal_id: str) -> Proposal:
         proposal = self.proposals.get(proposal_id)
         if proposal is None:
             raise UnknownProposal(
                 f"No proposal {proposal_id!r} is waiting: it may belong to an ended turn, or was decided already."
             )
-        if proposal.decided or proposal.decision.done():
-            raise UnknownProposal(f"Proposal {proposal_id!r} was already approved or rejected.")
+        if not proposal.waiting:
+            raise UnknownProposal(f"Proposal {proposal_id!r} was already decided.")
         return proposal
 
-    def _start_run(self, proposal: Proposal, code: str) -> Run:
-        return self.ws.run(
-            code, proposal.language, origin="model", turn_id=proposal.turn_id, proposal_id=proposal.proposal_id
-        )
+    def _decide(self, proposal: Proposal, decision: Decision, status: p.ProposalStatusParams) -> None:
+        proposal.decision.set_result(decision)
+        self.host.send(p.PROPOSAL_STATUS, p.to_wire(status))
 
     # ---- the turn --------------------------------------------------------------------------------------
 
@@ -176,155 +183,135 @@ class Loop:
         if state == turn.state and message is None:
             return  # no news
         turn.state = state
-        self.ws.ctx.send(p.TURN_STATUS, p.to_wire(p.TurnStatusParams(turn.turn_id, state, message)))  # type: ignore[arg-type]
+        self.host.send(p.TURN_STATUS, p.to_wire(p.TurnStatusParams(turn.turn_id, state, message)))  # type: ignore[arg-type]
 
     def _message(self, turn: Turn, delta: str, done: bool) -> None:
-        self.ws.ctx.send(p.MESSAGE, p.to_wire(p.MessageParams(turn.turn_id, turn.seq, delta, done)))
+        self.host.send(p.MESSAGE, p.to_wire(p.MessageParams(turn.turn_id, turn.seq, delta, done)))
         turn.seq += 1
 
     async def _run_turn(self, turn: Turn, text: str) -> None:
         final_state, final_message = "done", None
         try:
             self._turn_status(turn, "thinking")
-            await self.ws.settings_ready()
-            variables = await self._variables_for_context()
+            await self.host.settings_ready()
+            variables = await self.host.variables_for_context()
             content = prompt.user_message(
-                text, selection=turn.selection, variables=variables, workspace=str(self.ws.root)
+                text, selection=turn.selection, variables=variables, workspace=str(self.host.root)
             )
-            event = {"type": "user", "turnId": turn.turn_id, "text": text, "content": content}
-            self.conversation.add({**event, **self._selection_event(turn)})
+            uri = turn.selection.uri if turn.selection is not None else None
+            self.conversation.add(p.UserEvent(turn.turn_id, text, content, uri=uri, range=turn.selection_range))
             final_message = await self._steps(turn)
         except asyncio.CancelledError:
-            final_state, final_message = "cancelled", "interrupted by the user"
+            final_state, final_message = "cancelled", turn.stop_message
         except ModelError as exc:
             final_state, final_message = "error", exc.message
-            self.conversation.add({"type": "error", "turnId": turn.turn_id, "message": exc.message})
+            self.conversation.add(p.ErrorEvent(turn.turn_id, exc.message))
         except Exception as exc:
             log.exception("turn %s failed", turn.turn_id)
-            final_state, final_message = "error", f"The turn failed: {exc}"
+            final_state, final_message = "error", f"The turn failed: {exc}. See the server log for details."
         finally:
-            for proposal in turn.proposals.values():
-                self.proposals.pop(proposal.proposal_id, None)
-                if not proposal.decision.done():
-                    proposal.decision.cancel()
-            self.conversation.add(
-                {"type": "turnEnd", "turnId": turn.turn_id, "state": final_state, "message": final_message}
-            )
+            self.conversation.release()
+            self._expire(turn)
+            self.conversation.add(p.TurnEndEvent(turn.turn_id, final_state, final_message))  # type: ignore[arg-type]
             self._turn_status(turn, final_state, final_message)
 
-    def _selection_event(self, turn: Turn) -> dict[str, Any]:
-        sel = turn.selection
-        if sel is None:
-            return {}
-        return {"uri": sel.uri, "range": turn.selection_range}
-
-    def variables_changed(self) -> None:
-        """A python run ended: the next chat asks the kernel for its variables again."""
-        self._variables = None
-
-    async def _variables_for_context(self) -> list[dict[str, Any]] | None:
-        """A short summary of the python kernel's variables, if that kernel is already running and idle.
-        Kept until the next python run, so a chat after a chat does not ask the kernel again."""
-        kernel = self.ws.pool.existing("python")
-        if kernel is None or kernel.state != "idle":
-            return None
-        if self._variables is not None and self._variables_kernel == kernel.started_at:
-            return self._variables
-        try:
-            variables = await asyncio.wait_for(self.ws.variables("python"), VARIABLES_FOR_CONTEXT_TIMEOUT)
-        except Exception:
-            return None
-        # started_at changes on a restart, whose empty namespace must not be hidden by the cache.
-        self._variables, self._variables_kernel = variables, kernel.started_at
-        return variables
+    def _expire(self, turn: Turn) -> None:
+        """Proposals of the turn (or step) that were never decided can no longer be."""
+        for proposal in list(turn.proposals.values()):
+            turn.proposals.pop(proposal.proposal_id, None)
+            self.proposals.pop(proposal.proposal_id, None)
+            if proposal.waiting:
+                proposal.decision.cancel()
+                status = p.ProposalStatusParams(proposal.proposal_id, turn.turn_id, "expired")
+                self.host.send(p.PROPOSAL_STATUS, p.to_wire(status))
 
     async def _steps(self, turn: Turn) -> str | None:
-        max_steps = self.ws.settings.max_steps
+        max_steps = self.host.settings.max_steps
         for step in range(1, max_steps + 1):
             self._turn_status(turn, "thinking")
             proposals = await self._ask_model(turn)
             if not proposals:
                 return None
             outcome = await self._decide_and_run(turn, proposals)
-            if outcome is not None:
+            self._expire(turn)
+            if isinstance(outcome, str):
                 return outcome
             if step == max_steps:
                 note = (
                     f"Stopped after {max_steps} steps (interpreter.maxSteps). "
                     "Send a message to let the model continue."
                 )
-                self.conversation.add(
-                    {"type": "note", "turnId": turn.turn_id, "text": note, "forModel": f"(The loop stopped: {note})"}
-                )
+                self.conversation.add(p.NoteEvent(note, turn.turn_id, for_model=f"(The loop stopped: {note})"))
                 return note
         return None
 
     async def _ask_model(self, turn: Turn) -> list[Proposal]:
         system = prompt.system_message(
             prompt.PromptContext(
-                workspace=str(self.ws.root),
+                workspace=str(self.host.root),
                 os_name=platform.system() or "unknown",
-                languages=self.ws.available_languages(),
-                custom_instructions=self.ws.settings.custom_instructions,
-                system_message=self.ws.settings.system_message,
+                languages=self.host.available_languages(),
+                custom_instructions=self.host.settings.custom_instructions,
+                system_message=self.host.settings.system_message,
             )
         )
         messages = self.conversation.model_messages(system)
         parser = BlockParser()
-        proposals: list[Proposal] = []
         chunks: list[str] = []
-        # Proposals are shown as soon as their block closes, and recorded after the reply they came in.
-        proposal_events: list[dict[str, Any]] = []
+        # Proposals are shown as soon as their block closes (each rated off the loop, shown in order),
+        # and recorded after the reply they came in; so are decisions and runs made while it streams.
+        pending: list[asyncio.Future[tuple[Proposal, p.ProposalEvent]]] = []
+
+        def propose(block: CodeBlock) -> None:
+            previous = pending[-1] if pending else None
+            pending.append(asyncio.ensure_future(self._propose(turn, block, previous)))
 
         def on_delta(delta: str) -> None:
             chunks.append(delta)
             self._message(turn, delta, False)
             for block in parser.feed(delta):
-                proposals.append(self._propose(turn, block, proposal_events))
+                propose(block)
 
-        turn.streaming = True
+        self.conversation.hold(turn.turn_id)
         try:
-            completion = await self._call_model(messages, on_delta)
+            completion = await self.host.call_model(messages, on_delta)
+            for block in parser.finish():
+                propose(block)
+            proposed = [await future for future in pending]
         except BaseException:
+            shown = [f.result() for f in pending if f.done() and not f.cancelled() and f.exception() is None]
+            for future in pending:
+                future.cancel()
             if chunks:
-                self.conversation.add(
-                    {"type": "assistant", "turnId": turn.turn_id, "text": "".join(chunks), "partial": True}
-                )
-            for event in proposal_events:
+                self.conversation.add(p.AssistantEvent(turn.turn_id, "".join(chunks), partial=True))
+            for _proposal, event in shown:
                 self.conversation.add(event)
-            self._release_held(turn)
             self._message(turn, "", True)
             raise
-        for block in parser.finish():
-            proposals.append(self._propose(turn, block, proposal_events))
         self._message(turn, "", True)
-        self.conversation.add({"type": "assistant", "turnId": turn.turn_id, "text": completion.text})
-        for event in proposal_events:
+        self.conversation.add(p.AssistantEvent(turn.turn_id, completion.text))
+        for _proposal, event in proposed:
             self.conversation.add(event)
-        self._release_held(turn)
+        self.conversation.release()
         self.conversation.add(
-            {
-                "type": "usage",
-                "turnId": turn.turn_id,
-                "promptTokens": completion.prompt_tokens,
-                "completionTokens": completion.completion_tokens,
-                "cost": completion.cost,
-            }
+            p.UsageEvent(turn.turn_id, completion.prompt_tokens, completion.completion_tokens, completion.cost)
         )
-        return proposals
+        return [proposal for proposal, _event in proposed]
 
-    def _propose(self, turn: Turn, block: CodeBlock, record: list[dict[str, Any]]) -> Proposal:
-        from ..safety.risk import assess  # its rule tables load on the first proposal, not at start-up
-
+    async def _propose(
+        self, turn: Turn, block: CodeBlock, previous: asyncio.Future[Any] | None
+    ) -> tuple[Proposal, p.ProposalEvent]:
         language = block.language
         try:
-            language = self.ws.check_language(language)
-            risk = assess(block.code, language, self.ws.root)
-        except ValueError as exc:
+            language = self.host.check_language(language)
+            risk = await self.host.rate(block.code, language)
+        except UserError as exc:
             risk = p.Risk("medium", [str(exc)])
-        settings = self.ws.settings
+        if previous is not None:
+            await asyncio.wait([previous])  # shown in the order the model wrote them
+        settings = self.host.settings
         decision = policy.decide(
-            risk, auto_run=settings.auto_run, auto_run_max_risk=settings.auto_run_max_risk, trusted=self.ws.ctx.trusted
+            risk, auto_run=settings.auto_run, auto_run_max_risk=settings.auto_run_max_risk, trusted=self.host.trusted
         )
         proposal = Proposal(
             proposal_id="p-" + uuid.uuid4().hex[:12],
@@ -337,47 +324,38 @@ class Loop:
         )
         turn.proposals[proposal.proposal_id] = proposal
         self.proposals[proposal.proposal_id] = proposal
-        record.append(
-            {
-                "type": "proposal",
-                "proposalId": proposal.proposal_id,
-                "turnId": turn.turn_id,
-                "language": language,
-                "code": block.code,
-                "risk": p.to_wire(risk),
-                "autoRun": decision.run_now,
-                "complete": block.complete,
-            }
+        event = p.ProposalEvent(
+            proposal.proposal_id, turn.turn_id, language, block.code, risk, decision.run_now, block.complete
         )
-        params = p.ProposalParams(proposal.proposal_id, turn.turn_id, language, block.code, risk, decision.run_now)
-        wire = p.to_wire(params)
-        if not decision.run_now:
-            wire["waitReason"] = decision.reason
-        self.ws.ctx.send(p.PROPOSAL, wire)
-        return proposal
+        wait_reason = None if decision.run_now else decision.reason
+        params = p.ProposalParams(
+            proposal.proposal_id, turn.turn_id, language, block.code, risk, decision.run_now, wait_reason
+        )
+        self.host.send(p.PROPOSAL, p.to_wire(params))
+        return proposal, event
 
     async def _decide_and_run(self, turn: Turn, proposals: list[Proposal]) -> str | None:
-        """Run the step's proposals in order. Returns a final message if the turn ends here."""
+        """Run the step's proposals in order. Returns the turn's final message if it ends here, None to
+        ask the model again."""
         for proposal in proposals:
-            if proposal.auto_run and not proposal.decision.done():
+            if proposal.auto_run and proposal.waiting:
                 self.conversation.add(
-                    {
-                        "type": "decision",
-                        "proposalId": proposal.proposal_id,
-                        "turnId": turn.turn_id,
-                        "decision": "auto-run",
-                        "code": proposal.code,
-                    }
+                    p.DecisionEvent(proposal.proposal_id, turn.turn_id, "auto-run", code=proposal.code)
                 )
-                proposal.decided = True
-                proposal.decision.set_result(self._start_run(proposal, proposal.code))
-            if not proposal.decision.done():
+                run = self.host.start_run(
+                    proposal.code, proposal.language, turn_id=turn.turn_id, proposal_id=proposal.proposal_id
+                )
+                status = p.ProposalStatusParams(proposal.proposal_id, turn.turn_id, "auto-run", run.run_id)
+                self._decide(proposal, run, status)
+            if proposal.waiting:
                 self._turn_status(turn, "awaiting-approval")
-            run = await proposal.decision
-            if run is None:
-                return "the user declined to run the code"
+            decision = await proposal.decision
+            if isinstance(decision, Rejected):
+                return None if decision.reason else DECLINED
+            if isinstance(decision, Applied):
+                return f"Written into {decision.where}; it did not run."
             self._turn_status(turn, "running")
-            result = await run.result
+            result = await decision.result
             if result.state == "interrupted":
                 raise asyncio.CancelledError
         return None

@@ -121,6 +121,19 @@ def rejection_message(language: str, reason: str | None = None) -> str:
     return f"The user declined to run the {language} code; it did not run.{why}"
 
 
+def applied_message(language: str, uri: str, workspace: str | None = None) -> str:
+    """The user wrote the model's code into a document instead of running it."""
+    where = _display_path(uri, workspace) if uri else "a document"
+    return f"The user wrote your {language} code into {where} instead of running it; it did not run."
+
+
+def kernel_message(language: str, state: str) -> str:
+    """A kernel restarted or died: what the model must know about the state it relies on."""
+    if state == "died":
+        return f"(The {language} kernel died: its variables and imports are gone; it restarted empty.)"
+    return f"(The user restarted the {language} kernel: its variables and imports are gone.)"
+
+
 # -- pieces --------------------------------------------------------------------------------------------
 
 

@@ -9,6 +9,7 @@ import asyncio
 import json
 from typing import Any
 
+from ..errors import UserError
 from .kernel import Kernel
 
 _EXPRESSION = """(lambda ns, hidden, json, types, reprlib: json.dumps([
@@ -25,7 +26,7 @@ _EXPRESSION = """(lambda ns, hidden, json, types, reprlib: json.dumps([
 VARIABLES_TIMEOUT = 10.0
 
 
-class VariablesUnavailable(RuntimeError):
+class VariablesUnavailable(UserError):
     pass
 
 

@@ -16,6 +16,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..errors import UserError
 from .specs import KernelChoice
 
 if TYPE_CHECKING:
@@ -31,8 +32,8 @@ class KernelDied(RuntimeError):
     pass
 
 
-class KernelStartError(RuntimeError):
-    pass
+class KernelStartError(UserError):
+    """The kernel could not start: a sentence saying why and what to do (a bad interpreter path, no bwrap)."""
 
 
 class ExecutionSink(Protocol):

@@ -41,6 +41,7 @@ class KernelPool:
         on_died: Callable[[str], None],
         refuse: Callable[[], str | None] = lambda: None,
         settings_ready: Callable[[], Awaitable[None]] | None = None,
+        on_ready: Callable[[Kernel], Awaitable[None]] | None = None,
     ) -> None:
         self.root = root
         self._runtime_dir = runtime_dir
@@ -59,6 +60,8 @@ class KernelPool:
         self._refuse = refuse
         # Kernels start with the editor's settings (the sandbox!), never with defaults that raced them.
         self._settings_ready = settings_ready
+        # Runs once a kernel (re)started, before any run gets it (e.g. the figure hook).
+        self._on_ready = on_ready
 
     def choice(self, language: str) -> KernelChoice:
         """Resolve a language to a kernelspec (raises UnknownLanguage with what is available). Cached:
@@ -122,7 +125,15 @@ class KernelPool:
         self._kernels[lang] = kernel
         self._sandbox[lang] = options.sandbox
         await kernel.start()
+        await self._ready(kernel)
         return kernel
+
+    async def _ready(self, kernel: Kernel) -> None:
+        if self._on_ready is not None:
+            try:
+                await self._on_ready(kernel)
+            except Exception:
+                log.exception("preparing the %s kernel failed", kernel.language)
 
     async def _restart_after_death(self, kernel: Kernel) -> None:
         if self._closed:
@@ -134,9 +145,9 @@ class KernelPool:
         except Exception as exc:
             log.error("%s", exc)
 
-    @staticmethod
-    async def _restart_kernel(kernel: Kernel, reason: str) -> Kernel:
+    async def _restart_kernel(self, kernel: Kernel, reason: str) -> Kernel:
         await kernel.restart(reason=reason)
+        await self._ready(kernel)
         return kernel
 
     async def restart(self, language: str) -> None:
@@ -156,11 +167,6 @@ class KernelPool:
         for lang in languages:
             with contextlib.suppress(Exception):
                 await self.kernel(lang)
-
-    async def interrupt_all(self) -> None:
-        for kernel in list(self._kernels.values()):
-            with contextlib.suppress(Exception):
-                await kernel.interrupt()
 
     async def shutdown(self) -> None:
         self._closed = True

@@ -10,10 +10,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import UserError
 from ..languages import PYTHON, SHELL, canonical_language
 
 
-class UnknownLanguage(ValueError):
+class UnknownLanguage(UserError):
     pass
 
 

@@ -6,8 +6,10 @@ import os
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from ..errors import UserError
 
-class PathOutsideWorkspace(ValueError):
+
+class PathOutsideWorkspace(UserError):
     """A path that resolves outside the workspace, or cannot be a path at all."""
 
 

@@ -59,6 +59,7 @@ M.defaults = {
 
 -- Settings the server knows (its settings.py, section `interpreter`) and the Lua type each must have.
 -- The server checks values and reports bad ones; this only catches a wrong type early.
+-- known_settings: generated from the server's settings schema
 M.known_settings = {
   model = "string",
   apiBase = "string",
@@ -67,13 +68,12 @@ M.known_settings = {
   maxTokens = "number",
   contextWindow = "number",
   autoRun = "boolean",
+  autoRunMaxRisk = "string",
   maxSteps = "number",
   maxOutput = "number",
   systemMessage = "string",
   customInstructions = "string",
   sandbox = "string",
-  kernel = "table",
-  autoRunMaxRisk = "string",
   sandboxNetwork = "boolean",
   allowEnv = "table",
   runTimeout = "number",
@@ -81,7 +81,9 @@ M.known_settings = {
   firstTokenTimeout = "number",
   streamStallTimeout = "number",
   maxRetries = "number",
+  kernel = "table",
 }
+-- end of known_settings
 
 local function fail(msg)
   error("interpreter_lsp.setup: " .. msg, 0)

@@ -1,0 +1,54 @@
+"""What the agent loop needs from the workspace it serves, and nothing more.
+
+The Loop never sees the Workspace: it gets this narrow host, so it can be driven by a fake one in unit
+tests (no kernel, no HTTP) and cannot reach the pool, the run manager or the settings sources.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from ..llm.client import Completion
+    from ..protocol import Risk
+    from ..runs import Run
+    from ..settings import Settings
+
+
+class LoopHost(Protocol):
+    @property
+    def root(self) -> Path: ...
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def trusted(self) -> bool: ...
+
+    def send(self, method: str, params: dict[str, Any]) -> None:
+        """A notification to the editor (through the one redacting send)."""
+
+    async def settings_ready(self) -> None:
+        """Returns once the editor's settings arrived (bounded)."""
+
+    async def variables_for_context(self) -> list[dict[str, Any]] | None:
+        """A short list of the python kernel's variables, or None when there is no idle kernel."""
+
+    def check_language(self, language: str) -> str:
+        """The canonical language; raises UnknownLanguage (a UserError) when no kernel runs it."""
+
+    def available_languages(self) -> list[str]: ...
+
+    def sandboxed(self, language: str) -> bool:
+        """Whether code of this language runs inside the sandbox."""
+
+    def start_run(self, code: str, language: str, *, turn_id: str, proposal_id: str) -> Run:
+        """Queue the model's code (approved or auto-run); returns at once."""
+
+    async def call_model(self, messages: list[dict[str, Any]], on_delta: Callable[[str], None]) -> Completion:
+        """Stream one reply; raises ModelError."""
+
+    async def rate(self, code: str, language: str) -> Risk:
+        """The risk of a proposal, rated off the event loop within a time budget."""

@@ -1,0 +1,145 @@
+"""Fakes for unit tests of the middle: a LoopHost without kernels or HTTP, a kernel without a process.
+End-to-end tests use the real parts; these make a failure say which layer broke."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from interpreter_lsp import protocol as p
+from interpreter_lsp.kernels.kernel import ExecuteReply
+from interpreter_lsp.llm.client import Completion
+from interpreter_lsp.llm.errors import ModelError
+from interpreter_lsp.runs import Run, RunResult
+from interpreter_lsp.settings import Settings
+
+
+class FakeHost:
+    """A LoopHost: records what the loop sends and runs, answers model calls from a script."""
+
+    def __init__(self, root: Path, settings: Settings | None = None) -> None:
+        self.root = root
+        self.settings = settings or Settings()
+        self.trusted = True
+        self.sent: list[tuple[str, dict[str, Any]]] = []
+        self.replies: deque[list[str] | ModelError] = deque()
+        self.requests: list[list[dict[str, Any]]] = []
+        self.runs: list[Run] = []
+        self.risk = p.Risk("low", [])
+        self.model_gate: asyncio.Event | None = None  # when set, a model call waits for it mid-reply
+        self.gate_after = 0  # ... after this delta
+        self.changed = asyncio.Event()
+
+    # what the loop calls
+    def send(self, method: str, params: dict[str, Any]) -> None:
+        self.sent.append((method, params))
+        self.changed.set()
+
+    async def settings_ready(self) -> None:
+        return None
+
+    async def variables_for_context(self) -> list[dict[str, Any]] | None:
+        return None
+
+    def check_language(self, language: str) -> str:
+        return {"py": "python", "bash": "shell"}.get(language, language)
+
+    def available_languages(self) -> list[str]:
+        return ["python", "shell"]
+
+    def sandboxed(self, language: str) -> bool:
+        return False
+
+    def start_run(self, code: str, language: str, *, turn_id: str, proposal_id: str) -> Run:
+        future: asyncio.Future[RunResult] = asyncio.get_running_loop().create_future()
+        run = Run(f"r-{len(self.runs)}", language, code, "model", turn_id, proposal_id, 0.0, future)
+        self.runs.append(run)
+        self.changed.set()
+        return run
+
+    async def call_model(self, messages: list[dict[str, Any]], on_delta: Callable[[str], None]) -> Completion:
+        self.requests.append(messages)
+        reply = self.replies.popleft()
+        if isinstance(reply, ModelError):
+            raise reply
+        for i, piece in enumerate(reply):
+            on_delta(piece)
+            if i == self.gate_after and self.model_gate is not None:
+                await self.model_gate.wait()
+            await asyncio.sleep(0)
+        return Completion("".join(reply), 10, 5, 0.0)
+
+    async def rate(self, code: str, language: str) -> p.Risk:
+        return self.risk
+
+    # what tests use
+    def notes(self, method: str) -> list[dict[str, Any]]:
+        return [params for m, params in self.sent if m == method]
+
+    async def until(self, predicate: Callable[[], Any], timeout: float = 30) -> Any:
+        async def check() -> Any:
+            while not (result := predicate()):
+                self.changed.clear()
+                await self.changed.wait()
+            return result
+
+        return await asyncio.wait_for(check(), timeout)
+
+    def finish_run(self, run: Run, state: str = "ok", output: str = "") -> None:
+        result = RunResult(run.run_id, run.language, run.code, state, 1, output, origin="model",
+                           turn_id=run.turn_id, proposal_id=run.proposal_id)
+        run.result.set_result(result)
+
+
+class FakeKernel:
+    """A kernel without a process: each submit is answered from `replies` (status, outputs)."""
+
+    def __init__(self, language: str = "python") -> None:
+        self.language = language
+        self.state = "idle"
+        self.started_at = 0.0
+        self.submitted: list[str] = []
+        self.interrupts = 0
+        self.pending: list[tuple[asyncio.Future[ExecuteReply], Any]] = []
+
+    def submit(self, code: str, sink: Any, *, allow_stdin: bool = False, **_: Any) -> asyncio.Future[ExecuteReply]:
+        self.submitted.append(code)
+        future: asyncio.Future[ExecuteReply] = asyncio.get_running_loop().create_future()
+        self.pending.append((future, sink))
+        sink.on_busy()
+        return future
+
+    def finish(self, status: str = "ok", stdout: str = "") -> None:
+        future, sink = self.pending.pop(0)
+        if stdout:
+            sink.on_iopub("stream", {"name": "stdout", "text": stdout})
+        future.set_result(ExecuteReply(status))
+
+    async def interrupt(self) -> None:
+        self.interrupts += 1
+        if self.pending:
+            self.finish("error")
+
+
+class FakePool:
+    def __init__(self, kernel: FakeKernel) -> None:
+        self._kernel = kernel
+        self._lock = asyncio.Lock()
+        self.restarts = 0
+
+    def run_lock(self, language: str) -> asyncio.Lock:
+        return self._lock
+
+    async def kernel(self, language: str) -> FakeKernel:
+        return self._kernel
+
+    def existing(self, language: str) -> FakeKernel:
+        return self._kernel
+
+    async def restart(self, language: str) -> None:
+        self.restarts += 1
+        while self._kernel.pending:
+            self._kernel.finish("interrupted")

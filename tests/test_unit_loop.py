@@ -1,0 +1,194 @@
+"""The agent loop with a fake host and a scripted model stream: no process, no HTTP. The end-to-end tests
+(test_loop.py) prove the whole; these say which rule of the loop broke."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from fakes import FakeHost
+from interpreter_lsp import protocol as p
+from interpreter_lsp.agent.conversation import Conversation
+from interpreter_lsp.agent.loop import DECLINED, Loop, TurnBusy, UnknownProposal
+from interpreter_lsp.history import History
+from interpreter_lsp.llm.errors import ModelError
+
+FENCE = "```"
+
+
+def block(code: str, language: str = "python") -> list[str]:
+    return ["Here:\n", f"{FENCE}{language}\n", f"{code}\n", f"{FENCE}\n"]
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> FakeHost:
+    return FakeHost(tmp_path)
+
+
+@pytest.fixture
+def loop(host: FakeHost, tmp_path: Path) -> Loop:
+    return Loop(host, Conversation(History(tmp_path / "history.jsonl"), tmp_path))
+
+
+def types(loop: Loop) -> list[str]:
+    return [e["type"] for e in loop.conversation.events]
+
+
+async def ended(host: FakeHost, turn_id: str) -> dict:
+    def end() -> dict | None:
+        return next(
+            (n for n in host.notes(p.TURN_STATUS) if n["turnId"] == turn_id and n["state"] in p.FINAL_TURN_STATES),
+            None,
+        )
+
+    return await host.until(end)
+
+
+async def proposal(host: FakeHost, index: int = 0) -> dict:
+    return await host.until(lambda: len(host.notes(p.PROPOSAL)) > index and host.notes(p.PROPOSAL)[index])
+
+
+async def test_a_reply_without_code_ends_the_turn(host: FakeHost, loop: Loop) -> None:
+    host.replies.append(["Hello", " there."])
+    turn = loop.chat("hi")
+    assert (await ended(host, turn))["state"] == "done"
+    assert types(loop) == ["user", "assistant", "usage", "turnEnd"]
+    messages = host.notes(p.MESSAGE)
+    assert [m["seq"] for m in messages] == list(range(len(messages)))
+    assert "".join(m["delta"] for m in messages) == "Hello there."
+    assert messages[-1]["done"] is True
+
+
+async def test_approve_runs_and_the_output_goes_back_to_the_model(host: FakeHost, loop: Loop) -> None:
+    host.replies.extend([block("print(42)"), ["It printed 42."]])
+    turn = loop.chat("compute")
+    shown = await proposal(host)
+    await host.until(lambda: any(n["state"] == "awaiting-approval" for n in host.notes(p.TURN_STATUS)))
+    run = loop.approve(shown["proposalId"])
+    assert host.notes(p.PROPOSAL_STATUS) == [
+        {"proposalId": shown["proposalId"], "turnId": turn, "state": "approved", "runId": run.run_id}
+    ]
+    host.finish_run(run, output="42\n")
+    assert (await ended(host, turn))["state"] == "done"
+    assert "42" in host.requests[1][-1]["content"]
+    with pytest.raises(UnknownProposal):
+        loop.approve(shown["proposalId"])
+
+
+async def test_reject_without_a_reason_ends_the_turn(host: FakeHost, loop: Loop) -> None:
+    host.replies.append(block("rm -rf build", "shell"))
+    turn = loop.chat("clean")
+    shown = await proposal(host)
+    loop.reject(shown["proposalId"])
+    end = await ended(host, turn)
+    assert (end["state"], end["message"]) == ("done", DECLINED)
+    assert not host.runs and len(host.requests) == 1
+
+
+async def test_reject_with_a_reason_asks_again_and_the_rest_of_the_step_expires(host: FakeHost, loop: Loop) -> None:
+    host.replies.extend([block("a = 1") + block("b = 2"), ["Fine, I will not."]])
+    turn = loop.chat("do two things")
+    first = await proposal(host)
+    second = await proposal(host, 1)
+    loop.reject(first["proposalId"], "  not like that  ")
+    assert (await ended(host, turn))["state"] == "done"
+    assert "not like that" in host.requests[1][-1]["content"]
+    states = {n["proposalId"]: (n["state"], n.get("reason")) for n in host.notes(p.PROPOSAL_STATUS)}
+    assert states == {first["proposalId"]: ("rejected", "not like that"), second["proposalId"]: ("expired", None)}
+
+
+async def test_applied_ends_the_turn_and_the_model_learns_where_it_went(
+    host: FakeHost, loop: Loop, tmp_path: Path
+) -> None:
+    host.replies.extend([block("x = 1"), ["Noted."]])
+    turn = loop.chat("write it")
+    shown = await proposal(host)
+    uri = (tmp_path / "a.py").as_uri()
+    loop.applied(shown["proposalId"], uri, "a.py")
+    end = await ended(host, turn)
+    assert end["message"] == "Written into a.py; it did not run."
+    loop.applied(shown["proposalId"], uri, "a.py")  # a decided proposal: nothing more happens
+    assert [n["state"] for n in host.notes(p.PROPOSAL_STATUS)] == ["applied"]
+    turn2 = loop.chat("thanks")
+    await ended(host, turn2)
+    assert "wrote your python code into a.py instead of running it" in host.requests[1][-1]["content"]
+
+
+async def test_a_failed_request_is_not_glued_to_the_next_question(host: FakeHost, loop: Loop) -> None:
+    host.replies.extend([ModelError("No model is configured: set interpreter.model.", "no_model"), ["Answer."]])
+    turn = loop.chat("first question")
+    end = await ended(host, turn)
+    assert (end["state"], end["message"]) == ("error", "No model is configured: set interpreter.model.")
+    assert "error" in types(loop)
+    turn2 = loop.chat("second question")
+    await ended(host, turn2)
+    sent = [m["content"] for m in host.requests[-1] if m["role"] == "user"]
+    assert len(sent) == 1 and "second question" in sent[0] and "first question" not in sent[0]
+
+
+async def test_interrupt_while_streaming_keeps_the_partial_reply(host: FakeHost, loop: Loop) -> None:
+    host.model_gate = asyncio.Event()
+    host.replies.append(["Thinking", " more"])
+    turn = loop.chat("go")
+    await host.until(lambda: host.notes(p.MESSAGE))
+    await loop.interrupt()
+    end = await ended(host, turn)
+    assert (end["state"], end["message"]) == ("cancelled", "Interrupted: you stopped the turn.")
+    assert loop.conversation.events[1] == {**loop.conversation.events[1], "type": "assistant", "partial": True}
+    assert not loop.busy
+
+
+async def test_a_decision_made_while_the_reply_streams_is_recorded_after_it(host: FakeHost, loop: Loop) -> None:
+    host.model_gate, host.gate_after = asyncio.Event(), 3  # the stream stops right after the closing fence
+    host.replies.extend([[*block("print(1)"), "And more text."], ["Done."]])
+    turn = loop.chat("go")
+    shown = await proposal(host)
+    run = loop.approve(shown["proposalId"])  # while the reply still streams
+    # The workspace records the run's end through the same door: it too waits for the reply.
+    loop.conversation.record(p.RunEvent(run.run_id, "model", "python", "print(1)", "ok", 1, "1\n", turn_id=turn))
+    assert types(loop) == ["user"]
+    host.model_gate.set()
+    host.finish_run(run, output="1\n")
+    await ended(host, turn)
+    order = types(loop)
+    assert order.index("assistant") < order.index("proposal") < order.index("decision") < order.index("run")
+
+
+async def test_one_turn_at_a_time(host: FakeHost, loop: Loop) -> None:
+    host.model_gate = asyncio.Event()
+    host.replies.append(["slow"])
+    loop.chat("one")
+    with pytest.raises(TurnBusy):
+        loop.chat("two")
+    host.model_gate.set()
+
+
+async def test_proposals_are_shown_in_the_order_written_even_when_rating_takes_longer(
+    host: FakeHost, loop: Loop
+) -> None:
+    slow = asyncio.Event()
+
+    async def rate(code: str, language: str) -> p.Risk:
+        if code.startswith("first"):
+            await slow.wait()
+        return p.Risk("low", [])
+
+    host.rate = rate  # type: ignore[method-assign]
+    host.replies.append(block("first = 1") + block("second = 2"))
+    loop.chat("two steps")
+    await asyncio.sleep(0.05)
+    assert host.notes(p.PROPOSAL) == []  # the second is rated but waits for the first
+    slow.set()
+    second = await proposal(host, 1)
+    assert [n["code"] for n in host.notes(p.PROPOSAL)] == ["first = 1", "second = 2"]
+    assert second["code"] == "second = 2"
+
+
+async def test_history_restores_the_conversation(host: FakeHost, loop: Loop, tmp_path: Path) -> None:
+    host.replies.append(["Hello."])
+    await ended(host, loop.chat("hi"))
+    again = Conversation(History(tmp_path / "history.jsonl"), tmp_path)
+    assert [e["type"] for e in again.events] == types(loop)
+    assert again.model_messages("system")[1:] == loop.conversation.model_messages("system")[1:]
