@@ -285,7 +285,7 @@ def test_run_the_cell_at_point_and_see_its_output(emacs: Emacs) -> None:
     assert not (emacs.workspace / "demo.py").read_text().count("edited"), "the edit was never saved"
 
 
-def test_input_fails_at_once_with_a_clear_error_and_interrupt_stops_a_run(emacs: Emacs) -> None:
+def test_input_fails_at_once_interrupt_stops_a_run_and_a_dead_kernel_says_so(emacs: Emacs) -> None:
     seen = emacs.run(
         r"""
 (ilsp-test-open "demo.py")
@@ -300,6 +300,10 @@ def test_input_fails_at_once_with_a_clear_error_and_interrupt_stops_a_run(emacs:
   (ilsp-test-wait-output "^sleeping$")
   (interpreter-lsp-interrupt)
   (ilsp-test-wait-output (format "run %s \\(ok\\|error\\|interrupted\\)" run) 60))
+(ilsp-test-select "import os\nos._exit(1)\n")
+(let ((run (interpreter-lsp-run)))
+  (ilsp-test-record 'exit run)
+  (ilsp-test-wait-output (format "run %s \\(ok\\|error\\|interrupted\\|died\\)" run) 60))
 """
     )
     out, values = seen["output"], seen["values"]
@@ -313,6 +317,8 @@ def test_input_fails_at_once_with_a_clear_error_and_interrupt_stops_a_run(emacs:
     assert values["input-seconds"] < 30, f"input() took {values['input-seconds']:.1f} s to fail"
     slept = section(out, f"run {values['sleep']} (python, user)")
     assert f"run {values['sleep']} interrupted" in slept, slept
+    died = section(out, f"run {values['exit']} (python, user)")
+    assert re.search(rf"^run {values['exit']} died \(\d+ ms\): .+", died, re.M), died
 
 
 def test_chat_approve_and_reject_through_the_output_buffer(emacs: Emacs, model: ScriptedModel) -> None:

@@ -77,7 +77,9 @@ never chooses the model, the endpoint or what runs."
   ((proposals :initform nil :accessor interpreter-lsp--proposals
               :documentation "Proposals waiting for approval, newest first.")
    (last-key :initform nil :accessor interpreter-lsp--last-key
-             :documentation "The turn or run that wrote last in the buffer."))
+             :documentation "The turn or run that wrote last in the buffer.")
+   (output :initform nil :accessor interpreter-lsp--output
+           :documentation "The output buffer."))
   "An eglot connection to interpreter-lsp.")
 
 ;;;; Setup
@@ -140,12 +142,16 @@ repository's .dir-locals.el may set without asking."
 (defun interpreter-lsp-output-buffer (&optional server)
   "The output buffer of SERVER (default: the current one)."
   (let* ((server (or server (interpreter-lsp--server)))
-         (name (format "*interpreter-lsp: %s*" (eglot-project-nickname server)))
-         (buffer (get-buffer name)))
-    (unless buffer
-      (setq buffer (get-buffer-create name))
-      (with-current-buffer buffer (interpreter-lsp-output-mode)))
-    (with-current-buffer buffer (setq interpreter-lsp--buffer-server server))
+         (buffer (interpreter-lsp--output server)))
+    (unless (buffer-live-p buffer)
+      ;; Two projects with the same directory name get *...* and *...*<2>.
+      (setq buffer (generate-new-buffer
+                    (format "*interpreter-lsp: %s*" (eglot-project-nickname server))))
+      (with-current-buffer buffer
+        (interpreter-lsp-output-mode)
+        (setq interpreter-lsp--buffer-server server))
+      (setf (interpreter-lsp--output server) buffer
+            (interpreter-lsp--last-key server) nil))
     buffer))
 
 (defun interpreter-lsp--display (server)
