@@ -1,0 +1,476 @@
+;;; interpreter-lsp.el --- interpreter-lsp through eglot  -*- lexical-binding: t; -*-
+
+;; Version: 0.1.0
+;; Package-Requires: ((emacs "28.1") (eglot "1.9"))
+;; Keywords: languages, tools
+;; SPDX-License-Identifier: MIT
+
+;;; Commentary:
+
+;; The interpreter-lsp server lets a language model propose code that runs in
+;; your workspace's persistent Jupyter kernel.  Eglot starts the server and
+;; carries requests; this file adds what eglot does not know:
+;;
+;; - handlers for the server's `interpreter/*' notifications, which write the
+;;   model's reply, its proposals, each run's code, output and state, and the
+;;   turn's state into one buffer per project, `*interpreter-lsp: PROJECT*'
+;;   (without them eglot only logs these notifications in its events buffer);
+;; - commands that send the server's `interpreter.*' commands.
+;;
+;;   (add-to-list 'load-path "/path/to/interpreter-lsp/clients/emacs")
+;;   (require 'interpreter-lsp)
+;;   (setq interpreter-lsp-settings '(:model "ollama_chat/qwen2.5-coder"))
+;;   (interpreter-lsp-setup)      ; Python buffers use the server through eglot
+;;   (global-set-key (kbd "C-c i") 'interpreter-lsp-command-map)
+;;
+;; Then M-x eglot in a Python file.  Keys after the prefix (and, without it,
+;; in the output buffer):
+;;   c  chat: ask the model (an active region is what the question is about)
+;;   x  run the region, else the `# %%' cell at point, else the whole file
+;;   a  approve the newest proposal    r  reject it (C-u: say why)
+;;   i  interrupt runs, queued runs and the model's reply; ends the turn
+;;   k  restart the kernel    n  new conversation    o  show the output buffer
+;;
+;; Not available: `input()' and `getpass()' in your code fail at once with
+;; StdinNotImplementedError, because eglot cannot answer the server's
+;; `interpreter/input' request (so this file does not declare that
+;; capability).  Applying a proposal to the buffer, the variables view and
+;; notebook export are in the VS Code and Neovim clients only.  Eglot runs one
+;; server per major mode and project: in these buffers interpreter-lsp takes
+;; the place of pylsp or pyright.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+(require 'eglot)
+(require 'jsonrpc)
+
+(defgroup interpreter-lsp nil
+  "Use the interpreter-lsp language server through eglot."
+  :group 'eglot
+  :prefix "interpreter-lsp-")
+
+(defcustom interpreter-lsp-program '("interpreter-lsp")
+  "The server command and its arguments.
+E.g. (\"~/.local/bin/interpreter-lsp\" \"--log-file\" \"/tmp/ilsp.log\")."
+  :type '(repeat string))
+
+(defcustom interpreter-lsp-settings nil
+  "The server's `interpreter' settings, a plist.
+E.g. (:model \"gpt-4o-mini\" :autoRun :json-false); the keys are in the
+server's docs/configuration.md.  Sent in initializationOptions and as the
+answer to the server's workspace/configuration request.  Only the global
+value counts: a directory-local one (from a repository you do not know)
+never chooses the model, the endpoint or what runs."
+  :type 'plist)
+
+(defcustom interpreter-lsp-modes '(python-mode python-ts-mode)
+  "Major modes whose buffers `interpreter-lsp-setup' gives to the server."
+  :type '(repeat symbol))
+
+(defcustom interpreter-lsp-display-output t
+  "Non-nil: show the output buffer when a chat or one of your runs starts."
+  :type 'boolean)
+
+(defclass interpreter-lsp-server (eglot-lsp-server)
+  ((proposals :initform nil :accessor interpreter-lsp--proposals
+              :documentation "Proposals waiting for approval, newest first.")
+   (last-key :initform nil :accessor interpreter-lsp--last-key
+             :documentation "The turn or run that wrote last in the buffer.")
+   (output :initform nil :accessor interpreter-lsp--output
+           :documentation "The output buffer."))
+  "An eglot connection to interpreter-lsp.")
+
+;;;; Setup
+
+(defun interpreter-lsp--init-options (_server)
+  "The initializationOptions: the settings, and no `input' capability."
+  (let ((settings (default-value 'interpreter-lsp-settings)))
+    (if settings (list :settings settings) (make-hash-table))))
+
+(defun interpreter-lsp--contact (&optional _interactive)
+  "The contact for `eglot-server-programs': class, command, options."
+  (cons 'interpreter-lsp-server
+        (append interpreter-lsp-program
+                (list :initializationOptions #'interpreter-lsp--init-options))))
+
+;;;###autoload
+(defun interpreter-lsp-setup ()
+  "Make eglot use interpreter-lsp in `interpreter-lsp-modes'."
+  (add-to-list 'eglot-server-programs
+               (cons interpreter-lsp-modes #'interpreter-lsp--contact)))
+
+(cl-defmethod eglot-handle-request
+  ((_server interpreter-lsp-server) (_method (eql workspace/configuration))
+   &key items)
+  "Answer the `interpreter' section from the global settings only.
+Eglot's own answer reads `eglot-workspace-configuration', which a
+repository's .dir-locals.el may set without asking."
+  (apply #'vector
+         (mapcar (lambda (item)
+                   (and (equal (plist-get item :section) "interpreter")
+                        (default-value 'interpreter-lsp-settings)))
+                 items)))
+
+;;;; The output buffer
+
+(defvar-local interpreter-lsp--buffer-server nil
+  "In an output buffer: the server it belongs to.")
+
+(defvar interpreter-lsp-command-map
+  (let ((map (make-sparse-keymap)))
+    (define-key map "c" #'interpreter-lsp-chat)
+    (define-key map "x" #'interpreter-lsp-run)
+    (define-key map "a" #'interpreter-lsp-approve)
+    (define-key map "r" #'interpreter-lsp-reject)
+    (define-key map "i" #'interpreter-lsp-interrupt)
+    (define-key map "k" #'interpreter-lsp-restart-kernel)
+    (define-key map "n" #'interpreter-lsp-reset)
+    (define-key map "o" #'interpreter-lsp-show-output)
+    map)
+  "The interpreter-lsp commands; bind it to a prefix, e.g. C-c i.")
+(fset 'interpreter-lsp-command-map interpreter-lsp-command-map)
+
+(define-derived-mode interpreter-lsp-output-mode special-mode "interpreter-lsp"
+  "The conversation, proposals and runs of one interpreter-lsp server.
+\\{interpreter-lsp-output-mode-map}")
+(set-keymap-parent interpreter-lsp-output-mode-map
+                   (make-composed-keymap interpreter-lsp-command-map
+                                         special-mode-map))
+
+(defun interpreter-lsp-output-buffer (&optional server)
+  "The output buffer of SERVER (default: the current one)."
+  (let* ((server (or server (interpreter-lsp--server)))
+         (buffer (interpreter-lsp--output server)))
+    (unless (buffer-live-p buffer)
+      ;; Two projects with the same directory name get *...* and *...*<2>.
+      (setq buffer (generate-new-buffer
+                    (format "*interpreter-lsp: %s*" (eglot-project-nickname server))))
+      (with-current-buffer buffer
+        (interpreter-lsp-output-mode)
+        (setq interpreter-lsp--buffer-server server))
+      (setf (interpreter-lsp--output server) buffer
+            (interpreter-lsp--last-key server) nil))
+    buffer))
+
+(defun interpreter-lsp--display (server)
+  (when (and interpreter-lsp-display-output (not noninteractive))
+    (display-buffer (interpreter-lsp-output-buffer server)
+                    '(nil (inhibit-same-window . t)))))
+
+(defun interpreter-lsp--insert (server key text &optional face)
+  "Append TEXT (with FACE) to SERVER's output buffer for KEY.
+KEY names a turn or a run (\"turn t-...\", \"run r-...\").  When another
+one wrote last, a line [KEY] comes first, unless TEXT starts with KEY.
+Windows that showed the end of the buffer keep showing it."
+  (with-current-buffer (interpreter-lsp-output-buffer server)
+    (let* ((inhibit-read-only t)
+           (end (point-max))
+           (followers (cl-remove-if-not (lambda (w) (= (window-point w) end))
+                                        (get-buffer-window-list nil nil t)))
+           (at-end (= (point) end)))
+      (save-excursion
+        (goto-char end)
+        (when (and key (not (equal key (interpreter-lsp--last-key server))))
+          (unless (bolp) (insert "\n"))
+          (unless (string-prefix-p key text)
+            (insert (propertize (format "[%s]\n" key) 'face 'shadow))))
+        (setf (interpreter-lsp--last-key server) key)
+        (insert (if face (propertize text 'face face) text)))
+      (when at-end (goto-char (point-max)))
+      (dolist (w followers) (set-window-point w (point-max))))))
+
+(defun interpreter-lsp--line (server key text &optional face)
+  "Insert TEXT (with FACE) for KEY as a line of its own.
+An empty TEXT only ends the line being written."
+  (with-current-buffer (interpreter-lsp-output-buffer server)
+    (unless (memq (char-before (point-max)) '(nil ?\n))
+      (let ((inhibit-read-only t))
+        (save-excursion (goto-char (point-max)) (insert "\n")))))
+  (unless (string-empty-p text)
+    (interpreter-lsp--insert server key (concat text "\n") face)))
+
+(defun interpreter-lsp--indent (code)
+  (replace-regexp-in-string "^" "    " (string-trim-right code)))
+
+(defun interpreter-lsp--key (command)
+  (let ((keys (where-is-internal command nil t)))
+    (if keys (key-description keys) (format "M-x %s" command))))
+
+(defun interpreter-lsp--forget (server key value)
+  "Drop the waiting proposals whose KEY is VALUE."
+  (setf (interpreter-lsp--proposals server)
+        (cl-remove value (interpreter-lsp--proposals server)
+                   :key (lambda (p) (plist-get p key)) :test #'equal)))
+
+;;;; Notifications
+
+(cl-defmethod eglot-handle-notification
+  ((server interpreter-lsp-server) (_method (eql interpreter/message))
+   &key turnId delta done &allow-other-keys)
+  "The model's reply, streamed."
+  (let ((key (concat "turn " turnId)))
+    (when (and delta (not (string-empty-p delta)))
+      (interpreter-lsp--insert server key delta))
+    (when (eq done t) (interpreter-lsp--line server key ""))))
+
+(cl-defmethod eglot-handle-notification
+  ((server interpreter-lsp-server) (_method (eql interpreter/proposal))
+   &rest proposal &key proposalId turnId language code risk autoRun waitReason
+   &allow-other-keys)
+  "A code block of the model's reply: it waits for approval or runs itself."
+  (let ((key (concat "turn " turnId))
+        (reasons (mapconcat #'identity (plist-get risk :reasons) "; ")))
+    (interpreter-lsp--line
+     server key (format "proposal %s (%s, risk %s%s):" proposalId language
+                        (plist-get risk :level)
+                        (if (string-empty-p reasons) "" (concat ": " reasons)))
+     'bold)
+    (interpreter-lsp--line server key (interpreter-lsp--indent code)
+                           'font-lock-string-face)
+    (if (eq autoRun t)
+        (interpreter-lsp--line server key "(runs by itself: auto-run)" 'shadow)
+      (push proposal (interpreter-lsp--proposals server))
+      (interpreter-lsp--line
+       server key (format "(%s: %s approves, %s rejects)"
+                          (or waitReason "waits for approval")
+                          (interpreter-lsp--key 'interpreter-lsp-approve)
+                          (interpreter-lsp--key 'interpreter-lsp-reject))
+       'warning))))
+
+(cl-defmethod eglot-handle-notification
+  ((server interpreter-lsp-server) (_method (eql interpreter/output))
+   &key runId kind text data ename &allow-other-keys)
+  "A piece of a run's output."
+  (let ((key (concat "run " runId))
+        (png (plist-get data :image/png)))
+    (cond
+     ((and png (display-images-p) (image-type-available-p 'png))
+      (interpreter-lsp--line server key "")
+      (interpreter-lsp--insert server key "")  ; the [run ...] line, if another wrote last
+      (with-current-buffer (interpreter-lsp-output-buffer server)
+        (let ((inhibit-read-only t))
+          (save-excursion
+            (goto-char (point-max))
+            (insert-image (create-image (base64-decode-string png) 'png t))
+            (insert "\n")))))
+     ((equal kind "error")
+      (interpreter-lsp--line server key (or text ename "") 'error)
+      (when (equal ename "StdinNotImplementedError")
+        (interpreter-lsp--line
+         server key (concat "input() and getpass() cannot be answered from "
+                            "Emacs: put the value in the code instead.")
+         'warning)))
+     ((equal kind "stderr") (interpreter-lsp--insert server key (or text "") 'error))
+     ((equal kind "stdout") (interpreter-lsp--insert server key (or text "")))
+     (t (interpreter-lsp--line server key (string-trim-right (or text "")))))))
+
+(cl-defmethod eglot-handle-notification
+  ((server interpreter-lsp-server) (_method (eql interpreter/runStatus))
+   &key runId state durationMs language message proposalId code origin files
+   &allow-other-keys)
+  "A run's state: queued (with its code), running, then its final state."
+  (let ((key (concat "run " runId)))
+    (when proposalId (interpreter-lsp--forget server :proposalId proposalId))
+    (pcase state
+      ("queued"
+       (when (equal origin "user") (interpreter-lsp--display server))
+       (interpreter-lsp--line server key (format "%s (%s, %s):" key language
+                                                 (or origin "user"))
+                              'bold)
+       (when (and code (equal origin "user"))
+         (interpreter-lsp--line server key (interpreter-lsp--indent code)
+                                'font-lock-string-face)))
+      ("running" nil)
+      (_
+       (interpreter-lsp--line
+        server key
+        (concat key " " state
+                (if durationMs (format " (%d ms)" durationMs) "")
+                (if message (concat ": " message) "")
+                (if (> (length files) 0)
+                    (concat "; files: "
+                            (mapconcat
+                             (lambda (f)
+                               (concat (pcase (plist-get f :change)
+                                         ("created" "+") ("deleted" "-") (_ "~"))
+                                       (plist-get f :path)))
+                             files " "))
+                  ""))
+        (if (equal state "ok") 'success 'error))))))
+
+(cl-defmethod eglot-handle-notification
+  ((server interpreter-lsp-server) (_method (eql interpreter/turnStatus))
+   &key turnId state message &allow-other-keys)
+  "The turn's state: thinking, awaiting-approval, running, done, ..."
+  (let ((key (concat "turn " turnId)))
+    (when (member state '("done" "cancelled" "error"))
+      (interpreter-lsp--forget server :turnId turnId))
+    (unless (equal state "running")
+      (interpreter-lsp--line server key
+                             (concat key " " state (if message (concat ": " message) ""))
+                             (if (member state '("error" "cancelled")) 'error 'shadow)))
+    (with-current-buffer (interpreter-lsp-output-buffer server)
+      (setq mode-line-process (concat " " state))
+      (force-mode-line-update))))
+
+(cl-defmethod eglot-handle-notification
+  ((server interpreter-lsp-server) (_method (eql interpreter/kernelStatus))
+   &key language state message &allow-other-keys)
+  "Kernel life-cycle: a kernel that died or restarts is worth a line."
+  (when (member state '("dead" "restarting"))
+    (interpreter-lsp--line
+     server nil (format "(the %s kernel is %s%s)" language state
+                        (if message (concat ": " message) ""))
+     'warning)))
+
+;;;; Commands
+
+(defun interpreter-lsp--server ()
+  "The server of the current buffer or project, else the only one running."
+  (or (and interpreter-lsp--buffer-server
+           (jsonrpc-running-p interpreter-lsp--buffer-server)
+           interpreter-lsp--buffer-server)
+      (let ((current (eglot-current-server)))
+        (and (cl-typep current 'interpreter-lsp-server) current))
+      (let ((all (cl-loop for servers being the hash-values of eglot--servers-by-project
+                          append (cl-remove-if-not
+                                  (lambda (s) (cl-typep s 'interpreter-lsp-server))
+                                  servers)))
+            (here (expand-file-name default-directory)))
+        (or (cl-find-if (lambda (s)
+                          (string-prefix-p
+                           (expand-file-name (project-root (eglot--project s))) here))
+                        all)
+            (car all)))
+      (user-error "No interpreter-lsp server: M-x eglot in a Python file \
+\(after `interpreter-lsp-setup')")))
+
+(defun interpreter-lsp--command (server command args)
+  "Send COMMAND with ARGS (a plist) to SERVER and return its result.
+The server's error message becomes a `user-error'."
+  (condition-case err
+      (jsonrpc-request server :workspace/executeCommand
+                       (list :command command
+                             :arguments (vector (or args (make-hash-table)))))
+    (jsonrpc-error
+     (user-error "%s" (or (alist-get 'jsonrpc-error-message (cdr err))
+                          (cadr err))))))
+
+(defun interpreter-lsp--uri ()
+  "The current file's URI (eglot renamed its function in 1.16)."
+  (if (fboundp 'eglot-path-to-uri)
+      (eglot-path-to-uri buffer-file-name)
+    (with-no-warnings (eglot--path-to-uri buffer-file-name))))
+
+(defun interpreter-lsp--managed-p (server)
+  "Non-nil when eglot sends this buffer to SERVER."
+  (and (bound-and-true-p eglot--managed-mode) buffer-file-name
+       (eq (eglot-current-server) server)))
+
+(defun interpreter-lsp--language ()
+  (cond ((derived-mode-p 'python-mode) "python")
+        ((derived-mode-p 'sh-mode) "shell")))
+
+;;;###autoload
+(defun interpreter-lsp-chat (text)
+  "Ask the model TEXT.
+An active region is what the question is about; else the file is."
+  (interactive (list (read-string "Ask the model: ")))
+  (let ((server (interpreter-lsp--server))
+        (args (list :text text)))
+    (when (interpreter-lsp--managed-p server)
+      (eglot--signal-textDocument/didChange)
+      (setq args (append args (list :uri (interpreter-lsp--uri))))
+      (when (use-region-p)
+        (setq args (append args (list :range (list :start (eglot--pos-to-lsp-position
+                                                           (region-beginning))
+                                                   :end (eglot--pos-to-lsp-position
+                                                         (region-end))))))))
+    (interpreter-lsp--line server nil "")
+    (with-current-buffer (interpreter-lsp-output-buffer server)
+      (unless (= (point-min) (point-max))
+        (interpreter-lsp--insert server nil "\n")))
+    (interpreter-lsp--line server nil (concat ">>> " text) 'bold)
+    (interpreter-lsp--display server)
+    (plist-get (interpreter-lsp--command server "interpreter.chat" args) :turnId)))
+
+;;;###autoload
+(defun interpreter-lsp-run ()
+  "Run the region, else the `# %%' cell at point, else the whole file.
+Return the run's id; its output shows in the output buffer."
+  (interactive)
+  (let* ((server (interpreter-lsp--server))
+         (managed (interpreter-lsp--managed-p server))
+         (language (interpreter-lsp--language))
+         (args
+          (cond
+           ((use-region-p)
+            (append (list :code (buffer-substring-no-properties (region-beginning)
+                                                                (region-end)))
+                    (and language (list :language language))
+                    (and managed (list :uri (interpreter-lsp--uri)))))
+           (managed
+            ;; The server finds the cell in its copy of the file: send edits first.
+            (eglot--signal-textDocument/didChange)
+            (list :uri (interpreter-lsp--uri)
+                  ;; On the empty line after the last newline, the cell is the one above.
+                  :position (list :line (1- (line-number-at-pos
+                                             (if (and (eobp) (bolp) (not (bobp))) (1- (point)) (point))
+                                             t))
+                                  :character 0)))
+           (t (user-error "Select the code to run: this buffer is not a file \
+interpreter-lsp manages")))))
+    (when (use-region-p) (deactivate-mark))
+    (plist-get (interpreter-lsp--command server "interpreter.run" args) :runId)))
+
+(defun interpreter-lsp--newest-proposal (server)
+  (or (car (interpreter-lsp--proposals server))
+      (user-error "No proposal waits for approval")))
+
+;;;###autoload
+(defun interpreter-lsp-approve ()
+  "Run the newest proposal that waits for approval; return the run's id."
+  (interactive)
+  (let* ((server (interpreter-lsp--server))
+         (id (plist-get (interpreter-lsp--newest-proposal server) :proposalId)))
+    (plist-get (interpreter-lsp--command server "interpreter.approve"
+                                         (list :proposalId id))
+               :runId)))
+
+;;;###autoload
+(defun interpreter-lsp-reject (&optional reason)
+  "Decline the newest proposal; with a prefix argument, tell the model REASON."
+  (interactive (list (and current-prefix-arg (read-string "Why not? "))))
+  (let* ((server (interpreter-lsp--server))
+         (id (plist-get (interpreter-lsp--newest-proposal server) :proposalId)))
+    (interpreter-lsp--command server "interpreter.reject"
+                              (append (list :proposalId id)
+                                      (and reason (list :reason reason))))
+    (interpreter-lsp--forget server :proposalId id)))
+
+;;;###autoload
+(defun interpreter-lsp-interrupt ()
+  "Interrupt running code and queued runs, stop the model, end the turn."
+  (interactive)
+  (interpreter-lsp--command (interpreter-lsp--server) "interpreter.interrupt" nil))
+
+(defun interpreter-lsp-restart-kernel ()
+  "Restart the python kernel (its variables are lost)."
+  (interactive)
+  (interpreter-lsp--command (interpreter-lsp--server)
+                            "interpreter.restartKernel" nil))
+
+(defun interpreter-lsp-reset ()
+  "Start a new conversation (the kernel keeps its state)."
+  (interactive)
+  (interpreter-lsp--command (interpreter-lsp--server) "interpreter.reset" nil))
+
+(defun interpreter-lsp-show-output ()
+  "Show the output buffer."
+  (interactive)
+  (display-buffer (interpreter-lsp-output-buffer)))
+
+(provide 'interpreter-lsp)
+;;; interpreter-lsp.el ends here

@@ -1,0 +1,363 @@
+"""A real Emacs (batch mode) with eglot and clients/emacs/interpreter-lsp.el drives the real server.
+
+The user's init file is the Emacs configuration from docs/editors.md, as printed there (only the
+repository path is filled in), so the documented setup is what runs. The server is `interpreter-lsp`
+on PATH (as `pipx install` leaves it), the workspace path has a space, HOME is fresh and no API key is
+set. Each test loads a scenario into Emacs: it opens demo.py, starts eglot with `M-x eglot`, calls the
+file's commands as a user would and waits (bounded, inside Emacs) for text in the output buffer. Emacs
+then writes what that buffer shows to a JSON file, and the assertions here are about that text.
+
+Skipped, with the reason, where Emacs or eglot is missing (`bash scripts/setup.sh` installs
+`emacs-nox` and `elpa-eglot` as root).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scripted_model import ScriptedModel
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+DOC = REPO / "docs" / "editors.md"
+# Eglot's start, the server's first kernel and the first run can take tens of seconds on a busy machine.
+WAIT_S = 120
+EMACS_TIMEOUT_S = 600
+
+DEMO = """\
+# %% first cell
+x = 6 * 7
+print("x is", x)
+
+# %% second cell
+print("second cell ran", x + 1)
+"""
+
+
+@functools.cache
+def _missing() -> str | None:
+    """Why these tests cannot run here, or None."""
+    emacs = shutil.which("emacs")
+    if emacs is None:
+        return "Emacs is not installed (apt-get install emacs-nox, or bash scripts/setup.sh as root)"
+    probe = subprocess.run(
+        [emacs, "--batch", "--eval", "(progn (require 'eglot) (princ emacs-major-version))"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "HOME": "/nonexistent"},
+    )
+    if probe.returncode != 0:
+        return "eglot is not available to Emacs (Emacs 28: apt-get install elpa-eglot; built into Emacs 29+)"
+    if int(probe.stdout.strip() or 0) < 28:
+        return f"Emacs {probe.stdout.strip()} is too old: clients/emacs needs Emacs 28 or newer"
+    if not (BIN / "interpreter-lsp").exists():
+        return f"the server is not installed in {BIN} (bash scripts/setup.sh)"
+    return None
+
+
+pytestmark = pytest.mark.skipif(_missing() is not None, reason=_missing() or "")
+
+
+def documented_init() -> str:
+    """The Emacs configuration block of docs/editors.md, with this checkout's path filled in."""
+    text = DOC.read_text()
+    section = text.split("## Emacs", 1)[1]
+    block = re.search(r"```elisp\n(.*?)```", section, re.S)
+    assert block, "docs/editors.md has no ```elisp block in its Emacs section"
+    init = block.group(1)
+    assert "/path/to/interpreter-lsp" in init
+    return init.replace("/path/to/interpreter-lsp", str(REPO))
+
+
+# Loaded after the user's init file. Waits run inside Emacs (its event loop keeps serving the server's
+# messages), each with a bound; on any error the scenario stops and the error is reported.
+DRIVER = r"""
+(require 'json)
+(setq eglot-connect-timeout 120)  ; a busy CI machine: the server's start is slow, not broken
+(transient-mark-mode 1)           ; as in an interactive Emacs, so a region is a region
+(defvar ilsp-test-values nil)
+
+(defun ilsp-test-record (key value) (push (cons key value) ilsp-test-values))
+
+(defun ilsp-test-wait (pred seconds what)
+  (let ((deadline (+ (float-time) seconds)))
+    (while (and (not (funcall pred)) (< (float-time) deadline))
+      (accept-process-output nil 0.05))
+    (or (funcall pred) (error "Timed out after %ss waiting for %s" seconds what))))
+
+(defun ilsp-test-output ()
+  (with-current-buffer (interpreter-lsp-output-buffer)
+    (buffer-substring-no-properties (point-min) (point-max))))
+
+(defun ilsp-test-wait-output (regexp &optional seconds)
+  (ilsp-test-wait (lambda () (string-match-p regexp (ilsp-test-output)))
+                  (or seconds (string-to-number (getenv "ILSP_TEST_WAIT")))
+                  (format "%S in the output buffer" regexp)))
+
+(defun ilsp-test-open (name)
+  (find-file (expand-file-name name (getenv "ILSP_TEST_WORKSPACE")))
+  (call-interactively #'eglot)
+  (ilsp-test-wait #'eglot-current-server (string-to-number (getenv "ILSP_TEST_WAIT"))
+                  "eglot to connect"))
+
+(defun ilsp-test-select (text)
+  "Insert TEXT at the end of the buffer (unsaved) and select it."
+  (goto-char (point-max))
+  (let ((start (point)))
+    (insert text)
+    (set-mark start)
+    (activate-mark)))
+
+(defun ilsp-test-buffer-text (get)
+  (ignore-errors
+    (let ((server (car (cl-loop for ss being the hash-values of eglot--servers-by-project append ss))))
+      (with-current-buffer (funcall get server)
+        (let ((text (buffer-substring-no-properties (point-min) (point-max))))
+          (substring text (max 0 (- (length text) 20000))))))))
+
+(let ((status "ok") output events stderr)
+  (condition-case err
+      (load (getenv "ILSP_TEST_SCENARIO") nil t)
+    (error (setq status (error-message-string err))))
+  (setq output (ignore-errors (ilsp-test-output))
+        events (ilsp-test-buffer-text #'jsonrpc-events-buffer)
+        stderr (ilsp-test-buffer-text #'jsonrpc-stderr-buffer))
+  ;; Quit as a user quits: ask the server to shut down (it stops its kernels), bounded.
+  (cl-loop for ss being the hash-values of eglot--servers-by-project
+           do (dolist (s ss) (ignore-errors (eglot-shutdown s nil 60 t))))
+  (with-temp-file (getenv "ILSP_TEST_RESULT")
+    (insert (json-encode `((status . ,status) (output . ,output) (events . ,events)
+                           (stderr . ,stderr) (values . ,ilsp-test-values)))))
+  (kill-emacs 0))
+"""
+
+
+class Emacs:
+    """Runs one Emacs session per scenario, as a user with this init file and no keys."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.tmp = tmp_path
+        self.workspace = tmp_path / "my project"
+        self.workspace.mkdir()
+        (self.workspace / "demo.py").write_text(DEMO)
+        self.home = tmp_path / "home"
+        (self.home / ".emacs.d").mkdir(parents=True)
+        self.init = self.home / ".emacs.d" / "init.el"
+        self.init.write_text(documented_init())
+        self.driver = tmp_path / "driver.el"
+        self.driver.write_text(DRIVER)
+        self.runs = 0
+
+    def run(self, scenario: str, settings: dict[str, Any] | None = None) -> dict[str, Any]:
+        self.runs += 1
+        path = self.tmp / f"scenario-{self.runs}.el"
+        prelude = ""
+        if settings is not None:
+            # What a user would write with `setq` in the init file; json-read gives the plist.
+            prelude = (
+                "(setq interpreter-lsp-settings (let ((json-object-type 'plist) (json-false :json-false)) "
+                f"(json-read-from-string {_elisp_string(json.dumps(settings))})))\n"
+            )
+        path.write_text(prelude + scenario)
+        result = self.tmp / f"result-{self.runs}.json"
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("PYTEST_", "COV_")) and not k.endswith("_API_KEY") and k != "INTERPRETER_MODEL"
+        }
+        env.update(
+            HOME=str(self.home),
+            XDG_CONFIG_HOME=str(self.home / ".config"),
+            XDG_STATE_HOME=str(self.home / ".local" / "state"),
+            XDG_CACHE_HOME=str(self.home / ".cache"),
+            XDG_DATA_HOME=str(self.home / ".local" / "share"),
+            PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}",
+            LITELLM_LOCAL_MODEL_COST_MAP="True",
+            ILSP_TEST_WORKSPACE=str(self.workspace),
+            ILSP_TEST_SCENARIO=str(path),
+            ILSP_TEST_RESULT=str(result),
+            ILSP_TEST_WAIT=str(WAIT_S),
+        )
+        proc = subprocess.run(
+            ["emacs", "--batch", "-l", str(self.init), "-l", str(self.driver)],
+            cwd=self.workspace,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=EMACS_TIMEOUT_S,
+        )
+        assert result.exists(), f"Emacs wrote no result (exit {proc.returncode}):\n{proc.stderr[-5000:]}"
+        seen = json.loads(result.read_text())
+        values = seen.get("values") or {}
+        seen["values"] = dict(values) if isinstance(values, dict) else {}
+        assert seen["status"] == "ok", (
+            f"{seen['status']}\n--- output buffer:\n{seen.get('output')}\n--- server stderr:\n"
+            f"{seen.get('stderr')}\n--- eglot events (tail):\n{(seen.get('events') or '')[-6000:]}\n"
+            f"--- emacs:\n{proc.stderr[-3000:]}"
+        )
+        return seen
+
+    def kernels_left(self) -> list[int]:
+        """Processes still working in the workspace (a kernel's cwd is the workspace)."""
+        left = []
+        for proc in Path("/proc").iterdir():
+            if not proc.name.isdigit():
+                continue
+            try:
+                if Path(os.readlink(proc / "cwd")) == self.workspace:
+                    left.append(int(proc.name))
+            except OSError:
+                continue
+        return left
+
+
+def _elisp_string(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+@pytest.fixture
+def emacs(tmp_path: Path) -> Iterator[Emacs]:
+    editor = Emacs(tmp_path)
+    yield editor
+    # Quitting Emacs shut the server down: no kernel outlives it (bounded wait for the last exits).
+    deadline = time.monotonic() + 30
+    while editor.kernels_left() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not editor.kernels_left(), "processes were left running in the workspace after Emacs quit"
+
+
+@pytest.fixture
+def model() -> Iterator[ScriptedModel]:
+    with ScriptedModel() as m:
+        yield m
+
+
+def section(output: str, key: str) -> str:
+    """The lines written for one run or turn: from KEY ("run r-… (python, user)") up to the line where
+    another run, turn, proposal or chat starts."""
+    own = key.split(" (")[0]
+    lines = output[output.index(key) :].splitlines(keepends=True)
+    kept = lines[:1]
+    for line in lines[1:]:
+        if re.match(r"(\[|run r-|turn t-|proposal p-|>>> )", line) and not line.startswith(own):
+            break
+        kept.append(line)
+    return "".join(kept)
+
+
+def test_run_the_cell_at_point_and_see_its_output(emacs: Emacs) -> None:
+    seen = emacs.run(
+        r"""
+(ilsp-test-open "demo.py")
+(goto-char (point-min)) (forward-line 2)                 ; in the first cell
+(let ((run (interpreter-lsp-run)))
+  (ilsp-test-record 'first run)
+  (ilsp-test-wait-output (format "run %s ok" run)))
+(goto-char (point-max)) (insert "print(\"edited\", x * 2)\n")   ; unsaved: the server must see it
+(let ((run (interpreter-lsp-run)))                     ; point on the last, empty line: the second cell
+  (ilsp-test-record 'second run)
+  (ilsp-test-wait-output (format "run %s ok" run)))
+"""
+    )
+    out, first, second = seen["output"], seen["values"]["first"], seen["values"]["second"]
+    one = section(out, f"run {first} (python, user)")
+    assert 'print("x is", x)' in one, "the run's code is shown"
+    assert "\nx is 42\n" in one
+    assert f"run {first} ok (" in one
+    two = section(out, f"run {second} (python, user)")
+    assert "second cell ran 43" in two and "edited 84" in two, two
+    assert "x is 42" not in two, "only the cell at point ran"
+    assert out.count("x is 42") == 1
+    assert "Traceback" not in out
+    assert not (emacs.workspace / "demo.py").read_text().count("edited"), "the edit was never saved"
+
+
+def test_input_fails_at_once_interrupt_stops_a_run_and_a_dead_kernel_says_so(emacs: Emacs) -> None:
+    seen = emacs.run(
+        r"""
+(ilsp-test-open "demo.py")
+(ilsp-test-select "name = input('name? ')\nprint('hello', name)\n")
+(let ((t0 (float-time)) (run (interpreter-lsp-run)))
+  (ilsp-test-record 'input run)
+  (ilsp-test-wait-output (format "run %s \\(ok\\|error\\|interrupted\\|timeout\\|died\\)" run) 60)
+  (ilsp-test-record 'input-seconds (- (float-time) t0)))
+(ilsp-test-select "import time\nprint('sleeping', flush=True)\ntime.sleep(300)\n")
+(let ((run (interpreter-lsp-run)))
+  (ilsp-test-record 'sleep run)
+  (ilsp-test-wait-output "^sleeping$")
+  (interpreter-lsp-interrupt)
+  (ilsp-test-wait-output (format "run %s \\(ok\\|error\\|interrupted\\)" run) 60))
+(ilsp-test-select "import os\nos._exit(1)\n")
+(let ((run (interpreter-lsp-run)))
+  (ilsp-test-record 'exit run)
+  (ilsp-test-wait-output (format "run %s \\(ok\\|error\\|interrupted\\|died\\)" run) 60))
+"""
+    )
+    out, values = seen["output"], seen["values"]
+    asked = section(out, f"run {values['input']} (python, user)")
+    assert f"run {values['input']} error" in asked, asked
+    assert "StdinNotImplementedError" in asked
+    assert "input() and getpass() cannot be answered from Emacs" in asked
+    assert asked.count("Traceback (most recent call last)") == 1, "one traceback, not a storm"
+    assert "KeyboardInterrupt" not in asked
+    assert not re.search(r"^hello", asked, re.M), "the code after input() never ran"
+    assert values["input-seconds"] < 30, f"input() took {values['input-seconds']:.1f} s to fail"
+    slept = section(out, f"run {values['sleep']} (python, user)")
+    assert f"run {values['sleep']} interrupted" in slept, slept
+    died = section(out, f"run {values['exit']} (python, user)")
+    assert re.search(rf"^run {values['exit']} died \(\d+ ms\): .+", died, re.M), died
+
+
+def test_chat_approve_and_reject_through_the_output_buffer(emacs: Emacs, model: ScriptedModel) -> None:
+    model.reply("Let me compute that.\n```python\nprint('product:', 6 * 7)\n```\n", chunk_size=5)
+    model.reply("The product is 42.")
+    model.reply("```python\nimport shutil\nshutil.rmtree('/home')\n```\n")
+    settings = {"model": "openai/scripted", "apiBase": model.base_url, "apiKey": "sk-test"}
+    seen = emacs.run(
+        r"""
+(ilsp-test-open "demo.py")
+(let ((turn (interpreter-lsp-chat "what is six times seven?")))
+  (ilsp-test-record 'first turn)
+  (ilsp-test-wait-output (format "turn %s awaiting-approval" turn))
+  (ilsp-test-record 'run (interpreter-lsp-approve))
+  (ilsp-test-wait-output (format "turn %s done" turn)))
+(let ((turn (interpreter-lsp-chat "clean up my home folder")))
+  (ilsp-test-record 'second turn)
+  (ilsp-test-wait-output (format "turn %s awaiting-approval" turn))
+  (interpreter-lsp-reject "not that")
+  (ilsp-test-wait-output (format "turn %s done" turn))
+  (ilsp-test-record 'no-more (condition-case err (progn (interpreter-lsp-approve) "approved")
+                               (user-error (error-message-string err)))))
+""",
+        settings=settings,
+    )
+    out, values = seen["output"], seen["values"]
+    first = out[out.index(">>> what is six times seven?") : out.index(">>> clean up my home folder")]
+    assert "Let me compute that." in first
+    assert "(python, risk low" in first and "print('product:', 6 * 7)" in first
+    assert "auto-run is off: waits for approval" in first
+    assert f"run {values['run']} (python, model)" in first
+    assert "\nproduct: 42\n" in first and f"run {values['run']} ok" in first
+    assert "The product is 42." in first
+    assert first.index("product: 42") < first.index("The product is 42.")
+    assert "product: 42" in str(model.wait_requests(2)[1]["messages"]), "the model saw the run's output"
+
+    second = out[out.index(">>> clean up my home folder") :]
+    assert "risk high" in second and "shutil.rmtree('/home')" in second
+    assert "(python, model)" not in second, "rejected code must not run"
+    assert f"turn {values['second']} done" in second
+    assert values["no-more"] == "No proposal waits for approval"
+    assert len(model.requests) == 3, "a rejection ends the turn without asking the model again"
