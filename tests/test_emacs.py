@@ -337,7 +337,7 @@ def test_chat_approve_and_reject_through_the_output_buffer(emacs: Emacs, model: 
 (let ((turn (interpreter-lsp-chat "clean up my home folder")))
   (ilsp-test-record 'second turn)
   (ilsp-test-wait-output (format "turn %s awaiting-approval" turn))
-  (interpreter-lsp-reject "not that")
+  (interpreter-lsp-reject)
   (ilsp-test-wait-output (format "turn %s done" turn))
   (ilsp-test-record 'no-more (condition-case err (progn (interpreter-lsp-approve) "approved")
                                (user-error (error-message-string err)))))

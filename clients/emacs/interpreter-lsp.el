@@ -441,7 +441,8 @@ interpreter-lsp manages")))))
 
 ;;;###autoload
 (defun interpreter-lsp-reject (&optional reason)
-  "Decline the newest proposal; with a prefix argument, tell the model REASON."
+  "Decline the newest proposal: the turn ends.
+With a prefix argument, tell the model REASON: it is asked again at once."
   (interactive (list (and current-prefix-arg (read-string "Why not? "))))
   (let* ((server (interpreter-lsp--server))
          (id (plist-get (interpreter-lsp--newest-proposal server) :proposalId)))
