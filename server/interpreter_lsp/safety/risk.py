@@ -5,10 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from interpreter_lsp.protocol import Risk
-from interpreter_lsp.safety.rules import new_context
+from interpreter_lsp.safety.context import new_context
+from interpreter_lsp.safety.python import assess_python
+from interpreter_lsp.safety.shell import assess_shell
 
 # Very large inputs are not parsed in full: the time budget is milliseconds, and no one reviews them anyway.
 _MAX_CHARS = 200_000
+_ASSESSORS = {"python": assess_python, "shell": assess_shell}
 
 
 def assess(code: str, language: str, workspace: Path | None = None) -> Risk:
@@ -18,18 +21,13 @@ def assess(code: str, language: str, workspace: Path | None = None) -> Risk:
     anything; anything the rules cannot understand (other languages, code that does not parse, code
     built at run time) is at least medium.
     """
-    ctx = new_context(workspace)
+    ctx = new_context(workspace, _ASSESSORS)
     if len(code) > _MAX_CHARS:
         ctx.add("medium", f"the code is too long to check in full ({len(code)} characters)")
         code = code[:_MAX_CHARS]
-    if language == "python":
-        from interpreter_lsp.safety.python_rules import assess_python
-
-        assess_python(code, ctx)
-    elif language == "shell":
-        from interpreter_lsp.safety.shell_rules import assess_shell
-
-        assess_shell(code, ctx)
+    assessor = _ASSESSORS.get(language)
+    if assessor is not None:
+        assessor(code, ctx)
     elif code.strip():
         ctx.add("medium", f"cannot assess {language or 'unknown'} code: read it before it runs")
     return Risk(level=ctx.findings.level(), reasons=ctx.findings.reasons())
