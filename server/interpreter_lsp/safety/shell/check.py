@@ -22,12 +22,29 @@ from interpreter_lsp.safety.shell import execution, files, network, system
 from interpreter_lsp.safety.shell.call import Call, Handler, skip_options
 from interpreter_lsp.safety.shell.parse import Command, Pipeline, parse_script
 
-_FORK_BOMB = re.compile(r"([\w:.]+)\s*\(\s*\)\s*\{\s*\1\s*\|\s*\1\s*&\s*;?\s*\}")
+# `name() { name | name & }`, found in linear time: the regex anchors on `() {`, then reads the name before
+# it from a bounded window (a backreference regex scanned from every position is quadratic in a long word).
+_FUNCTION_OPENING = re.compile(r"\(\s*\)\s*\{")
+_NAME_BEFORE = re.compile(r"([\w:.]+)\s*$")
+_NAME_WINDOW = 200
+_FIRST_WORD = re.compile(r"\s*([\w:.]+)")
+
+
+def _is_fork_bomb(code: str) -> bool:
+    for opening in _FUNCTION_OPENING.finditer(code):
+        before = _NAME_BEFORE.search(code, max(0, opening.start() - _NAME_WINDOW), opening.start())
+        first = _FIRST_WORD.match(code, opening.end())
+        if before is None or first is None or not before.group(1).endswith(first.group(1)):
+            continue
+        word = re.escape(first.group(1))
+        if re.compile(rf"\s*{word}\s*\|\s*{word}\s*&\s*;?\s*\}}").match(code, opening.end()):
+            return True
+    return False
 
 
 def assess_shell(code: str, ctx: Context) -> None:
     """Add what `code` (shell) risks to `ctx.findings`."""
-    if _FORK_BOMB.search(code):
+    if _is_fork_bomb(code):
         ctx.add("high", "starts processes without end until the machine stops (fork bomb)")
     pipelines, parsed = parse_script(code)
     if not parsed:
