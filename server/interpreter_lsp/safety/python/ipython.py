@@ -11,7 +11,23 @@ from interpreter_lsp.safety.context import Context
 from interpreter_lsp.safety.places import check_write, classify_path
 from interpreter_lsp.safety.python.tables import HARMLESS_CELL_MAGICS, PYTHON_CELL_MAGICS, SHELL_CELL_MAGICS
 
-_ASSIGNED_ESCAPE = re.compile(r"^(\s*)([\w.,\s\[\]]+?)\s*=\s*(!|%sx\b|%system\b)(.*)$")
+# `files = !ls`, `out = %sx ls`: found from the first `=` (one regex over the whole line with a lazy target
+# and optional spaces on both sides is quadratic in a long run of spaces).
+_ESCAPE_AFTER_EQUALS = re.compile(r"=\s*(!|%sx\b|%system\b)")
+_TARGETS = re.compile(r"[\w.,\s\[\]]+")
+
+
+def _assigned_escape(line: str) -> tuple[str, str, str] | None:
+    """(indent, targets, shell command) of `targets = !command`, or None."""
+    at = line.find("=")
+    escape = _ESCAPE_AFTER_EQUALS.match(line, at) if at > 0 else None
+    if escape is None:
+        return None
+    head = line[:at]
+    targets = head.strip()
+    if targets and not _TARGETS.fullmatch(targets):
+        return None
+    return head[: len(head) - len(head.lstrip())], targets, line[escape.end():]
 
 
 def route_ipython(code: str, ctx: Context) -> str | None:
@@ -50,7 +66,7 @@ def route_ipython(code: str, ctx: Context) -> str | None:
     for line in lines:
         stripped = line.lstrip()
         indent = line[: len(line) - len(stripped)]
-        assigned = _ASSIGNED_ESCAPE.match(line)
+        assigned = _assigned_escape(line)
         if stripped.startswith("!"):
             ctx.nested("shell", stripped.lstrip("!"))
             out.append(indent + "pass")
@@ -58,8 +74,9 @@ def route_ipython(code: str, ctx: Context) -> str | None:
             _line_magic(stripped[1:], ctx)
             out.append(indent + "pass")
         elif assigned:
-            ctx.nested("shell", assigned.group(4))
-            out.append(f"{assigned.group(1)}{assigned.group(2)} = None")
+            indent, targets, command = assigned
+            ctx.nested("shell", command)
+            out.append(f"{indent}{targets} = None")
         elif (stripped.endswith("?") and not stripped.startswith("#")) or stripped.startswith("?"):
             out.append(indent + "pass")
         else:
