@@ -7,9 +7,9 @@ scanner registered for its language, and holds the only depth guard.
 
 from __future__ import annotations
 
-import os
 import posixpath
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +21,12 @@ LEVEL_ORDER: dict[str, int] = {"low": 0, "medium": 1, "high": 2}
 UNKNOWN = "$?"
 
 MAX_DEPTH = 4
+# The deadline is read every this many steps (statements, expressions, commands): cheap, and often enough.
+_STEPS_PER_CLOCK = 256
+
+
+class OverBudget(Exception):
+    """The rating ran past its deadline; what was found so far stands, and the code is at least medium."""
 
 
 class Findings:
@@ -42,8 +48,8 @@ class Findings:
         return best
 
     def reasons(self) -> list[str]:
-        """Only the reasons that are not "low", highest level first."""
-        items = [(reason, level) for reason, level in self._levels.items() if level != "low"]
+        """Every reason, highest level first: "low" ones too (a delete inside the workspace says so)."""
+        items = list(self._levels.items())
         items.sort(key=lambda item: -LEVEL_ORDER[item[1]])
         return [reason for reason, _ in items]
 
@@ -62,9 +68,45 @@ class Context:
     downloaded: set[str] = field(default_factory=set)  # paths of files the code downloaded
     depth: int = 0  # nesting of code inside code (bash -c, python -c, exec("..."))
     assessors: Mapping[str, Assessor] = field(default_factory=dict)  # language -> scanner, for nested()
+    written: frozenset[str] = frozenset()  # files earlier runs wrote (normalised absolute paths)
+    deadline: float | None = None  # time.monotonic() past which the scan stops (OverBudget)
+    _steps: int = 0
 
     def add(self, level: RiskLevel, reason: str) -> None:
         self.findings.add(level, reason)
+
+    def step(self) -> None:
+        """Count one unit of work; past the deadline, stop the scan (raises OverBudget)."""
+        self._steps += 1
+        if self.deadline is not None and self._steps % _STEPS_PER_CLOCK == 0 and time.monotonic() > self.deadline:
+            raise OverBudget
+
+    def absolute(self, path: str) -> str:
+        """`path` (relative to where the code runs, or with ~) as a normalised absolute path."""
+        if path == "~" or path.startswith("~/"):
+            path = self.home + path[1:]
+        base = self.cwd or self.workspace or "."
+        return posixpath.normpath(posixpath.join(base, path))
+
+    def was_written(self, path: str) -> bool:
+        """Did an earlier run in this session write the file `path` names?"""
+        return bool(self.written) and UNKNOWN not in path and self.absolute(path) in self.written
+
+    def written_module(self, module: str) -> str | None:
+        """The written file that importing `module` ("pkg.tool") would run, if an earlier run wrote one."""
+        if not self.written or not module or module.startswith("."):
+            return None
+        top = self.absolute(module.split(".")[0])
+        for path in sorted(self.written):
+            if path == top + ".py" or path.startswith(top + "/"):
+                return self.shown(path)
+        return None
+
+    def shown(self, path: str) -> str:
+        """An absolute path as a person reads it: relative to the workspace when inside it."""
+        if self.workspace and path.startswith(self.workspace.rstrip("/") + "/"):
+            return path[len(self.workspace.rstrip("/")) + 1:]
+        return path
 
     def nested(self, language: str, code: str) -> None:
         """Rate `code` in `language`, found inside the code being rated, into the same findings."""
@@ -78,7 +120,15 @@ class Context:
             self.depth -= 1
 
 
-def new_context(workspace: Path | None, assessors: Mapping[str, Assessor]) -> Context:
-    home = os.path.expanduser("~")
+def new_context(
+    workspace: Path | None,
+    assessors: Mapping[str, Assessor],
+    *,
+    home: str,
+    written: Collection[Path] = (),
+    deadline: float | None = None,
+) -> Context:
     ws = posixpath.normpath(str(workspace)) if workspace is not None else None
-    return Context(workspace=ws, home=home, assessors=assessors)
+    done = frozenset(posixpath.normpath(str(path if path.is_absolute() or ws is None else Path(ws) / path))
+                     for path in map(Path, written))
+    return Context(workspace=ws, home=home, assessors=assessors, written=done, deadline=deadline)

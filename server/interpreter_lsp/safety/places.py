@@ -205,6 +205,8 @@ def _classify_absolute(path: str, shown: str, ctx: Context) -> Target:
         return Target(PathKind.STARTUP, shown)
     if any(_under(path, p) for p in STARTUP_ABSOLUTE):
         return Target(PathKind.STARTUP, shown)
+    if path == ctx.home:
+        return Target(PathKind.HOME, shown)  # wherever it is: under /tmp in many containers, or the workspace's parent
     ws = ctx.workspace
     if ws is not None and _under(path, ws):
         if path == ws:
@@ -214,6 +216,8 @@ def _classify_absolute(path: str, shown: str, ctx: Context) -> Target:
         if _is_dotenv(name):
             return Target(PathKind.DOTENV, shown)
         return Target(PathKind.WORKSPACE, shown)
+    if _under(path, ctx.home):
+        return Target(PathKind.OUTSIDE, shown)  # in your home, outside the workspace: never "temporary"
     for temp in TEMP_DIRS:
         if path == temp:
             return Target(PathKind.TEMP_ROOT, shown)
@@ -257,9 +261,36 @@ def check_delete(
         ctx.add("medium", f"{action} the shared temporary directory: {shown}")
     elif kind is PathKind.UNKNOWN and recursive and unknown_matters:
         ctx.add("medium", f"{action} files recursively at a path only known at run time: {shown}")
-    elif recursive and action == "deletes":
+    elif recursive and action == "deletes" and kind is PathKind.TEMP:
+        ctx.add("medium", f"deletes files recursively in a temporary directory: {shown}")
+    elif recursive and action == "deletes" and kind is not PathKind.UNKNOWN:
         # Inside the workspace, but a whole tree at once: worth a look before it runs by itself.
         ctx.add("medium", f"deletes files recursively inside the workspace: {shown}")
+    elif action == "deletes":
+        # Low, but said: every delete shows on the proposal what it removes (issue 14).
+        ctx.add("low", f"deletes {shown} ({_WHERE.get(kind, 'inside the workspace')})")
+
+
+_WHERE: dict[PathKind, str] = {
+    PathKind.TEMP: "a temporary file",
+    PathKind.UNKNOWN: "a path only known at run time",
+    PathKind.HARMLESS_DEVICE: "a device that holds nothing",
+}
+_UNPACK_HIGH: dict[PathKind, str] = {
+    PathKind.ROOT: "the whole file system",
+    PathKind.HOME: "your home directory",
+    PathKind.SYSTEM: "system files",
+    PathKind.STARTUP: "shell start-up files",
+    PathKind.CREDENTIAL: "credentials",
+}
+
+
+def check_unpack(target: Target, ctx: Context) -> None:
+    """Unpacking an archive into what `target` names: over / or ~ it can replace anything there."""
+    if target.kind in _UNPACK_HIGH:
+        ctx.add("high", f"unpacks an archive over {_UNPACK_HIGH[target.kind]}: {target.shown}")
+    else:
+        check_write(target, ctx, verb="unpacks files")
 
 
 def check_write(target: Target, ctx: Context, verb: str = "writes") -> None:

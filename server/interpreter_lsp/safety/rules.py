@@ -6,6 +6,19 @@ pipes a download into sh); places.py says how bad doing it to a path is; this mo
 
 from __future__ import annotations
 
+from interpreter_lsp.safety.secrets import is_secret_name
+
+# Besides the names the kernel environment withholds (secrets.is_secret_name): database passwords and URLs
+# that carry one (PGPASSWORD, DATABASE_URL), which are worth an alarm when they leave the machine.
+_SECRET_VARIABLE_WORDS = ("PASSWORD", "PASSWD", "SECRET", "TOKEN", "DATABASE_URL", "_DSN", "PRIVATE")
+
+
+def is_secret_variable(name: str) -> bool:
+    """Does an environment variable's name say its value is a secret?"""
+    upper = name.upper()
+    return is_secret_name(name) or any(word in upper for word in _SECRET_VARIABLE_WORDS)
+
+
 PRIVILEGE_COMMANDS = frozenset({"sudo", "doas", "su", "pkexec", "runuser", "gosu", "run0"})
 # Wrappers that run the rest of their arguments as a command.
 WRAPPER_COMMANDS = frozenset(
@@ -13,7 +26,23 @@ WRAPPER_COMMANDS = frozenset(
      "setsid", "chroot", "unbuffer", "caffeinate", "strace", "ltrace", "xargs", "parallel", "flock"}
 )
 DOWNLOADERS = frozenset({"curl", "wget", "fetch", "aria2c", "http", "https", "xh", "lynx", "links"})
-SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "fish", "ash", "busybox", "tcsh", "csh"})
+SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "fish", "ash", "tcsh", "csh"})
+# Wrappers that run the command as written, with nothing to hide: no reason of their own.
+PLAIN_WRAPPERS = frozenset({"time", "command", "builtin", "exec", "stdbuf"})
+# Commands that look a name up in DNS or reach a host: a secret in their arguments leaves the machine.
+DNS_COMMANDS = frozenset({"nslookup", "dig", "host", "drill", "ping", "ping6", "traceroute", "tracepath", "mtr",
+                          "getent", "whois", "resolvectl", "kdig", "delv"})
+# API hosts a key is meant for: sending a key there in a header is using it, not leaking it (still medium).
+KNOWN_API_HOSTS = ("api.openai.com", "api.anthropic.com", "api.github.com", "uploads.github.com",
+                   "huggingface.co", "api.mistral.ai", "generativelanguage.googleapis.com", "api.groq.com",
+                   "openrouter.ai", "api.together.xyz", "api.cohere.com", "api.cohere.ai", "api.deepseek.com",
+                   "api.x.ai", "gitlab.com", "registry.npmjs.org", "upload.pypi.org", "api.fireworks.ai")
+# Process names so common that killing them all by name hits the user's other work (or this server).
+BROAD_PROCESS_NAMES = frozenset({"python", "python2", "python3", "node", "bash", "sh", "zsh", "fish", "java", "ssh",
+                                 "sshd", "systemd", "init", "Xorg", "gnome-shell", "code", "sudo", "dockerd",
+                                 "containerd", "postgres", "mysqld", "ipykernel", "jupyter", "kernel", "chrome",
+                                 "firefox", "interpreter-lsp", "nvim", "vim", "tmux", "screen", "login", "dbus-daemon"})
+SCHEDULERS = frozenset({"at", "batch"})
 SCRIPT_INTERPRETERS = frozenset({"python", "python2", "python3", "pypy", "pypy3", "perl", "ruby", "node",
                                  "nodejs", "php", "lua", "Rscript", "pwsh", "deno", "bun", "osascript"})
 DECODERS = frozenset({"base64", "base32", "xxd", "openssl", "uudecode", "gunzip", "zcat", "rev", "tr"})
@@ -21,6 +50,7 @@ NETWORK_SENDERS = frozenset(
     {"curl", "wget", "nc", "ncat", "netcat", "socat", "telnet", "ssh", "scp", "sftp", "ftp", "rsync",
      "mail", "sendmail", "mutt", "http", "https", "xh", "openssl"}
 )
+NETWORK_COMMANDS = NETWORK_SENDERS | DOWNLOADERS | DNS_COMMANDS
 ENV_DUMPERS = frozenset({"env", "printenv", "set", "export", "declare", "compgen"})
 READERS = frozenset(
     {"cat", "tac", "less", "more", "head", "tail", "bat", "batcat", "strings", "xxd", "hexdump", "od",

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from interpreter_lsp.safety.context import UNKNOWN, Context
 from interpreter_lsp.safety.places import PathKind, check_delete, check_read, check_write
+from interpreter_lsp.safety.python.indirect import Indirection
 from interpreter_lsp.safety.python.ipython import route_ipython
 from interpreter_lsp.safety.python.tables import (
     CHMOD,
@@ -40,7 +41,7 @@ from interpreter_lsp.safety.python.tables import (
     SENSITIVE_MODULES,
     UNPICKLERS,
 )
-from interpreter_lsp.safety.python.values import NOTHING, Evaluator, Value
+from interpreter_lsp.safety.python.values import NOTHING, Value, secret_names
 
 
 def assess_python(code: str, ctx: Context) -> None:
@@ -66,6 +67,11 @@ def assess_python(code: str, ctx: Context) -> None:
     scan.finish()
 
 
+def _unknown_word(value: Value) -> str:
+    secrets = secret_names(value.origins)
+    return f'"${secrets[0]}"' if secrets else "$__unknown"
+
+
 @dataclass
 class _Flags:
     dup2: bool = False
@@ -74,7 +80,7 @@ class _Flags:
     downloads: set[str] = field(default_factory=set)
 
 
-class _Scan(Evaluator, ast.NodeVisitor):
+class _Scan(Indirection, ast.NodeVisitor):
     """Walks the syntax tree: statements bind names, calls are checked against the rules."""
 
     def __init__(self, ctx: Context) -> None:
@@ -82,6 +88,27 @@ class _Scan(Evaluator, ast.NodeVisitor):
         self.loops = 0
         self.while_loops = 0
         self.flags = _Flags()
+        self._called: set[int] = set()  # functions in call position (not "passed as a value")
+        self._aliases: set[int] = set()  # `run = os.system`: followed through the name, not passed on
+
+    def visit(self, node: ast.AST) -> None:
+        self.ctx.step()  # the time budget
+        super().visit(node)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if isinstance(node.ctx, ast.Load):
+            self.check_reference(node)
+            self.check_internals(node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if isinstance(node.ctx, ast.Load):
+            self.check_reference(node)
+        self.check_internals(node)
+        self.generic_visit(node)
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        self.check_internals(node)
+        self.generic_visit(node)
 
     # Statements ----------------------------------------------------------------------------------------
 
@@ -92,6 +119,7 @@ class _Scan(Evaluator, ast.NodeVisitor):
             else:
                 top = alias.name.split(".")[0]
                 self.names[top] = Value(qualname=top)
+            self.check_written_module(alias.name)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         module = node.module or ""
@@ -99,8 +127,12 @@ class _Scan(Evaluator, ast.NodeVisitor):
             if alias.name == "*":
                 continue
             self.names[alias.asname or alias.name] = Value(qualname=f"{module}.{alias.name}".lstrip("."))
+        if node.level == 0 and module:
+            self.check_written_module(module)
 
     def visit_Assign(self, node: ast.Assign) -> None:
+        if isinstance(node.value, (ast.Name, ast.Attribute)):
+            self._aliases.add(id(node.value))
         self.visit(node.value)
         value = self.value(node.value)
         for target in node.targets:
@@ -190,13 +222,18 @@ class _Scan(Evaluator, ast.NodeVisitor):
     # Calls ---------------------------------------------------------------------------------------------
 
     def visit_Call(self, node: ast.Call) -> None:
+        self._called.add(id(node.func))
+        self.account_for_arguments(node)
         self.generic_visit(node)
         name = self.qualname(node.func)
         method = node.func.attr if isinstance(node.func, ast.Attribute) else None
         receiver = self.value(node.func.value) if isinstance(node.func, ast.Attribute) else NOTHING
         args = node.args
+        self.check_callables_passed(name, method, node)
         if name is not None:
             self._check_named_call(name, node)
+            self.check_ipython(name, node)
+            self.check_lookup(name, node)
         if method is not None and (name is None or not name.startswith(("os.", "shutil.", "subprocess."))):
             self._check_method(method, receiver, node)
         if (name or "").startswith("?") or (receiver.qualname or "").startswith("?"):
@@ -213,9 +250,9 @@ class _Scan(Evaluator, ast.NodeVisitor):
         if name in COMMAND_RUNNERS or name.startswith(EXEC_PREFIXES):
             self._check_command(name, node)
         elif name in DELETE_TREE:
-            self._delete(first, recursive=True)
+            self._delete(first, recursive=True, node=args[0] if args else None)
         elif name in DELETE_SINGLE:
-            self._delete(first, recursive=self.loops > 0)
+            self._delete(first, recursive=self.loops > 0, node=args[0] if args else None)
         elif name in MOVERS and len(args) >= 2:
             self._delete(first, recursive=name == "shutil.move", action="moves")
             check_write(self._target(self.value(args[1])), ctx, verb="moves files")
@@ -244,6 +281,15 @@ class _Scan(Evaluator, ast.NodeVisitor):
         elif name in ("__import__", "importlib.import_module", "builtins.__import__") and args:
             if first.text is None:
                 ctx.add("medium", "imports a module whose name is computed at run time")
+            else:
+                self.check_written_module(first.text)
+        elif name == "runpy.run_module" and args:
+            if first.text is None:
+                ctx.add("medium", "runs a module whose name is computed at run time (runpy)")
+            else:
+                self.check_written_module(first.text)
+        elif name == "shutil.unpack_archive" and args:
+            self.check_extract(node, 1)
         elif name == "getattr" and len(args) >= 2:
             module = self.qualname(args[0])
             if module in SENSITIVE_MODULES and self.value(args[1]).text is None:
@@ -271,6 +317,7 @@ class _Scan(Evaluator, ast.NodeVisitor):
             ctx.add("medium", f"changes process privileges or loads native code ({name})")
         if name.startswith(NETWORK_SOURCES) or name in ("urllib.request.Request",):
             self._check_sent(node)
+            self.check_secrets_sent(node)
             if name.startswith("socket."):
                 self.flags.socket = True
 
@@ -296,6 +343,10 @@ class _Scan(Evaluator, ast.NodeVisitor):
                 self._chmod(receiver, args[0])
             elif method == "rmtree":
                 self._delete(receiver, recursive=True)
+        if method == "extractall":
+            self.check_extract(node, 0)
+        elif method == "extract" and len(args) >= 2:
+            self.check_extract(node, 1)
         if method in ("kill", "terminate", "send_signal") and PROCESSES in receiver.origins:
             ctx.add("high", "kills every process it can find (psutil.process_iter)")
         if method in NETWORK_SINK_METHODS and method not in ("get", "write", "connect"):
@@ -336,19 +387,27 @@ class _Scan(Evaluator, ast.NodeVisitor):
         ctx.nested("shell", text)
 
     def _command_text(self, node: ast.expr, value: Value) -> str | None:
+        """The shell command a value spells; pieces known only at run time become `$__unknown`, or the
+        secret variable they came from (`$OPENAI_API_KEY`), so that the shell rules see where it goes."""
         if value.text is not None:
-            return value.text.replace(UNKNOWN, "$__unknown")
+            return value.text.replace(UNKNOWN, _unknown_word(value))
         if isinstance(node, (ast.List, ast.Tuple)):
             parts = []
             for element in node.elts:
                 if isinstance(element, ast.Starred):
                     parts.append("$__unknown")
                     continue
-                text = self.value(element).text
+                part = self.value(element)
+                text = part.text
                 if text is None and self.qualname(element) == "sys.executable":
                     text = "python"
-                parts.append(shlex.quote(text) if text is not None else "$__unknown")
-            return " ".join(parts).replace(shlex.quote(UNKNOWN), "$__unknown")
+                if text is None:
+                    parts.append(_unknown_word(part))
+                elif UNKNOWN in text:
+                    parts.append(shlex.quote(text.replace(UNKNOWN, "\0")).replace("\0", f"'{_unknown_word(part)}'"))
+                else:
+                    parts.append(shlex.quote(text))
+            return " ".join(parts)
         return None
 
     def _check_exec(self, name: str, node: ast.Call) -> None:
@@ -360,13 +419,17 @@ class _Scan(Evaluator, ast.NodeVisitor):
         if name == "run_path":
             if value.text is not None and self._normalised(value.text) in ctx.downloaded:
                 ctx.add("high", f"runs a script it just downloaded: {value.text}")
+            elif value.text is None or UNKNOWN in value.text:
+                ctx.add("medium", "runs a script whose path is only known at run time (runpy)")
+            else:
+                self.check_written_script(value)
             return
         if NET in value.origins:
             ctx.add("high", f"downloads code and runs it straight away ({name})")
         elif ENCODED in value.origins:
             ctx.add("high", f"runs hidden (encoded) code ({name})")
-        elif isinstance(code, ast.Constant) and isinstance(code.value, str):
-            ctx.nested("python", code.value)
+        elif value.text is not None and UNKNOWN not in value.text and not value.origins:
+            ctx.nested("python", value.text)
         else:
             ctx.add("medium", f"runs code built at run time ({name}), which cannot be checked")
 
@@ -389,9 +452,13 @@ class _Scan(Evaluator, ast.NodeVisitor):
             self.ctx.add("high", "shows secrets from .env (they would reach the model)")
         if SECRET in value.origins:
             self.ctx.add("high", "shows credentials (they would reach the model)")
+        for name in secret_names(value.origins):
+            self.ctx.add("medium", f"shows a secret (${name}); it would reach the model")
 
-    def _delete(self, path: Value, *, recursive: bool, action: str = "deletes") -> None:
-        check_delete(self._target(path), self.ctx, recursive=recursive, action=action,
+    def _delete(
+        self, path: Value, *, recursive: bool, action: str = "deletes", node: ast.expr | None = None
+    ) -> None:
+        check_delete(self._target(path, node), self.ctx, recursive=recursive, action=action,
                      unknown_matters=action == "deletes")
 
     def _open(self, path: Value, mode: str | None) -> None:

@@ -20,9 +20,9 @@ COMMAND_RUNNERS = frozenset(
 )
 EXEC_PREFIXES = ("os.exec", "os.spawn")
 # Method names that run a shell command whatever object they are called on (get_ipython().system ...).
-COMMAND_METHODS = frozenset({"system", "popen", "getoutput", "getstatusoutput"})
+COMMAND_METHODS = frozenset({"system", "popen", "getoutput", "getstatusoutput", "system_raw", "system_piped"})
 NETWORK_SOURCES = ("requests.", "httpx.", "urllib.request.urlopen", "urllib2.urlopen", "urllib.urlopen",
-                    "aiohttp.", "http.client.", "urllib3.", "pycurl.", "wget.download", "socket.")
+                    "aiohttp.", "http.client.", "urllib3.", "pycurl.", "wget.download", "socket.", "dns.")
 NETWORK_SINK_METHODS = frozenset({"post", "put", "patch", "request", "send", "sendall", "sendto", "sendmail",
                                    "send_message", "upload_file", "upload_fileobj", "urlopen", "storbinary",
                                    "get", "stream", "connect", "write"})
@@ -59,3 +59,36 @@ SENSITIVE_MODULES = frozenset({"os", "subprocess", "shutil", "builtins", "__buil
                                 "ctypes", "pty", "socket", "posix", "nt", "pathlib"})
 BUILTIN_NAMES = frozenset({"open", "exec", "eval", "compile", "__import__", "getattr", "print", "dict", "str",
                             "display", "execfile"})
+
+# A secret environment variable read by name: "secret-env:OPENAI_API_KEY" (an origin, like NET).
+SECRET_ENV_PREFIX = "secret-env:"
+# Keyword arguments of network calls that carry credentials to the host, rather than data to anywhere.
+CREDENTIAL_KEYWORDS = frozenset({"headers", "auth", "cookies"})
+
+# get_ipython() and what it returns: the shell that runs magics, aliases and system commands.
+GET_IPYTHON = frozenset({"get_ipython", "IPython.get_ipython", "IPython.core.getipython.get_ipython"})
+IPYTHON_SHELL = "IPython.shell"
+# IPython's default aliases on Linux: `%rm -rf x` is `rm -rf x`.
+IPYTHON_ALIASES = frozenset({"cat", "cp", "ldir", "lf", "lk", "ll", "ls", "lx", "mkdir", "mv", "rm", "rmdir",
+                             "clear", "less", "man", "more"})
+# Line magics that run nothing from outside the cell (their argument, if any, is Python or a setting).
+QUIET_LINE_MAGICS = frozenset({"matplotlib", "who", "whos", "who_ls", "pwd", "lsmagic", "magic", "history", "hist",
+                               "precision", "pdb", "xmode", "reload_ext", "unload_ext", "autoreload", "aimport",
+                               "reset", "reset_selective", "page", "pinfo", "pinfo2", "pdef", "pdoc", "psource",
+                               "doctest_mode", "tb", "colors", "automagic", "autocall", "config", "quickref",
+                               "dhist", "dirs", "bookmark", "popd", "set_env", "notebook", "logstart", "logstop",
+                               "logon", "logoff", "logstate", "killbgscripts", "unalias", "pylab", "autoawait",
+                               "gui", "xdel", "store", "alias_magic", "rehashx", "pushd", "env", "load_ext"})
+# Line magics whose argument is a Python statement.
+PYTHON_LINE_MAGICS = frozenset({"time", "timeit", "prun", "debug"})
+
+# Functions that, handed over as a value (a Thread target, functools.partial, map), run or delete something.
+SENSITIVE_CALLABLES = (COMMAND_RUNNERS | DELETE_SINGLE | DELETE_TREE | MOVERS | CHMOD | CHOWN
+                       | frozenset({"exec", "eval", "builtins.exec", "builtins.eval", "os.kill", "os.killpg",
+                                    "runpy.run_path", "runpy.run_module", "__import__", "builtins.__import__",
+                                    "importlib.import_module", "shutil.unpack_archive"}))
+# Calls that apply a function they are handed to each element of an iterable.
+MAPPERS = frozenset({"map", "imap", "imap_unordered", "starmap", "filter"})
+# Internals through which any function can be reached by name.
+DUNDER_LOOKUPS = frozenset({"__dict__", "__globals__", "__subclasses__", "__getattribute__", "__builtins__",
+                            "__code__", "__closure__", "__loader__", "__mro__", "__bases__"})

@@ -20,11 +20,15 @@ from interpreter_lsp.safety.python.tables import (
     DOTENV,
     ENCODED,
     ENV,
+    GET_IPYTHON,
+    IPYTHON_SHELL,
     NET,
     NETWORK_SOURCES,
     PROCESSES,
     SECRET,
+    SECRET_ENV_PREFIX,
 )
+from interpreter_lsp.safety.rules import is_secret_variable
 
 
 @dataclass(frozen=True)
@@ -72,8 +76,12 @@ class Evaluator:
             return Value(path_like=True)
         return Value(text=posixpath.join(base.text, UNKNOWN), path_like=True, origins=base.origins)
 
-    def _target(self, value: Value) -> Target:
-        return classify_path(value.text if value.text is not None else UNKNOWN, self.ctx)
+    def _target(self, value: Value, node: ast.expr | None = None) -> Target:
+        """Where a path value points; one only known at run time is shown as the code wrote it."""
+        where = classify_path(value.text if value.text is not None else UNKNOWN, self.ctx)
+        if value.text is None and node is not None:
+            return Target(where.kind, shown(node))
+        return where
 
     def _normalised(self, path: str) -> str:
         if path.startswith("~"):
@@ -93,8 +101,12 @@ class Evaluator:
             if base is None:
                 return None
             return f"{base}.{node.attr}"
+        if isinstance(node, ast.Subscript):
+            return self._looked_up(node)
         if isinstance(node, ast.Call):
             func = self.qualname(node.func)
+            if func in GET_IPYTHON:
+                return IPYTHON_SHELL
             if func in ("__import__", "importlib.import_module") and node.args:
                 text = self.value(node.args[0]).text
                 return text if text is not None and UNKNOWN not in text else "?import"
@@ -107,6 +119,27 @@ class Evaluator:
             if func in ("pathlib.Path", "Path", "pathlib.PurePath", "pathlib.PosixPath"):
                 return None
         return None
+
+    def _looked_up(self, node: ast.Subscript) -> str | None:
+        """`sys.modules["os"]`, `__builtins__["exec"]`, `os.__dict__["system"]`, `vars(builtins)[k]`: the
+        function a mapping of names hands out ("?lookup" when its key is computed at run time)."""
+        base = node.value
+        namespace: str | None = None
+        if isinstance(base, ast.Name) and base.id == "__builtins__" and "__builtins__" not in self.names:
+            namespace = "builtins"
+        elif isinstance(base, ast.Attribute) and base.attr == "__dict__":
+            namespace = self.qualname(base.value)
+        elif isinstance(base, ast.Call) and self.qualname(base.func) == "vars" and base.args:
+            namespace = self.qualname(base.args[0])
+        elif self.qualname(base) == "sys.modules":
+            namespace = ""
+        if namespace is None:
+            return None
+        key = self.value(node.slice).text
+        if key is None or UNKNOWN in key:
+            return "?lookup"
+        namespace = "builtins" if namespace == "__builtins__" else namespace
+        return f"{namespace}.{key}" if namespace else key
 
     def value(self, node: ast.expr) -> Value:
         try:
@@ -175,8 +208,10 @@ class Evaluator:
         if isinstance(node, ast.Subscript):
             base = self.value(node.value)
             if base.qualname == "os.environ":
-                key = self.value(node.slice).text
-                return Value(text="~") if key == "HOME" else Value(text=UNKNOWN)
+                return _environment_value(self.value(node.slice).text)
+            looked_up = self._looked_up(node)
+            if looked_up is not None:
+                return Value(qualname=looked_up)
             return Value(origins=base.origins)
         if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
             return Value(origins=union(self.value(e).origins for e in node.elts))
@@ -194,6 +229,9 @@ class Evaluator:
         return NOTHING
 
     def _call_value(self, node: ast.Call) -> Value:
+        resolved = self.qualname(node)  # __import__("os"), getattr(os, "system"), get_ipython()
+        if resolved is not None:
+            return Value(qualname=resolved)
         name = self.qualname(node.func)
         args = [self.value(a) for a in node.args]
         keyword_values = [self.value(k.value) for k in node.keywords]
@@ -222,8 +260,8 @@ class Evaluator:
                     "tempfile.NamedTemporaryFile"):
             return Value(text="/tmp/" + UNKNOWN, path_like=True)
         if name in ("os.getenv", "os.environ.get", "os.environ.setdefault"):
-            key = args[0].text if args else None
-            return Value(text="~") if key == "HOME" else Value(text=None)
+            found = _environment_value(args[0].text if args else None)
+            return Value(origins=found.origins) if found.text == UNKNOWN else found
         if name in ("dict", "os.environ.copy", "os.environ.items", "os.environ.keys", "os.environ.values") and (
             name != "dict" or origins
         ):
@@ -275,6 +313,29 @@ class Evaluator:
         if kind is PathKind.DOTENV:
             return {DOTENV}
         return set()
+
+
+_SHOWN = 60
+
+
+def shown(node: ast.expr) -> str:
+    """An expression as the code wrote it, shortened for a reason."""
+    text = " ".join(ast.unparse(node).split())
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 1] + "…"
+
+
+def _environment_value(key: str | None) -> Value:
+    """os.environ[key]: HOME is the home directory; a secret-looking name marks its value as a secret."""
+    if key == "HOME":
+        return Value(text="~")
+    if key is not None and is_secret_variable(key):
+        return Value(text=UNKNOWN, origins=frozenset({SECRET_ENV_PREFIX + key}))
+    return Value(text=UNKNOWN)
+
+
+def secret_names(origins: frozenset[str]) -> list[str]:
+    """The secret environment variables a value was made from."""
+    return sorted(o[len(SECRET_ENV_PREFIX):] for o in origins if o.startswith(SECRET_ENV_PREFIX))
 
 
 def join(left: str | None, right: str | None) -> str | None:

@@ -23,6 +23,8 @@ class Call:
     piped: bool
     via_xargs: bool = False
     tags: set[str] = field(default_factory=set)
+    stdin_text: str | None = None  # what the previous stage prints, when known (echo "…" | sh)
+    program: str = ""  # the command as written (a path, or `$(…)`), before its basename became the name
 
 
 Handler = Callable[[Call, Context], None]

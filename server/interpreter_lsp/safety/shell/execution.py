@@ -30,11 +30,17 @@ def _check_code_from_stdin(call: Call, ctx: Context) -> None:
         ctx.add("high", f"runs hidden (encoded) code (… | {call.name})")
     else:
         ctx.add("medium", f"pipes text into an interpreter ({call.name}) to run it")
+        if call.stdin_text is not None and call.name in SHELLS:
+            ctx.nested("shell", call.stdin_text)
+        elif call.stdin_text is not None and call.name.startswith(("python", "pypy")):
+            ctx.nested("python", call.stdin_text)
 
 
 def _check_script_file(path: str, call: Call, ctx: Context) -> None:
     if normalise(path, ctx) in ctx.downloaded:
         ctx.add("high", f"runs a script it just downloaded: {path}")
+    elif ctx.was_written(path):
+        ctx.add("medium", f"runs {path}, written earlier in this session (its content was not rated)")
 
 
 def _runs_downloaded_file(call: Call) -> bool:
@@ -78,6 +84,9 @@ def _interpreter(call: Call, ctx: Context) -> None:
             return
         if language == "python" and arg == "-m" and i + 1 < len(args):
             module = args[i + 1]
+            written = ctx.written_module(module)
+            if written is not None:
+                ctx.add("medium", f"runs the module {module}, written earlier in this session (its code was not rated)")
             if module == "pip":
                 _package_manager(Call("pip", args[i + 2:], call.command, call.upstream, call.piped), ctx)
             return

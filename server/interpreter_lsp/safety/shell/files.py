@@ -6,7 +6,14 @@ import posixpath
 import re
 
 from interpreter_lsp.safety.context import Context
-from interpreter_lsp.safety.places import PathKind, check_delete, check_read, check_write, classify_path
+from interpreter_lsp.safety.places import (
+    PathKind,
+    check_delete,
+    check_read,
+    check_unpack,
+    check_write,
+    classify_path,
+)
 from interpreter_lsp.safety.rules import DISK_COMMANDS, SECRET_WORDS
 from interpreter_lsp.safety.shell.call import Call, Handler, split_flags
 
@@ -216,9 +223,23 @@ def _tar(call: Call, ctx: Context) -> None:
     text = " ".join(call.args)
     match = re.search(r"(?:-C|--directory)[= ](\S+)", text)
     extracting = bool(re.match(r"-?\w*x", call.args[0])) if call.args else False
-    if extracting and match:
-        check_write(classify_path(match.group(1), ctx), ctx, verb="unpacks files")
+    extracting = extracting or "--extract" in call.args or "--get" in call.args
+    if not extracting:
+        return
+    if match:
+        check_unpack(classify_path(match.group(1), ctx), ctx)
+    flags, _ = split_flags(call.args[1:])
+    first = call.args[0].lstrip("-") if call.args else ""
+    if "P" in flags or "--absolute-names" in flags or ("P" in first and not call.args[0].startswith("--")):
+        ctx.add("high", "unpacks files to the absolute paths the archive names, anywhere (tar -P)")
 
+
+def _unzip(call: Call, ctx: Context) -> None:
+    for i, arg in enumerate(call.args):
+        if arg == "-d" and i + 1 < len(call.args):
+            check_unpack(classify_path(call.args[i + 1], ctx), ctx)
+        elif arg.startswith("-d") and len(arg) > 2 and "=" not in arg:
+            check_unpack(classify_path(arg[2:], ctx), ctx)
 
 
 HANDLERS: dict[str, Handler] = {
@@ -245,5 +266,7 @@ HANDLERS: dict[str, Handler] = {
     "rg": _grep,
     "ag": _grep,
     "tar": _tar,
+    "unzip": _unzip,
+    "bsdtar": _tar,
     **{name: disk for name in DISK_COMMANDS},
 }

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
+from urllib.parse import urlsplit
 
 from interpreter_lsp.safety.context import Context
 from interpreter_lsp.safety.places import PathKind, check_write, classify_path
-from interpreter_lsp.safety.rules import DOWNLOADERS
+from interpreter_lsp.safety.rules import DOWNLOADERS, KNOWN_API_HOSTS, NETWORK_COMMANDS, is_secret_variable
 from interpreter_lsp.safety.shell.call import Call, Handler, normalise, split_flags
 
 _REMOTE_SPEC = re.compile(r"^([\w.-]+@)?[\w.-]+:")
@@ -64,8 +65,47 @@ def _check_stdin_sent(call: Call, ctx: Context) -> None:
     if "env" in call.upstream:
         ctx.add("high", "sends your environment variables (they may hold keys) over the network")
     if "secrets" in call.upstream:
-        ctx.add("high", "sends secrets (credentials or shell history) over the network")
+        ctx.add("high", "sends secrets (credentials, keys or shell history) over the network")
 
+
+_VARIABLE = re.compile(r"\$\{?(\w+)")
+_HEADER_OPTIONS = frozenset({"-H", "--header", "-u", "--user", "--oauth2-bearer", "--proxy-user"})
+_PRINTERS = frozenset({"echo", "printf", "printenv"})
+
+
+def check_secrets_sent(call: Call, ctx: Context) -> None:
+    """A secret-looking variable ($OPENAI_API_KEY) in the arguments of anything that reaches the network
+    (a URL, a query string, a DNS name, a body) leaves the machine; printing one feeds the next stage."""
+    if call.name in _PRINTERS:
+        names = call.args if call.name == "printenv" else [m for a in call.args for m in _VARIABLE.findall(a)]
+        if any(is_secret_variable(name) for name in names):
+            call.tags.add("secrets")
+        return
+    if call.name not in NETWORK_COMMANDS:
+        return
+    if "env" in call.tags:
+        ctx.add("high", f"sends your environment variables (they may hold keys) over the network ({call.name})")
+    host = _first_host(call.args)
+    for i, arg in enumerate(call.args):
+        for name in _VARIABLE.findall(arg):
+            if not is_secret_variable(name):
+                continue
+            header = (i > 0 and call.args[i - 1] in _HEADER_OPTIONS) or arg.startswith(("--header=", "--user="))
+            if header and host is not None and _known_api(host):
+                ctx.add("medium", f"sends ${name} to {host}")
+            else:
+                ctx.add("high", f"sends a secret (${name}) over the network ({call.name})")
+
+
+def _first_host(args: list[str]) -> str | None:
+    for arg in args:
+        if "://" in arg:
+            return urlsplit(arg).hostname
+    return None
+
+
+def _known_api(host: str) -> bool:
+    return any(host == known or host.endswith("." + known) for known in KNOWN_API_HOSTS)
 
 
 

@@ -18,6 +18,7 @@ _HEREDOC_START = re.compile(r"<<(-?)[ \t]*(['\"]?)([\w.-]+)\2")
 _DOUBLE_BRACKET = re.compile(r"(?<![\w\]])\[\[(?=\s)|(?<=\s)\]\](?![\w\[])")
 _ARITHMETIC = re.compile(r"\$\(\([^()]*(?:\([^()]*\)[^()]*)*\)\)")
 _HEREDOC_WORD = "__HEREDOC_{}__"
+_TIME = re.compile(r"(^|[;&|(]|\n)([ \t]*)time[ \t]+(?:-p[ \t]+)?", re.MULTILINE)
 _MAX_LOOP_VALUES = 4
 
 
@@ -70,6 +71,7 @@ def _parse_with_bashlex(text: str, heredocs: list[str]) -> list[Pipeline] | None
     import bashlex  # lazy: ~90 ms to import, only when shell code is assessed
 
     text = _DOUBLE_BRACKET.sub(lambda m: "[" if m.group(0) == "[[" else "]", text)
+    text = _TIME.sub(r"\1\2command ", text)  # bashlex cannot read the `time` keyword; it runs what follows
     text = _ARITHMETIC.sub("0", text)
     if not text.strip():
         return []
@@ -269,10 +271,50 @@ def _parse_tokens(text: str, heredocs: list[str]) -> list[Pipeline]:
 
 
 
-def parse_script(code: str) -> tuple[list[Pipeline], bool]:
-    """The script's pipelines, and whether bashlex read all of it (False: read word by word)."""
+@dataclass
+class Script:
+    pipelines: list[Pipeline]
+    parsed: bool  # False: bashlex could not read it, so it was split word by word
+    spelled: bool  # ANSI-C quoting spelled characters by code ($'\x72\x6d' is "rm")
+
+
+def parse_script(code: str) -> Script:
+    """The script's pipelines; ANSI-C quoted strings ($'...') decoded first, as bash does (bashlex does not)."""
     text, heredocs = _extract_heredocs(code)
+    text, spelled = _decode_ansi_c(text)
     pipelines = _parse_with_bashlex(text, heredocs)
     if pipelines is None:
-        return _parse_tokens(text, heredocs), False
-    return pipelines, True
+        return Script(_parse_tokens(text, heredocs), False, spelled)
+    return Script(pipelines, True, spelled)
+
+
+_ANSI_C = re.compile(r"\$'((?:[^'\\]|\\.)*)'", re.DOTALL)
+_ANSI_C_ESCAPE = re.compile(r"\\(x[0-9a-fA-F]{1,2}|u[0-9a-fA-F]{1,4}|U[0-9a-fA-F]{1,8}|[0-7]{1,3}|c.|.)", re.DOTALL)
+_SIMPLE_ESCAPES = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r",
+                   "t": "\t", "v": "\v"}
+
+
+def _decode_ansi_c(text: str) -> tuple[str, bool]:
+    """`$'\\x72m'` becomes `'rm'`; the flag says whether any character was spelled by its code."""
+    if "$'" not in text:
+        return text, False
+    spelled = False
+
+    def _escape(match: re.Match[str]) -> str:
+        nonlocal spelled
+        code = match.group(1)
+        if code[0] in "xuU" and len(code) > 1:
+            spelled = True
+            return chr(min(int(code[1:], 16), 0x10FFFF))
+        if code[0] in "01234567":
+            spelled = True
+            return chr(int(code, 8))
+        if code[0] == "c" and len(code) > 1:
+            spelled = True
+            return chr(ord(code[1]) & 0x1F)
+        return _SIMPLE_ESCAPES.get(code, code)
+
+    def _string(match: re.Match[str]) -> str:
+        return shlex.quote(_ANSI_C_ESCAPE.sub(_escape, match.group(1)))
+
+    return _ANSI_C.sub(_string, text), spelled

@@ -4,12 +4,14 @@ scheduled jobs, power, services, firewall, accounts, kernel modules, mounts, con
 
 from __future__ import annotations
 
+import posixpath
 import re
 
 from interpreter_lsp.safety.context import Context
 from interpreter_lsp.safety.places import PathKind, classify_path
 from interpreter_lsp.safety.rules import (
     ACCOUNT_COMMANDS,
+    BROAD_PROCESS_NAMES,
     CLOUD_DESTROY,
     ENV_DUMPERS,
     FIREWALL_COMMANDS,
@@ -55,7 +57,21 @@ def _kill(call: Call, ctx: Context) -> None:
 
 
 def _kill_by_name(call: Call, ctx: Context) -> None:
-    ctx.add("high", f"kills every process that matches a name ({call.name})")
+    args = [a for a in call.args if not re.fullmatch(r"-(\d+|[A-Z][A-Z0-9+-]*)", a)]  # -9, -KILL, -SIGTERM
+    flags, operands = split_flags(args, takes_value={"-s", "--signal", "-u", "--user", "-U", "-g", "-G",
+                                                          "-P", "-t", "--ns", "-o", "--older-than", "-y"})
+    pattern = operands[0] if operands else ""
+    words = pattern.split()
+    broad = (
+        call.name in ("killall5", "slay")
+        or bool(flags & {"u", "U", "--user", "g", "G"})
+        or len(pattern.strip(".*^$+?[]() ")) <= 1
+        or (len(words) == 1 and posixpath.basename(words[0]).lower() in BROAD_PROCESS_NAMES)
+    )
+    if broad:
+        ctx.add("high", f"kills every process that matches a name ({call.name} {pattern})".replace(" )", ")"))
+    else:
+        ctx.add("medium", f"stops the processes that match {pattern!r} ({call.name})")
 
 
 def _crontab(call: Call, ctx: Context) -> None:
