@@ -79,7 +79,7 @@ def _parse_with_bashlex(text: str, heredocs: list[str]) -> list[Pipeline] | None
         trees = bashlex.parse(text)
     except Exception:  # bashlex raises its own errors and NotImplementedError for unsupported syntax
         return None
-    walker = _BashlexWalker(heredocs)
+    walker = _BashlexWalker(heredocs, text)
     try:
         for tree in trees:
             walker.visit(tree)
@@ -91,7 +91,8 @@ def _parse_with_bashlex(text: str, heredocs: list[str]) -> list[Pipeline] | None
 class _BashlexWalker:
     """Turns bashlex's tree into pipelines, expanding variables whose values are known."""
 
-    def __init__(self, heredocs: list[str]) -> None:
+    def __init__(self, heredocs: list[str], text: str = "") -> None:
+        self.text = text
         self.pipelines: list[Pipeline] = []
         self.heredocs = heredocs
         self.values: dict[str, str] = {}
@@ -167,9 +168,10 @@ class _BashlexWalker:
         for part in node.parts:
             if part.kind == "word":
                 self._substitutions(part, command)
-                if any(f"${v}" in part.word or f"${{{v}}}" in part.word for v in self.downloaded_vars):
+                word = self._unquoted(part)
+                if any(f"${v}" in word or f"${{{v}}}" in word for v in self.downloaded_vars):
                     command.runs_downloaded_text = True
-                command.words.append(self._expand(part.word))
+                command.words.append(self._expand(word))
             elif part.kind == "assignment":
                 inner_before = set(command.inner_names)
                 self._substitutions(part, command)
@@ -183,6 +185,19 @@ class _BashlexWalker:
             elif part.kind == "redirect":
                 self._redirect(part, command)
         return command
+
+    def _unquoted(self, part: Any) -> str:
+        """The word with its quotes removed. bashlex keeps the inner quotes of a word made of several
+        quoted pieces ('it'"'"'s'), as shlex.quote writes them; shlex reads such a word right."""
+        start, end = getattr(part, "pos", (0, 0))
+        raw = self.text[start:end]
+        if not raw or raw.count("'") + raw.count('"') < 3 or "$(" in raw or "`" in raw:
+            return str(part.word)
+        try:
+            words = shlex.split(raw)
+        except ValueError:
+            return str(part.word)
+        return words[0] if len(words) == 1 else str(part.word)
 
     def _substitutions(self, node: Any, command: Command) -> None:
         for child in getattr(node, "parts", None) or []:
