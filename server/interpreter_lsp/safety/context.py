@@ -40,6 +40,11 @@ class Findings:
         if old is None or LEVEL_ORDER[level] > LEVEL_ORDER[old]:
             self._levels[reason] = level
 
+    def copy(self) -> Findings:
+        copied = Findings()
+        copied._levels = dict(self._levels)
+        return copied
+
     def level(self) -> RiskLevel:
         best: RiskLevel = "low"
         for level in self._levels.values():
@@ -75,10 +80,12 @@ class Context:
     def add(self, level: RiskLevel, reason: str) -> None:
         self.findings.add(level, reason)
 
-    def step(self) -> None:
-        """Count one unit of work; past the deadline, stop the scan (raises OverBudget)."""
+    def step(self, *, now: bool = False) -> None:
+        """Count one unit of work (`now`: a large one); past the deadline, stop the scan (raises OverBudget)."""
         self._steps += 1
-        if self.deadline is not None and self._steps % _STEPS_PER_CLOCK == 0 and time.monotonic() > self.deadline:
+        if self.deadline is None or not (now or self._steps % _STEPS_PER_CLOCK == 0):
+            return
+        if time.monotonic() > self.deadline:
             raise OverBudget
 
     def absolute(self, path: str) -> str:

@@ -14,7 +14,7 @@ from collections.abc import Collection
 from pathlib import Path
 
 from interpreter_lsp.protocol import Risk
-from interpreter_lsp.safety.context import Findings, OverBudget, new_context
+from interpreter_lsp.safety.context import Context, Findings, OverBudget, new_context
 from interpreter_lsp.safety.python import assess_python
 from interpreter_lsp.safety.shell import assess_shell
 
@@ -59,14 +59,19 @@ async def rate(
     loop = asyncio.get_running_loop()
     deadline = time.monotonic() + budget
     written = tuple(written)
+    started: list[Context] = []  # the worker's context, to report what it found if it overruns
     work = loop.run_in_executor(
-        None, lambda: _assess(code, language, root, home=home, written=written, deadline=deadline)
+        None,
+        lambda: _assess(code, language, root, home=home, written=written, deadline=deadline, started=started),
     )
     try:
         return await asyncio.wait_for(work, budget + _GRACE)
     except asyncio.TimeoutError:
-        # The thread cannot be stopped from here; its own deadline ends it soon after.
-        return Risk(level="medium", reasons=[_over_budget(budget)])
+        # The thread cannot be stopped from here; its own deadline ends it soon after. What it found so far
+        # stands (a copy: the thread may still be adding).
+        findings = started[0].findings.copy() if started else Findings()
+        findings.add("medium", _over_budget(budget))
+        return _risk(findings)
 
 
 def _assess(
@@ -77,9 +82,12 @@ def _assess(
     home: Path | None,
     written: Collection[Path],
     deadline: float | None,
+    started: list[Context] | None = None,
 ) -> Risk:
     home_text = posixpath.normpath(str(home)) if home is not None else os.path.expanduser("~")
     ctx = new_context(root, _ASSESSORS, home=home_text, written=written, deadline=deadline)
+    if started is not None:
+        started.append(ctx)
     if len(code) > MAX_CHARS:
         ctx.add("high", f"the code is too long to check in full ({len(code)} characters): read it before it runs")
         cut = code.rfind("\n", 0, MAX_CHARS)

@@ -49,7 +49,7 @@ def assess_shell(code: str, ctx: Context) -> None:
     """Add what `code` (shell) risks to `ctx.findings`."""
     if _is_fork_bomb(code):
         ctx.add("high", "starts processes without end until the machine stops (fork bomb)")
-    script = parse_script(code)
+    script = parse_script(code, lambda: ctx.step(now=True))
     if not script.parsed:
         ctx.add("medium", "the shell code could not be fully parsed, so it was only checked word by word")
     if script.spelled:
