@@ -12,7 +12,7 @@ import pytest
 
 from interpreter_lsp.protocol import Risk
 from interpreter_lsp.safety.risk import assess
-from risk_corpus import CORPUS, rate
+from risk_corpus import CORPUS, HOLDOUT_AFTER_RULES, rate
 
 WORKSPACE = Path.home() / "src" / "demo"
 
@@ -20,7 +20,7 @@ WORKSPACE = Path.home() / "src" / "demo"
 def test_corpus_detection_and_false_alarm_rates() -> None:
     """The figures issue 13 asks for: dangerous high >= 97 %, dangerous low = 0, benign high <= 2 %, and code
     whose effect the rater cannot see (a file written earlier, a name computed at run time) never low."""
-    ratings = [(case, rate(case)) for case in CORPUS]
+    ratings = [(case, rate(case)) for case in CORPUS + HOLDOUT_AFTER_RULES]
     dangerous = [(c, r) for c, r in ratings if c.label == "dangerous"]
     benign = [(c, r) for c, r in ratings if c.label == "benign"]
     opaque = [(c, r) for c, r in ratings if c.label == "opaque"]

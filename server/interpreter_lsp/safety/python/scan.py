@@ -68,8 +68,12 @@ def assess_python(code: str, ctx: Context) -> None:
 
 
 def _unknown_word(value: Value) -> str:
+    """A piece of a command known only at run time, as the shell rules should see it: a secret variable,
+    the environment (`$(printenv)`: any of its values), or just unknown."""
     secrets = secret_names(value.origins)
-    return f'"${secrets[0]}"' if secrets else "$__unknown"
+    if secrets:
+        return f'"${secrets[0]}"'
+    return '"$(printenv)"' if ENV in value.origins else "$__unknown"
 
 
 @dataclass
@@ -351,6 +355,7 @@ class _Scan(Indirection, ast.NodeVisitor):
             ctx.add("high", "kills every process it can find (psutil.process_iter)")
         if method in NETWORK_SINK_METHODS and method not in ("get", "write", "connect"):
             self._check_sent(node)
+            self.check_secrets_sent(node)
         if method == "write" and receiver.qualname is None and self.flags.socket:
             self._check_sent(node)
         if method == "connect":

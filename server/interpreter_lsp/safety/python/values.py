@@ -100,7 +100,7 @@ class Evaluator:
             base = self.qualname(node.value)
             if base is None:
                 return None
-            return f"{base}.{node.attr}"
+            return f"{'builtins' if base == '__builtins__' else base}.{node.attr}"
         if isinstance(node, ast.Subscript):
             return self._looked_up(node)
         if isinstance(node, ast.Call):
@@ -114,7 +114,7 @@ class Evaluator:
                 base = self.qualname(node.args[0])
                 attr = self.value(node.args[1]).text
                 if base is not None and attr is not None and UNKNOWN not in attr:
-                    return f"{base}.{attr}"
+                    return f"{'builtins' if base == '__builtins__' else base}.{attr}"
                 return "?getattr"
             if func in ("pathlib.Path", "Path", "pathlib.PurePath", "pathlib.PosixPath"):
                 return None

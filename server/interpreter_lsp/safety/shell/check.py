@@ -168,6 +168,8 @@ def _unwrap(
             if name == "xargs":
                 rest = _xargs(words[1:], stdin_text if piped else None, ctx)
                 via_xargs = True
+                if "decoded" in upstream or "download" in upstream:
+                    ctx.add("high", "runs a command on arguments that were hidden (encoded) or downloaded (xargs)")
             elif name == "env":
                 rest = _env(words[1:], ctx)
             else:

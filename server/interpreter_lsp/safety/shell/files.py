@@ -14,7 +14,7 @@ from interpreter_lsp.safety.places import (
     check_write,
     classify_path,
 )
-from interpreter_lsp.safety.rules import DISK_COMMANDS, SECRET_WORDS
+from interpreter_lsp.safety.rules import DISK_COMMANDS, NETWORK_SENDERS, SECRET_WORDS, SHOWERS
 from interpreter_lsp.safety.shell.call import Call, Handler, split_flags
 
 
@@ -57,16 +57,21 @@ def _find(call: Call, ctx: Context) -> None:
         roots.append(arg)
     roots = roots or ["."]
     deletes = "-delete" in call.args
+    shows = False
     for i, arg in enumerate(call.args):
         if arg in ("-exec", "-execdir", "-ok", "-okdir") and i + 1 < len(call.args):
-            if posixpath.basename(call.args[i + 1]) in ("rm", "shred", "unlink", "rmdir"):
+            program = posixpath.basename(call.args[i + 1])
+            if program in ("rm", "shred", "unlink", "rmdir"):
                 deletes = True
+            shows = shows or program in SHOWERS or program in NETWORK_SENDERS
     for root in roots:
         where = classify_path(root, ctx)
         outside = where.kind not in (PathKind.WORKSPACE, PathKind.WORKSPACE_ROOT, PathKind.TEMP,
                                      PathKind.HARMLESS_DEVICE)
         if outside:
             call.tags.add("find-outside")
+        if shows and where.kind in (PathKind.HOME, PathKind.ROOT, PathKind.CREDENTIAL, PathKind.OUTSIDE):
+            ctx.add("high", f"shows or sends every file it finds outside the workspace: {where.shown}")
         if deletes:
             if where.kind is PathKind.WORKSPACE_ROOT:
                 continue  # `find . -name '*.pyc' -delete` picks files inside the workspace
