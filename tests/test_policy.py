@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from interpreter_lsp.protocol import Risk
-from interpreter_lsp.safety.policy import UNTRUSTED_MESSAGE, Decision, decide, may_run
+from interpreter_lsp.safety.policy import UNTRUSTED_MESSAGE, Decision, decide, effective_max_risk, may_run
 
 LOW, MEDIUM, HIGH = Risk("low"), Risk("medium", ["installs packages"]), Risk("high", ["deletes your home"])
 
@@ -23,13 +23,30 @@ def test_auto_run_runs_low_risk_only_by_default() -> None:
     assert waits.reason == "medium risk is above autoRunMaxRisk (low): waits for approval"
 
 
-def test_auto_run_max_risk_medium_widens_it() -> None:
-    assert decide(MEDIUM, auto_run=True, auto_run_max_risk="medium", trusted=True).run_now
+def test_auto_run_max_risk_medium_widens_it_only_in_the_sandbox() -> None:
+    assert decide(MEDIUM, auto_run=True, auto_run_max_risk="medium", trusted=True, sandboxed=True).run_now
+    assert decide(LOW, auto_run=True, auto_run_max_risk="medium", trusted=True, sandboxed=False).run_now
+
+
+@pytest.mark.parametrize("sandboxed", [False, None])
+def test_medium_without_the_sandbox_acts_as_low_and_says_why(sandboxed: bool | None) -> None:
+    kwargs = {} if sandboxed is None else {"sandboxed": sandboxed}  # not saying is not sandboxed
+    decision = decide(MEDIUM, auto_run=True, auto_run_max_risk="medium", trusted=True, **kwargs)
+    assert decision == Decision(
+        False,
+        'medium risk: auto-run of medium-risk code needs the sandbox (interpreter.sandbox = "bubblewrap"): '
+        "waits for approval",
+    )
+    assert effective_max_risk("medium", sandboxed=False) == (
+        "low", 'autoRunMaxRisk "medium" acts as "low": the kernel is not sandboxed (interpreter.sandbox)'
+    )
+    assert effective_max_risk("medium", sandboxed=True) == ("medium", "")
+    assert effective_max_risk("low", sandboxed=False) == ("low", "")
 
 
 @pytest.mark.parametrize("limit", ["low", "medium", "high", "anything"])
 def test_high_risk_never_runs_by_itself(limit: str) -> None:
-    decision = decide(HIGH, auto_run=True, auto_run_max_risk=limit, trusted=True)
+    decision = decide(HIGH, auto_run=True, auto_run_max_risk=limit, trusted=True, sandboxed=True)
     assert decision == Decision(False, "high risk: waits for approval")
 
 
@@ -40,12 +57,12 @@ def test_an_unknown_max_risk_falls_back_to_low() -> None:
 
 def test_an_unknown_risk_level_is_treated_as_high() -> None:
     odd = Risk("catastrophic")  # type: ignore[arg-type]
-    assert not decide(odd, auto_run=True, auto_run_max_risk="medium", trusted=True).run_now
+    assert not decide(odd, auto_run=True, auto_run_max_risk="medium", trusted=True, sandboxed=True).run_now
 
 
 def test_untrusted_workspace_runs_nothing() -> None:
     for risk in (LOW, MEDIUM, HIGH):
-        decision = decide(risk, auto_run=True, auto_run_max_risk="medium", trusted=False)
+        decision = decide(risk, auto_run=True, auto_run_max_risk="medium", trusted=False, sandboxed=True)
         assert decision == Decision(False, "the workspace is not trusted: nothing runs")
     assert may_run(False) == UNTRUSTED_MESSAGE
     assert "not trusted" in UNTRUSTED_MESSAGE and "Trust" in UNTRUSTED_MESSAGE

@@ -26,8 +26,17 @@ def may_run(trusted: bool) -> str | None:
     return None if trusted else UNTRUSTED_MESSAGE
 
 
-def decide(risk: Risk, *, auto_run: bool, auto_run_max_risk: str, trusted: bool) -> Decision:
-    """Run a proposal now, or wait for approval? Untrusted workspaces never run; high risk always waits."""
+SANDBOX_NEEDED = (
+    'auto-run of medium-risk code needs the sandbox (interpreter.sandbox = "bubblewrap"): waits for approval'
+)
+
+
+def decide(
+    risk: Risk, *, auto_run: bool, auto_run_max_risk: str, trusted: bool, sandboxed: bool = False
+) -> Decision:
+    """Run a proposal now, or wait for approval? Untrusted workspaces never run; high risk always waits;
+    medium runs by itself only with `autoRunMaxRisk: "medium"` *and* a sandboxed kernel (without the
+    sandbox, "medium" acts as "low", and the reason says so)."""
     if not trusted:
         return Decision(False, "the workspace is not trusted: nothing runs")
     if not auto_run:
@@ -36,6 +45,16 @@ def decide(risk: Risk, *, auto_run: bool, auto_run_max_risk: str, trusted: bool)
     level = risk.level if risk.level in _ORDER else "high"  # an unknown level is treated as the worst
     if level == "high":
         return Decision(False, "high risk: waits for approval")
+    if level == "medium" and limit == "medium" and not sandboxed:
+        return Decision(False, f"medium risk: {SANDBOX_NEEDED}")
     if _ORDER[level] > _ORDER[limit]:
         return Decision(False, f"{level} risk is above autoRunMaxRisk ({limit}): waits for approval")
     return Decision(True, "")
+
+
+def effective_max_risk(auto_run_max_risk: str, *, sandboxed: bool) -> tuple[str, str]:
+    """The autoRunMaxRisk in force and, when it differs from the setting, why (for interpreter.status)."""
+    limit = auto_run_max_risk if auto_run_max_risk in AUTO_RUN_MAX_RISKS else "low"
+    if limit == "medium" and not sandboxed:
+        return "low", 'autoRunMaxRisk "medium" acts as "low": the kernel is not sandboxed (interpreter.sandbox)'
+    return limit, ""

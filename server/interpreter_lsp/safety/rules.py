@@ -1,369 +1,23 @@
-"""The risk rules as data: which paths, commands and calls matter, and the plain words that say why.
+"""The risk rules as data: which commands matter, and how they are grouped.
 
-The Python and shell scanners (python_rules.py, shell_rules.py) find *what* code does (deletes this path,
-pipes a download into sh); this module says *how bad* that is and in which words. Paths are classified
-lexically (no file system access), relative to the workspace and the code's current directory.
+The Python and shell scanners (safety/python/, safety/shell/) find *what* code does (deletes this path,
+pipes a download into sh); places.py says how bad doing it to a path is; this module names the commands.
 """
 
 from __future__ import annotations
 
-import enum
-import os
-import posixpath
-from dataclasses import dataclass, field
-from pathlib import Path
+from interpreter_lsp.safety.secrets import is_secret_name
 
-from interpreter_lsp.protocol import RiskLevel
-
-LEVEL_ORDER: dict[str, int] = {"low": 0, "medium": 1, "high": 2}
-
-# A piece of a path or command that is only known at run time (a variable, an f-string field).
-UNKNOWN = "$?"
+# Besides the names the kernel environment withholds (secrets.is_secret_name): database passwords and URLs
+# that carry one (PGPASSWORD, DATABASE_URL), which are worth an alarm when they leave the machine.
+_SECRET_VARIABLE_WORDS = ("PASSWORD", "PASSWD", "SECRET", "TOKEN", "DATABASE_URL", "_DSN", "PRIVATE")
 
 
-class Findings:
-    """Reasons found so far, each with the highest level it was found at; first found, first listed."""
+def is_secret_variable(name: str) -> bool:
+    """Does an environment variable's name say its value is a secret?"""
+    upper = name.upper()
+    return is_secret_name(name) or any(word in upper for word in _SECRET_VARIABLE_WORDS)
 
-    def __init__(self) -> None:
-        self._levels: dict[str, RiskLevel] = {}
-
-    def add(self, level: RiskLevel, reason: str) -> None:
-        old = self._levels.get(reason)
-        if old is None or LEVEL_ORDER[level] > LEVEL_ORDER[old]:
-            self._levels[reason] = level
-
-    def level(self) -> RiskLevel:
-        best: RiskLevel = "low"
-        for level in self._levels.values():
-            if LEVEL_ORDER[level] > LEVEL_ORDER[best]:
-                best = level
-        return best
-
-    def reasons(self) -> list[str]:
-        """Only the reasons that are not "low", highest level first."""
-        items = [(reason, level) for reason, level in self._levels.items() if level != "low"]
-        items.sort(key=lambda item: -LEVEL_ORDER[item[1]])
-        return [reason for reason, _ in items]
-
-
-@dataclass
-class Context:
-    """What a scan knows while it walks code: where it runs, and what it has seen so far."""
-
-    workspace: str | None
-    home: str
-    findings: Findings = field(default_factory=Findings)
-    cwd: str | None = None  # None: the workspace (or wherever the kernel runs)
-    downloaded: set[str] = field(default_factory=set)  # paths of files the code downloaded
-    depth: int = 0  # nesting of code inside code (bash -c, python -c, exec("..."))
-
-    def add(self, level: RiskLevel, reason: str) -> None:
-        self.findings.add(level, reason)
-
-
-MAX_DEPTH = 4
-
-
-def new_context(workspace: Path | None) -> Context:
-    home = os.path.expanduser("~")
-    ws = posixpath.normpath(str(workspace)) if workspace is not None else None
-    return Context(workspace=ws, home=home)
-
-
-class PathKind(enum.Enum):
-    HARMLESS_DEVICE = "harmless device"  # /dev/null, /dev/stdout ...
-    NETWORK_DEVICE = "network device"  # bash's /dev/tcp/host/port
-    DEVICE = "device"
-    CREDENTIAL = "credential"
-    HISTORY = "history"
-    STARTUP = "startup"
-    DOTENV = "dotenv"
-    WORKSPACE_ROOT = "workspace root"
-    GIT_DIR = "git dir"
-    WORKSPACE = "workspace"
-    TEMP_ROOT = "temp root"
-    TEMP = "temp"
-    ROOT = "root"
-    HOME = "home"
-    SYSTEM = "system"
-    OUTSIDE = "outside"
-    UNKNOWN = "unknown"
-
-
-@dataclass(frozen=True)
-class Target:
-    kind: PathKind
-    shown: str  # the path as the code wrote it, shortened for a reason
-
-
-HARMLESS_DEVICES = frozenset(
-    {"/dev/null", "/dev/zero", "/dev/random", "/dev/urandom", "/dev/stdout", "/dev/stderr", "/dev/stdin",
-     "/dev/tty", "/dev/full"}
-)
-
-# Relative to the home directory. Public keys and known_hosts are not secrets.
-CREDENTIAL_HOME_PATHS: tuple[str, ...] = (
-    ".ssh", ".aws", ".netrc", ".git-credentials", ".config/gcloud", ".kube/config", ".kube",
-    ".docker/config.json", ".pgpass", ".npmrc", ".pypirc", ".gnupg", ".config/gh/hosts.yml", ".azure",
-    ".password-store", ".local/share/keyrings", ".mozilla", ".config/google-chrome", ".config/chromium",
-    ".vault-token", ".terraform.d/credentials.tfrc.json", ".config/hub", ".cargo/credentials",
-    ".cargo/credentials.toml", ".config/rclone/rclone.conf", ".s3cfg", ".boto", ".my.cnf",
-    ".config/openai", ".huggingface/token", ".cache/huggingface/token",
-)
-CREDENTIAL_NOT_SECRET_SUFFIXES: tuple[str, ...] = (".pub", "known_hosts")
-CREDENTIAL_BASENAMES = frozenset(
-    {"id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "id_ecdsa_sk", "id_ed25519_sk", ".netrc", ".pgpass",
-     ".git-credentials", "credentials.db", "access_tokens.db", "cookies.sqlite", "Login Data"}
-)
-CREDENTIAL_ABSOLUTE = ("/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/ssh/ssh_host_")
-HISTORY_BASENAMES = frozenset(
-    {".bash_history", ".zsh_history", ".history", ".python_history", ".psql_history", ".mysql_history",
-     ".sqlite_history", ".node_repl_history", ".lesshst", ".histfile"}
-)
-STARTUP_HOME_PATHS: tuple[str, ...] = (
-    ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zprofile",
-    ".zshenv", ".zlogin", ".config/fish/config.fish", ".config/autostart", ".kshrc", ".cshrc", ".tcshrc",
-    ".xprofile", ".xinitrc", ".inputrc", ".ssh/rc", ".config/systemd/user", ".local/bin",
-)
-STARTUP_ABSOLUTE = ("/etc/profile", "/etc/bash.bashrc", "/etc/zsh", "/etc/environment")
-DOTENV_SAFE_SUFFIXES = (".example", ".sample", ".template", ".dist", ".defaults")
-TEMP_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
-SYSTEM_DIRS = (
-    "/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/boot", "/var", "/opt",
-    "/srv", "/sys", "/proc", "/snap", "/run", "/System", "/Library", "/Applications", "/private",
-)
-HOME_PARENTS = ("/home", "/Users")
-
-
-def _under(path: str, base: str) -> bool:
-    return path == base or path.startswith(base.rstrip("/") + "/")
-
-
-def _shorten(text: str, limit: int = 60) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _expand_home(text: str, home: str) -> str:
-    for prefix in ("${HOME}", "$HOME"):
-        if text == prefix or text.startswith(prefix + "/"):
-            return home + text[len(prefix):]
-    if text == "~" or text.startswith("~/"):
-        return home + text[1:]
-    if text.startswith("~"):  # ~user
-        return "/home/" + text[1:]
-    return text
-
-
-def _known_prefix(text: str) -> str | None:
-    """The part of a path before the first piece only known at run time (None: nothing known)."""
-    cut = len(text)
-    for marker in ("$", "`"):
-        at = text.find(marker)
-        if at != -1:
-            cut = min(cut, at)
-    if cut == len(text):
-        return text
-    head = text[:cut]
-    if "/" not in head:
-        return None
-    return head[: head.rindex("/") + 1] + UNKNOWN
-
-
-def classify_path(text: str, ctx: Context) -> Target:
-    """What kind of place a path names, lexically: inside the workspace, a credential file, /etc ..."""
-    shown = _shorten(text.replace(UNKNOWN, "…"))
-    raw = text.strip().strip("'\"")
-    if raw.startswith("file://"):
-        raw = raw[len("file://"):]
-    raw = _expand_home(raw, ctx.home)
-    for prefix in ("${PWD}", "$PWD"):
-        if raw == prefix or raw.startswith(prefix + "/"):
-            raw = "." + raw[len(prefix):]
-    for prefix in ("${TMPDIR}", "$TMPDIR"):
-        if raw == prefix or raw.startswith(prefix + "/"):
-            raw = "/tmp" + raw[len(prefix):]
-    known = _known_prefix(raw)
-    if known is None or known == "":
-        return Target(PathKind.UNKNOWN, shown)
-    # Globs: "dir/*" names everything in dir, so it is as bad as "dir"; "*" alone: everything here.
-    while known.endswith(("/*", "/.*", "/.", "/")) and len(known) > 1:
-        known = known[: known.rindex("/")] or "/"
-    if known in ("*", ".*", "./*"):
-        known = "."
-    base = ctx.cwd if ctx.cwd is not None else (ctx.workspace or "")
-    if not known.startswith("/") and UNKNOWN in base:
-        return Target(PathKind.UNKNOWN, shown)
-    if not known.startswith("/"):
-        if not base:
-            # No workspace known: relative paths stay where the code runs; only `..` leaves it.
-            rel = posixpath.normpath(known)
-            if rel == ".":
-                return Target(PathKind.WORKSPACE_ROOT, shown)
-            if rel == ".." or rel.startswith("../"):
-                return Target(PathKind.OUTSIDE, shown)
-            return _classify_relative_name(rel, shown)
-        known = posixpath.join(base, known)
-    path = posixpath.normpath(known)
-    if path.startswith("//"):
-        path = "/" + path.lstrip("/")
-    return _classify_absolute(path, shown, ctx)
-
-
-def _classify_relative_name(rel: str, shown: str) -> Target:
-    name = posixpath.basename(rel.replace("/" + UNKNOWN, ""))
-    first = rel.split("/", 1)[0]
-    if first == ".git" and rel == ".git":
-        return Target(PathKind.GIT_DIR, shown)
-    if name in CREDENTIAL_BASENAMES:
-        return Target(PathKind.CREDENTIAL, shown)
-    if name in HISTORY_BASENAMES:
-        return Target(PathKind.HISTORY, shown)
-    if _is_dotenv(name):
-        return Target(PathKind.DOTENV, shown)
-    return Target(PathKind.WORKSPACE, shown)
-
-
-def _is_dotenv(name: str) -> bool:
-    if name != ".env" and not name.startswith(".env."):
-        return False
-    return not name.endswith(DOTENV_SAFE_SUFFIXES)
-
-
-def _home_relative(path: str, home: str) -> str | None:
-    """`path` relative to the home directory it is in (yours or another user's), or None."""
-    if _under(path, home) and path != home:
-        return path[len(home) + 1:]
-    parts = path.split("/")
-    if len(parts) > 3 and "/" + parts[1] in HOME_PARENTS:
-        return "/".join(parts[3:])
-    if len(parts) > 2 and parts[1] == "root":
-        return "/".join(parts[2:])
-    return None
-
-
-def _classify_absolute(path: str, shown: str, ctx: Context) -> Target:
-    if path in HARMLESS_DEVICES or path.startswith("/dev/fd/") or path.startswith("/proc/self/fd/"):
-        return Target(PathKind.HARMLESS_DEVICE, shown)
-    if path.startswith(("/dev/tcp/", "/dev/udp/")):
-        return Target(PathKind.NETWORK_DEVICE, shown)
-    if _under(path, "/dev") and not _under(path, "/dev/shm"):
-        return Target(PathKind.DEVICE, shown)
-    name = posixpath.basename(path.replace("/" + UNKNOWN, ""))
-    home_rel = _home_relative(path, ctx.home)
-    if not path.endswith(CREDENTIAL_NOT_SECRET_SUFFIXES):
-        if name in CREDENTIAL_BASENAMES or any(path.startswith(p) for p in CREDENTIAL_ABSOLUTE):
-            return Target(PathKind.CREDENTIAL, shown)
-        if home_rel is not None and any(_under(home_rel, p) for p in CREDENTIAL_HOME_PATHS):
-            return Target(PathKind.CREDENTIAL, shown)
-    if name in HISTORY_BASENAMES:
-        return Target(PathKind.HISTORY, shown)
-    if home_rel is not None and any(_under(home_rel, p) for p in STARTUP_HOME_PATHS):
-        return Target(PathKind.STARTUP, shown)
-    if any(_under(path, p) for p in STARTUP_ABSOLUTE):
-        return Target(PathKind.STARTUP, shown)
-    ws = ctx.workspace
-    if ws is not None and _under(path, ws):
-        if path == ws:
-            return Target(PathKind.WORKSPACE_ROOT, shown)
-        if path == ws + "/.git":
-            return Target(PathKind.GIT_DIR, shown)
-        if _is_dotenv(name):
-            return Target(PathKind.DOTENV, shown)
-        return Target(PathKind.WORKSPACE, shown)
-    for temp in TEMP_DIRS:
-        if path == temp:
-            return Target(PathKind.TEMP_ROOT, shown)
-        if _under(path, temp):
-            return Target(PathKind.TEMP, shown)
-    if path == "/":
-        return Target(PathKind.ROOT, shown)
-    if path in (ctx.home, "/root", *HOME_PARENTS) or posixpath.dirname(path) in HOME_PARENTS:
-        return Target(PathKind.HOME, shown)
-    if any(_under(path, d) for d in SYSTEM_DIRS):
-        return Target(PathKind.SYSTEM, shown)
-    return Target(PathKind.OUTSIDE, shown)
-
-
-# --- What doing something to a path means -----------------------------------------------------------
-
-_DELETE_HIGH: dict[PathKind, str] = {
-    PathKind.ROOT: "{action} the whole file system: {shown}",
-    PathKind.HOME: "{action} your home directory: {shown}",
-    PathKind.WORKSPACE_ROOT: "{action} everything in the workspace: {shown}",
-    PathKind.GIT_DIR: "{action} the project's git history: {shown}",
-    PathKind.SYSTEM: "{action} system files: {shown}",
-    PathKind.CREDENTIAL: "{action} credentials: {shown}",
-    PathKind.HISTORY: "{action} shell history: {shown}",
-    PathKind.STARTUP: "{action} a shell start-up file: {shown}",
-    PathKind.DEVICE: "{action} a device: {shown}",
-}
-
-
-def check_delete(
-    target: Target, ctx: Context, *, recursive: bool, unknown_matters: bool = True, action: str = "deletes"
-) -> None:
-    """Deleting (or, with action="moves", moving away) what `target` names."""
-    kind, shown = target.kind, target.shown
-    if kind in _DELETE_HIGH:
-        ctx.add("high", _DELETE_HIGH[kind].format(action=action, shown=shown))
-    elif kind is PathKind.OUTSIDE:
-        how = "recursively " if recursive and action == "deletes" else ""
-        ctx.add("high", f"{action} files {how}outside the workspace: {shown}")
-    elif kind is PathKind.TEMP_ROOT:
-        ctx.add("medium", f"{action} the shared temporary directory: {shown}")
-    elif kind is PathKind.UNKNOWN and recursive and unknown_matters:
-        ctx.add("medium", f"{action} files recursively at a path only known at run time: {shown}")
-    elif recursive and action == "deletes":
-        # Inside the workspace, but a whole tree at once: worth a look before it runs by itself.
-        ctx.add("medium", f"deletes files recursively inside the workspace: {shown}")
-
-
-def check_write(target: Target, ctx: Context, verb: str = "writes") -> None:
-    kind, shown = target.kind, target.shown
-    if kind is PathKind.STARTUP:
-        ctx.add("high", f"changes a shell start-up file (runs at every login): {shown}")
-    elif kind is PathKind.CREDENTIAL:
-        ctx.add("high", f"changes credentials: {shown}")
-    elif kind is PathKind.HISTORY:
-        ctx.add("high", f"rewrites shell history: {shown}")
-    elif kind is PathKind.SYSTEM:
-        ctx.add("high", f"{verb} system files: {shown}")
-    elif kind is PathKind.DEVICE:
-        ctx.add("high", f"writes straight to a disk device (destroys its data): {shown}")
-    elif kind is PathKind.NETWORK_DEVICE:
-        check_network_device(target, ctx)
-    elif kind in (PathKind.OUTSIDE, PathKind.HOME, PathKind.ROOT):
-        ctx.add("medium", f"{verb} outside the workspace: {shown}")
-    elif kind is PathKind.GIT_DIR:
-        ctx.add("medium", f"{verb} inside the project's .git directory: {shown}")
-
-
-def check_network_device(target: Target, ctx: Context) -> None:
-    parts = target.shown.split("/")
-    host = parts[3] if len(parts) > 3 else ""
-    if host in ("127.0.0.1", "localhost", "::1"):
-        return
-    ctx.add("high", f"connects the shell to another machine: {target.shown}")
-
-
-def check_read(target: Target, ctx: Context, *, shows: bool) -> None:
-    """Reading what `target` names; `shows`: the content is printed (and so reaches the model)."""
-    kind, shown = target.kind, target.shown
-    if kind is PathKind.CREDENTIAL:
-        ctx.add("high", f"reads credentials: {shown}")
-    elif kind is PathKind.HISTORY:
-        ctx.add("high", f"reads shell history (it often holds passwords): {shown}")
-    elif kind is PathKind.DOTENV:
-        if shows:
-            ctx.add("high", f"shows secrets from {shown} (they would reach the model)")
-        else:
-            ctx.add("medium", f"reads secrets from {shown}")
-    elif kind is PathKind.NETWORK_DEVICE:
-        check_network_device(target, ctx)
-
-
-# --- Commands ---------------------------------------------------------------------------------------
 
 PRIVILEGE_COMMANDS = frozenset({"sudo", "doas", "su", "pkexec", "runuser", "gosu", "run0"})
 # Wrappers that run the rest of their arguments as a command.
@@ -372,7 +26,23 @@ WRAPPER_COMMANDS = frozenset(
      "setsid", "chroot", "unbuffer", "caffeinate", "strace", "ltrace", "xargs", "parallel", "flock"}
 )
 DOWNLOADERS = frozenset({"curl", "wget", "fetch", "aria2c", "http", "https", "xh", "lynx", "links"})
-SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "fish", "ash", "busybox", "tcsh", "csh"})
+SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "fish", "ash", "tcsh", "csh"})
+# Wrappers that run the command as written, with nothing to hide: no reason of their own.
+PLAIN_WRAPPERS = frozenset({"time", "command", "builtin", "exec", "stdbuf"})
+# Commands that look a name up in DNS or reach a host: a secret in their arguments leaves the machine.
+DNS_COMMANDS = frozenset({"nslookup", "dig", "host", "drill", "ping", "ping6", "traceroute", "tracepath", "mtr",
+                          "getent", "whois", "resolvectl", "kdig", "delv"})
+# API hosts a key is meant for: sending a key there in a header is using it, not leaking it (still medium).
+KNOWN_API_HOSTS = ("api.openai.com", "api.anthropic.com", "api.github.com", "uploads.github.com",
+                   "huggingface.co", "api.mistral.ai", "generativelanguage.googleapis.com", "api.groq.com",
+                   "openrouter.ai", "api.together.xyz", "api.cohere.com", "api.cohere.ai", "api.deepseek.com",
+                   "api.x.ai", "gitlab.com", "registry.npmjs.org", "upload.pypi.org", "api.fireworks.ai")
+# Process names so common that killing them all by name hits the user's other work (or this server).
+BROAD_PROCESS_NAMES = frozenset({"python", "python2", "python3", "node", "bash", "sh", "zsh", "fish", "java", "ssh",
+                                 "sshd", "systemd", "init", "Xorg", "gnome-shell", "code", "sudo", "dockerd",
+                                 "containerd", "postgres", "mysqld", "ipykernel", "jupyter", "kernel", "chrome",
+                                 "firefox", "interpreter-lsp", "nvim", "vim", "tmux", "screen", "login", "dbus-daemon"})
+SCHEDULERS = frozenset({"at", "batch"})
 SCRIPT_INTERPRETERS = frozenset({"python", "python2", "python3", "pypy", "pypy3", "perl", "ruby", "node",
                                  "nodejs", "php", "lua", "Rscript", "pwsh", "deno", "bun", "osascript"})
 DECODERS = frozenset({"base64", "base32", "xxd", "openssl", "uudecode", "gunzip", "zcat", "rev", "tr"})
@@ -380,6 +50,7 @@ NETWORK_SENDERS = frozenset(
     {"curl", "wget", "nc", "ncat", "netcat", "socat", "telnet", "ssh", "scp", "sftp", "ftp", "rsync",
      "mail", "sendmail", "mutt", "http", "https", "xh", "openssl"}
 )
+NETWORK_COMMANDS = NETWORK_SENDERS | DOWNLOADERS | DNS_COMMANDS
 ENV_DUMPERS = frozenset({"env", "printenv", "set", "export", "declare", "compgen"})
 READERS = frozenset(
     {"cat", "tac", "less", "more", "head", "tail", "bat", "batcat", "strings", "xxd", "hexdump", "od",
