@@ -602,6 +602,8 @@ async def test_a_model_name_without_provider_is_not_sent_and_shows_the_forms(mod
     assert f'"openai/{name}" with interpreter.apiBase set to {model.base_url}' in message
     assert f'"ollama_chat/{name}"' in message and '"anthropic/claude-sonnet-4-5"' in message
     assert "nothing was sent" in message and "rejected" not in message
+    if "/" in name:
+        assert '("qwen" is not a provider litellm knows)' in message
     assert model.requests == []
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from interpreter_lsp.llm import endpoints, errors
 from interpreter_lsp.llm.errors import ModelError
-from interpreter_lsp.llm.failures import Failure, classify, describe, no_provider_message, redact
+from interpreter_lsp.llm.failures import Failure, classify, describe, names_no_provider, no_provider_message, redact
 from interpreter_lsp.llm.loader import get_litellm
 
 log = logging.getLogger(__name__)
@@ -92,7 +92,7 @@ def _provider(litellm: ModuleType, config: ModelConfig) -> str:
     try:
         return str(litellm.get_llm_provider(model=config.model, api_base=config.api_base)[1])
     except Exception as exc:
-        if "provider" in str(exc).lower():
+        if names_no_provider(str(exc)):
             raise ModelError(no_provider_message(config), errors.NO_PROVIDER) from None
         log.debug("litellm could not name the provider of %s: %s", config.model, exc)
         return endpoints.provider_of(config.model)
@@ -172,20 +172,27 @@ async def _stream_once(
 _closing: set[asyncio.Task[Any]] = set()
 
 
+# How long a request whose caller was cancelled may still finish opening, so that its response is closed
+# by us: cancelling litellm while it receives the response headers can leave the connection open (the
+# server then goes on generating for no one).
+ABANDON_GRACE = 2.0
+
+
 async def _open_stream(litellm: ModuleType, kwargs: dict[str, Any]) -> Any:
-    """litellm.acompletion, but a cancel that lands just as the response headers arrive cannot leak
-    the open HTTP response: the request runs in its own task, and whatever it returns late is closed."""
+    """litellm.acompletion, but a cancel that lands while the response is arriving cannot leak the open
+    HTTP response: the request runs in its own task, which the caller's cancel leaves to finish for at
+    most ABANDON_GRACE seconds (then it is cancelled); whatever it returns late is closed at once."""
     request = asyncio.ensure_future(litellm.acompletion(**kwargs))
     try:
         return await asyncio.shield(request)
     except asyncio.CancelledError:
-        request.cancel()
-        request.add_done_callback(_close_late_stream)
+        deadline = asyncio.get_running_loop().call_later(ABANDON_GRACE, request.cancel)
+        request.add_done_callback(lambda done: (deadline.cancel(), _close_late_stream(done)))
         raise
 
 
 def _close_late_stream(request: asyncio.Future[Any]) -> None:
-    if request.cancelled() or request.exception() is not None:
+    if request.cancelled() or request.exception() is not None:  # exception() also marks it retrieved
         return
     task = asyncio.ensure_future(request.result().aclose())
     _closing.add(task)

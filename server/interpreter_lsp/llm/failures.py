@@ -84,7 +84,7 @@ def classify(exc: BaseException, litellm: ModuleType, *, opened: bool) -> Failur
                 return Failure(errors.CONNECTION, False, "the host name could not be resolved", status)
             return failure(errors.CONNECTION, True)
         # litellm raised before any request reached a server: the settings are wrong, not the server.
-        if _NO_PROVIDER.search(detail):
+        if names_no_provider(detail):
             return failure(errors.NO_PROVIDER, False)
         if isinstance(exc, litellm.AuthenticationError) or _MISSING_KEY.search(detail):
             return failure(errors.MISSING_KEY, False)
@@ -105,6 +105,11 @@ def classify(exc: BaseException, litellm: ModuleType, *, opened: bool) -> Failur
     if (status is not None and status >= 500) or isinstance(exc, litellm.APIError):
         return failure(errors.SERVER, True)
     return failure(errors.OTHER, False)
+
+
+def names_no_provider(text: str) -> bool:
+    """Whether litellm's error says the model name maps to no provider."""
+    return _NO_PROVIDER.search(text) is not None
 
 
 def _is_any(error: BaseException, names: frozenset[str]) -> bool:
@@ -246,8 +251,10 @@ def describe(
 def no_provider_message(config: ModelConfig) -> str:
     model = config.model
     served = f"set to {config.api_base}" if config.api_base else "set to your server, e.g. http://127.0.0.1:1234/v1"
+    prefix = endpoints.provider_of(model)
+    unknown = f' ("{prefix}" is not a provider litellm knows)' if prefix else ""
     return (
-        f'interpreter.model "{model}" does not say which provider serves it, so nothing was sent. Write it as '
+        f'interpreter.model "{model}" does not say which provider serves it{unknown}, so nothing was sent. Write it as '
         f'"openai/{model}" with interpreter.apiBase {served} (LM Studio, llama.cpp, vLLM; no key needed), '
         f'"ollama_chat/{model}" for Ollama, or a cloud model such as "anthropic/claude-sonnet-4-5" or '
         '"gpt-4o-mini".'
