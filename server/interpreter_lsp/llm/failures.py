@@ -240,7 +240,10 @@ def describe(
             "conversation (interpreter.reset), undo the last steps, or use a model with a larger window."
         )
     if kind == errors.BAD_REQUEST:
-        return f"{where} rejected the request for {model} ({detail}): check interpreter.model and the settings."
+        return (
+            f"{_capital(where)} rejected the request for {model} ({detail}): check interpreter.model and the "
+            "settings."
+        )
     if kind == errors.SERVER:
         status = f"HTTP {failure.status}" if failure.status else "an error"
         server = f"The model server at {config.api_base}" if config.api_base else _capital(where)
