@@ -241,8 +241,7 @@ def describe(
         )
     if kind == errors.BAD_REQUEST:
         return (
-            f"{_capital(where)} rejected the request for {model} ({detail}): check interpreter.model and the "
-            "settings."
+            f"{_capital(where)} rejected the request for {model} ({detail}): check interpreter.model and the settings."
         )
     if kind == errors.SERVER:
         status = f"HTTP {failure.status}" if failure.status else "an error"
