@@ -647,3 +647,19 @@ async def test_cost_comes_from_the_offline_cost_map_for_a_priced_model(model: Sc
     expected = 1000 * prices["input_cost_per_token"] + 500 * prices["output_cost_per_token"]
     assert completion.cost == pytest.approx(expected)
     assert completion.cost > 0
+
+
+async def test_a_host_that_does_not_resolve_is_not_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    base = "http://model-server.invalid/v1"  # .invalid never resolves (RFC 6761)
+    config = ModelConfig(model="openai/qwen", api_base=base, max_retries=5, backoff_base=2.0, connect_timeout=5)
+
+    started = time.monotonic()
+    with pytest.raises(ModelError) as caught:
+        await stream_completion(MESSAGES, config, lambda _: None)
+
+    assert caught.value.kind == errors.CONNECTION
+    assert f"Cannot reach {base} (the host name could not be resolved)" in caught.value.message
+    assert "retried" not in caught.value.message
+    assert time.monotonic() - started < 15  # five retries would wait over 30 s
