@@ -17,6 +17,7 @@ from pytest_lsp import client_capabilities
 from pytest_lsp.client import LanguageClient, register_lsp_features
 
 from interpreter_lsp import protocol as p
+from interpreter_lsp.safety.secrets import is_secret_name
 
 DEFAULT_WAIT = 30.0
 
@@ -186,8 +187,11 @@ def make_client() -> LanguageClient:
 
 
 def server_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The server's environment: isolated user config/state, no model configured unless a test says so."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "COV_"))}
+    """The server's environment: isolated user config/state, no model configured unless a test says so,
+    no API key or token (as a user of a local model has none) and no pointer to a local model server: a
+    test that needs one passes it in `extra`."""
+    dropped = ("PYTEST_", "COV_", "OLLAMA_", "LM_STUDIO_")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(dropped) and not is_secret_name(k)}
     env.update(
         {
             "XDG_CONFIG_HOME": str(home / "config"),

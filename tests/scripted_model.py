@@ -17,19 +17,25 @@ import json
 import threading
 import time
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
 MODEL_ID = "scripted"
 NO_REPLY_QUEUED = "scripted model: no reply queued"
+# OpenAI's own wording, which litellm maps to ContextWindowExceededError.
+CONTEXT_LENGTH_MESSAGE = (
+    "This model's maximum context length is {limit} tokens. However, your messages resulted in {requested} "
+    "tokens. Please reduce the length of the messages."
+)
 
 
 @dataclass
 class Scripted:
     """One queued behaviour, and what happened to it (threading events, so any thread can wait on them)."""
 
-    kind: str  # "reply" | "fail" | "malformed" | "stall" | "hold"
+    kind: str  # "reply" | "fail" | "malformed" | "stall" | "hold" | "drop"
     text: str = ""
     chunk_size: int = 7
     delay: float = 0.0
@@ -37,6 +43,7 @@ class Scripted:
     status: int = 200
     body: str = ""
     retry_after: float | None = None
+    code: str | None = None  # the error body's "code" (default: the status)
     received: threading.Event = field(default_factory=threading.Event)
     disconnected: threading.Event = field(default_factory=threading.Event)
     finished: threading.Event = field(default_factory=threading.Event)
@@ -63,8 +70,16 @@ class Scripted:
 
 
 class ScriptedModel:
-    def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
+    def __init__(
+        self, *, models: Sequence[str] = (MODEL_ID,), api_key: str | None = None, strict_models: bool = False
+    ) -> None:
+        self.models = list(models)  # listed at GET /v1/models and GET /api/tags
+        self.api_key = api_key  # when set, chat requests must carry "Authorization: Bearer <api_key>"
+        self.strict_models = strict_models  # when set, a chat request for a model not in `models` gets 404
+        self.requests: list[dict[str, Any]] = []  # every chat request's body, refused ones included
+        self.request_headers: list[dict[str, str]] = []  # their headers (lower-case names), in the same order
+        self.listings = 0  # GET /v1/models and GET /api/tags asked
+        self.lists_models = True  # when false, those GETs get 404, as on a server that cannot list
         self.base_url = ""
         self._script: deque[Scripted] = deque()
         self._cond = threading.Condition()
@@ -113,6 +128,11 @@ class ScriptedModel:
     def port(self) -> int:
         return int(self.base_url.rsplit(":", 1)[1].split("/", 1)[0])
 
+    @property
+    def root_url(self) -> str:
+        """The url without /v1, "http://127.0.0.1:PORT": the api_base an Ollama client is given."""
+        return self.base_url.removesuffix("/v1")
+
     # -- the script ------------------------------------------------------------------------------------
 
     def reply(
@@ -130,9 +150,23 @@ class ScriptedModel:
         *,
         retry_after: float | None = None,
         times: int = 1,
+        code: str | None = None,
     ) -> list[Scripted]:
-        """Queue `times` HTTP errors with an OpenAI-shaped error body whose message is `body`."""
-        return [self._queue(Scripted("fail", status=status, body=body, retry_after=retry_after)) for _ in range(times)]
+        """Queue `times` HTTP errors with an OpenAI-shaped error body whose message is `body`
+        (Ollama-shaped, {"error": body}, on /api/chat)."""
+        return [
+            self._queue(Scripted("fail", status=status, body=body, retry_after=retry_after, code=code))
+            for _ in range(times)
+        ]
+
+    def context_exceeded(self, limit: int = 8192, requested: int = 9000) -> Scripted:
+        """Queue the 400 that OpenAI (and vLLM) answer when the prompt is longer than the context window."""
+        message = CONTEXT_LENGTH_MESSAGE.format(limit=limit, requested=requested)
+        return self.fail(400, message, code="context_length_exceeded")[0]
+
+    def drop(self) -> Scripted:
+        """Queue a request whose connection is closed without any answer (a crashed or restarting server)."""
+        return self._queue(Scripted("drop"))
 
     def malformed(self, before_text: str = "Here") -> Scripted:
         """Queue a stream that sends `before_text` then a chunk that is not JSON, then ends."""
@@ -169,11 +203,34 @@ class ScriptedModel:
             self._script.append(item)
         return item
 
-    def _next(self, body: dict[str, Any]) -> Scripted | None:
+    def _record(self, body: dict[str, Any], headers: dict[str, str]) -> None:
         with self._cond:
             self.requests.append(body)
+            self.request_headers.append(headers)
             self._cond.notify_all()
+
+    def _next(self) -> Scripted | None:
+        with self._cond:
             return self._script.popleft() if self._script else None
+
+    def _refusal(
+        self, body: dict[str, Any], headers: dict[str, str], ollama: bool
+    ) -> tuple[int, dict[str, Any]] | None:
+        """The 401 or 404 a real server answers before any generation, or None."""
+        if self.api_key is not None and not ollama:
+            given = headers.get("authorization", "")
+            if not given.startswith("Bearer "):
+                message = "You didn't provide an API key. Provide your API key in an Authorization header."
+                return 401, _error_body(message, 401, "invalid_api_key")
+            if given.removeprefix("Bearer ") != self.api_key:
+                return 401, _error_body("Incorrect API key provided.", 401, "invalid_api_key")
+        name = body.get("model")
+        if self.strict_models and name not in self.models:
+            if ollama:
+                return 404, {"error": f'model "{name}" not found, try pulling it first'}
+            message = f"The model `{name}` does not exist or you do not have access to it."
+            return 404, _error_body(message, 404, "model_not_found")
+        return None
 
     # -- the server ------------------------------------------------------------------------------------
 
@@ -228,10 +285,18 @@ class ScriptedModel:
         raw = await reader.readexactly(length) if length else b""
         path = path.split("?", 1)[0].rstrip("/")
 
-        if method == "GET" and path.endswith("/models"):
-            await _send_json(writer, 200, {"object": "list", "data": [{"id": MODEL_ID, "object": "model"}]})
+        if method == "GET" and path.endswith(("/models", "/api/tags")):
+            with self._cond:
+                self.listings += 1
+        if method == "GET" and path.endswith("/models") and self.lists_models:
+            listed = [{"id": name, "object": "model", "owned_by": "scripted"} for name in self.models]
+            await _send_json(writer, 200, {"object": "list", "data": listed})
             return True
-        if method != "POST" or not path.endswith("/chat/completions"):
+        if method == "GET" and path == "/api/tags" and self.lists_models:
+            await _send_json(writer, 200, {"models": [{"name": name, "model": name} for name in self.models]})
+            return True
+        ollama = path == "/api/chat"
+        if method != "POST" or not (ollama or path.endswith("/chat/completions")):
             await _send_json(writer, 404, _error_body(f"scripted model: no route {method} {path}", 404))
             return True
         try:
@@ -240,13 +305,21 @@ class ScriptedModel:
             await _send_json(writer, 400, _error_body("scripted model: request body is not JSON", 400))
             return True
 
-        item = self._next(body)
+        self._record(body, headers)
+        refusal = self._refusal(body, headers, ollama)
+        if refusal is not None:
+            await _send_json(writer, *refusal)
+            return True
+        item = self._next()
         if item is None:
-            await _send_json(writer, 500, _error_body(NO_REPLY_QUEUED, 500))
+            await _send_json(writer, 500, {"error": NO_REPLY_QUEUED} if ollama else _error_body(NO_REPLY_QUEUED, 500))
             return True
         item.received.set()
         try:
-            await self._perform(item, body, reader, writer)
+            if ollama:
+                await _perform_ollama(item, body, writer)
+            else:
+                await self._perform(item, body, reader, writer)
         finally:
             item.finished.set()
         return item.kind in ("reply", "fail") and not item.disconnected.is_set()
@@ -256,7 +329,11 @@ class ScriptedModel:
     ) -> None:
         if item.kind == "fail":
             extra = {} if item.retry_after is None else {"Retry-After": f"{item.retry_after:g}"}
-            await _send_json(writer, item.status, _error_body(item.body, item.status), extra)
+            await _send_json(writer, item.status, _error_body(item.body, item.status, item.code), extra)
+            return
+        if item.kind == "drop":
+            writer.transport.abort()  # no status line at all: the client sees the connection end
+            item.disconnected.set()
             return
         stream = bool(body.get("stream"))
         if item.kind == "reply" and not stream:
@@ -302,6 +379,44 @@ class ScriptedModel:
             raise
 
 
+async def _perform_ollama(item: Scripted, body: dict[str, Any], writer: asyncio.StreamWriter) -> None:
+    """Ollama's own chat API: one JSON object per line, the last with "done": true and the token counts."""
+    if item.kind == "fail":
+        await _send_json(writer, item.status, {"error": item.body})
+        return
+    if item.kind != "reply":
+        await _send_json(writer, 500, {"error": f"scripted model: {item.kind} is not scripted for /api/chat"})
+        return
+    name = str(body.get("model", MODEL_ID))
+    pieces = [item.text[i : i + item.chunk_size] for i in range(0, len(item.text), item.chunk_size)]
+    writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n")
+    try:
+        for piece in pieces:
+            if item.delay:
+                await asyncio.sleep(item.delay)
+            await _send_line(writer, {"model": name, "message": {"role": "assistant", "content": piece}, "done": False})
+        prompt, completion = item.usage or (0, 0)
+        last = {
+            "model": name,
+            "message": {"role": "assistant", "content": ""},
+            "done": True,
+            "done_reason": "stop",
+            "prompt_eval_count": prompt,
+            "eval_count": completion,
+        }
+        await _send_line(writer, last)
+        await _end_stream(writer)
+    except ConnectionError:
+        item.disconnected.set()
+        raise
+
+
+async def _send_line(writer: asyncio.StreamWriter, payload: dict[str, Any]) -> None:
+    data = (json.dumps(payload) + "\n").encode()
+    writer.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+    await writer.drain()
+
+
 async def _until_released_or_gone(released: asyncio.Event, reader: asyncio.StreamReader) -> bool:
     """Wait for release (True) or for the client to close the connection (False)."""
     release_wait = asyncio.ensure_future(released.wait())
@@ -314,14 +429,14 @@ async def _until_released_or_gone(released: asyncio.Event, reader: asyncio.Strea
     return released.is_set()
 
 
-def _error_body(message: str, status: int) -> dict[str, Any]:
+def _error_body(message: str, status: int, code: str | None = None) -> dict[str, Any]:
     kind = {
         400: "invalid_request_error",
         401: "authentication_error",
         404: "not_found_error",
         429: "rate_limit_error",
     }.get(status, "server_error")
-    return {"error": {"message": message, "type": kind, "param": None, "code": str(status)}}
+    return {"error": {"message": message, "type": kind, "param": None, "code": code or str(status)}}
 
 
 def _chunk(created: int, delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:

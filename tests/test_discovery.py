@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import threading
 import time
@@ -12,7 +13,11 @@ from typing import Any
 
 import pytest
 
+from interpreter_lsp.llm import discovery
+from interpreter_lsp.llm.client import ModelConfig, stream_completion
 from interpreter_lsp.llm.discovery import NO_MODEL_HELP, discover_local_model
+from interpreter_lsp.llm.endpoints import PLACEHOLDER_KEY
+from interpreter_lsp.safety.secrets import is_secret_name
 from scripted_model import ScriptedModel
 
 
@@ -153,3 +158,74 @@ def test_no_model_help_says_how_to_set_one() -> None:
         "apiBase",
     ):
         assert example in NO_MODEL_HELP
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """No key and no pointer to a model server in the environment, as on a fresh machine."""
+    for name in list(os.environ):
+        if is_secret_name(name) or name.startswith(("OLLAMA_", "LM_STUDIO_")):
+            monkeypatch.delenv(name)
+    return monkeypatch
+
+
+async def test_ollama_host_from_the_environment_is_probed(clean_env: pytest.MonkeyPatch) -> None:
+    with FakeServer("/api/tags", OLLAMA_TAGS) as ollama:
+        clean_env.setenv("OLLAMA_HOST", f"127.0.0.1:{ollama.port}")
+        clean_env.setenv("LM_STUDIO_API_BASE", f"http://127.0.0.1:{free_port()}/v1")
+        found = await discover_local_model()
+
+    assert found == ("ollama_chat/qwen2.5-coder:7b", f"http://127.0.0.1:{ollama.port}")
+
+
+@pytest.mark.parametrize("form", ["http://localhost:{port}", "0.0.0.0:{port}", "localhost:{port}"])
+async def test_ollama_host_forms_that_name_loopback(clean_env: pytest.MonkeyPatch, form: str) -> None:
+    with FakeServer("/api/tags", OLLAMA_TAGS) as ollama:
+        clean_env.setenv("OLLAMA_HOST", form.format(port=ollama.port))
+        found = await discover_local_model(lm_studio_port=free_port())
+
+    assert found is not None and found[1] == f"http://127.0.0.1:{ollama.port}"
+
+
+async def test_lm_studio_api_base_from_the_environment_is_probed(
+    clean_env: pytest.MonkeyPatch, lm_studio: ScriptedModel
+) -> None:
+    clean_env.setenv("OLLAMA_HOST", f"127.0.0.1:{free_port()}")
+    clean_env.setenv("LM_STUDIO_API_BASE", lm_studio.base_url)
+
+    found = await discover_local_model()
+
+    assert found == ("openai/scripted", lm_studio.base_url)
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [("OLLAMA_HOST", "10.1.2.3:11434"), ("LM_STUDIO_API_BASE", "http://192.0.2.7:1234/v1"), ("OLLAMA_HOST", "h:x")],
+)
+async def test_only_loopback_is_ever_probed(clean_env: pytest.MonkeyPatch, variable: str, value: str) -> None:
+    clean_env.setenv(variable, value)
+    probed: list[str] = []
+
+    async def recording_get(client: object, url: str) -> None:
+        probed.append(url)
+
+    clean_env.setattr(discovery, "_get_json", recording_get)
+    assert await discover_local_model() is None
+
+    assert sorted(probed) == ["http://127.0.0.1:11434/api/tags", "http://127.0.0.1:1234/v1/models"]
+
+
+async def test_a_discovered_lm_studio_model_answers_without_any_key(
+    clean_env: pytest.MonkeyPatch, lm_studio: ScriptedModel
+) -> None:
+    lm_studio.reply("hello without a key")
+    found = await discover_local_model(ollama_port=free_port(), lm_studio_port=lm_studio.port)
+    assert found is not None
+    model, api_base = found
+
+    completion = await stream_completion(
+        [{"role": "user", "content": "hi"}], ModelConfig(model, api_base), lambda _: None
+    )
+
+    assert completion.text == "hello without a key"
+    assert lm_studio.request_headers[0]["authorization"] == f"Bearer {PLACEHOLDER_KEY}"

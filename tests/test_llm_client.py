@@ -16,8 +16,10 @@ import pytest
 
 from interpreter_lsp.llm import errors
 from interpreter_lsp.llm.client import ModelConfig, stream_completion
+from interpreter_lsp.llm.endpoints import PLACEHOLDER_KEY
 from interpreter_lsp.llm.errors import ModelError
 from interpreter_lsp.llm.loader import get_litellm
+from interpreter_lsp.safety.secrets import is_secret_name
 from scripted_model import ScriptedModel
 
 MESSAGES = [{"role": "system", "content": "You run code."}, {"role": "user", "content": "say hello"}]
@@ -31,6 +33,14 @@ async def litellm_loaded() -> None:
     await asyncio.wait_for(get_litellm(), 60)
 
 
+@pytest.fixture(autouse=True)
+def no_keys_in_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As a user of a local model: no API key anywhere. A test that needs one sets it itself."""
+    for name in list(os.environ):
+        if is_secret_name(name) or name.startswith(("OLLAMA_", "LM_STUDIO_")):
+            monkeypatch.delenv(name)
+
+
 @pytest.fixture
 def model() -> Iterator[ScriptedModel]:
     with ScriptedModel() as scripted:
@@ -38,12 +48,7 @@ def model() -> Iterator[ScriptedModel]:
 
 
 def config_for(scripted: ScriptedModel, **overrides: object) -> ModelConfig:
-    settings: dict[str, object] = {
-        "model": "openai/scripted",
-        "api_base": scripted.base_url,
-        "api_key": SECRET_KEY,
-        "backoff_base": 0.05,
-    }
+    settings: dict[str, object] = {"model": "openai/scripted", "api_base": scripted.base_url, "backoff_base": 0.05}
     settings.update(overrides)
     return ModelConfig(**settings)  # type: ignore[arg-type]
 
@@ -148,15 +153,60 @@ async def test_a_503_then_success_is_retried(model: ScriptedModel) -> None:
     assert completion.text == "ready"
 
 
-async def test_auth_failure_is_not_retried_and_names_the_variable(model: ScriptedModel) -> None:
-    model.fail(401, "Incorrect API key provided")
+async def test_a_refused_key_from_the_settings_is_not_retried_and_says_which_key(model: ScriptedModel) -> None:
+    model.api_key = "sk-the-right-one"
+
+    with pytest.raises(ModelError) as caught:
+        await stream_completion(MESSAGES, config_for(model, api_key=SECRET_KEY), lambda _: None)
+
+    message = caught.value.message
+    assert caught.value.kind == errors.AUTH
+    assert f"{model.base_url} refused the API key from interpreter.apiKey" in message
+    assert "Incorrect API key provided" in message
+    assert len(model.requests) == 1
+
+
+async def test_a_refused_key_from_the_environment_names_the_variable(
+    model: ScriptedModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET_KEY)
+    model.api_key = "sk-the-right-one"
 
     with pytest.raises(ModelError) as caught:
         await stream_completion(MESSAGES, config_for(model), lambda _: None)
 
     assert caught.value.kind == errors.AUTH
-    assert "OPENAI_API_KEY" in caught.value.message and "interpreter.apiKey" in caught.value.message
-    assert len(model.requests) == 1
+    assert "refused the API key from OPENAI_API_KEY" in caught.value.message
+    assert model.request_headers[0]["authorization"] == f"Bearer {SECRET_KEY}"  # litellm's own rule, unchanged
+    assert SECRET_KEY not in caught.value.message
+
+
+async def test_a_cloud_provider_refusing_the_key_names_the_variable_and_the_setting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    litellm = await get_litellm()
+    from interpreter_lsp.llm.failures import classify, describe
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET_KEY)
+    refused = _http_error(litellm.AuthenticationError, 401, "invalid x-api-key", "anthropic")
+    config = ModelConfig(model="anthropic/claude-sonnet-4-5")
+
+    failure = classify(refused, litellm, opened=False)
+    message = describe(failure, config, "anthropic", 0)
+
+    assert failure.kind == errors.AUTH and not failure.retryable
+    assert "rejected the API key from ANTHROPIC_API_KEY" in message and "interpreter.apiKey" in message
+
+
+def _http_error(cls: type[Exception], status: int, text: str, provider: str) -> Exception:
+    """A litellm error as litellm raises it for an HTTP answer: with the httpx status error as its cause."""
+    import httpx
+
+    request = httpx.Request("POST", "https://api.example.invalid/v1/messages")
+    response = httpx.Response(status, request=request, text=text)
+    error = cls(message=text, llm_provider=provider, model="m", response=response)  # type: ignore[call-arg]
+    error.__cause__ = httpx.HTTPStatusError(text, request=request, response=response)
+    return error
 
 
 async def test_the_api_key_never_appears_in_an_error(model: ScriptedModel) -> None:
@@ -165,30 +215,96 @@ async def test_the_api_key_never_appears_in_an_error(model: ScriptedModel) -> No
 
     for _ in range(2):
         with pytest.raises(ModelError) as caught:
-            await stream_completion(MESSAGES, config_for(model, max_retries=1), lambda _: None)
+            await stream_completion(MESSAGES, config_for(model, max_retries=1, api_key=SECRET_KEY), lambda _: None)
         assert SECRET_KEY not in caught.value.message
         assert SECRET_KEY not in str(caught.value)
         assert "[redacted]" in caught.value.message
 
 
-async def test_unknown_model_is_reported_with_what_to_check(model: ScriptedModel) -> None:
-    model.fail(404, "The model `scripted` does not exist")
+async def test_unknown_model_lists_the_models_the_server_offers() -> None:
+    with ScriptedModel(
+        models=["qwen2.5-coder-7b-instruct", "nomic-embed-text", "llama-3.2-3b"], strict_models=True
+    ) as m:
+        with pytest.raises(ModelError) as caught:
+            await stream_completion(MESSAGES, config_for(m, model="openai/qwen-coder"), lambda _: None)
+        listings = m.listings
 
+    message = caught.value.message
+    assert caught.value.kind == errors.NOT_FOUND
+    assert f'{m.base_url} has no model "qwen-coder"' in message
+    assert "does not exist" in message  # the server's own words
+    assert "It offers: qwen2.5-coder-7b-instruct, nomic-embed-text, llama-3.2-3b." in message
+    assert '"openai/qwen2.5-coder-7b-instruct"' in message and "interpreter.model" in message
+    assert len(m.requests) == 1 and listings == 1  # not retried; listed once
+
+
+async def test_a_long_model_list_is_cut_short() -> None:
+    names = [f"model-{i:02d}" for i in range(35)]
+    with ScriptedModel(models=names, strict_models=True) as m:
+        with pytest.raises(ModelError) as caught:
+            await stream_completion(MESSAGES, config_for(m, model="openai/missing"), lambda _: None)
+
+    assert "model-19 (and 15 more)." in caught.value.message
+    assert "model-20" not in caught.value.message
+
+
+async def test_a_server_with_no_models_says_to_load_one() -> None:
+    with ScriptedModel(models=[], strict_models=True) as m:
+        with pytest.raises(ModelError) as caught:
+            await stream_completion(MESSAGES, config_for(m, model="openai/anything"), lambda _: None)
+
+    assert "It offers no models: load a model in the server" in caught.value.message
+
+
+async def test_unknown_ollama_model_lists_its_tags_and_says_how_to_pull() -> None:
+    with ScriptedModel(models=["llama3.2:latest", "qwen2.5-coder:7b"], strict_models=True) as m:
+        config = ModelConfig(model="ollama_chat/mistral:7b", api_base=m.root_url, max_retries=2)
+        with pytest.raises(ModelError) as caught:
+            await stream_completion(MESSAGES, config, lambda _: None)
+        listings = m.listings
+
+    message = caught.value.message
+    assert caught.value.kind == errors.NOT_FOUND
+    assert 'has no model "mistral:7b"' in message and "try pulling it first" in message
+    assert "It offers: llama3.2:latest, qwen2.5-coder:7b." in message
+    assert '"ollama_chat/llama3.2:latest"' in message and "`ollama pull mistral:7b`" in message
+    assert len(m.requests) == 1 and listings == 1
+
+
+async def test_an_unanswered_listing_still_gives_a_message_in_time(model: ScriptedModel) -> None:
+    model.fail(404, "Unexpected endpoint or method.")
+    model.lists_models = False  # as a server whose base path is wrong: the listing 404s as well
+
+    started = time.monotonic()
     with pytest.raises(ModelError) as caught:
-        await stream_completion(MESSAGES, config_for(model), lambda _: None)
+        await stream_completion(MESSAGES, config_for(model, api_base=model.root_url), lambda _: None)
 
     assert caught.value.kind == errors.NOT_FOUND
-    assert "openai/scripted" in caught.value.message and "interpreter.model" in caught.value.message
+    assert "Check interpreter.model" in caught.value.message and "ends in /v1" in caught.value.message
+    assert time.monotonic() - started < 5
 
 
-async def test_context_window_exceeded(model: ScriptedModel) -> None:
-    model.fail(400, "This model's maximum context length is 8192 tokens. However, you requested 9000 tokens")
+async def test_context_window_exceeded_in_openais_words(model: ScriptedModel) -> None:
+    model.context_exceeded(limit=8192, requested=9000)
 
     with pytest.raises(ModelError) as caught:
         await stream_completion(MESSAGES, config_for(model), lambda _: None)
 
     assert caught.value.kind == errors.CONTEXT_WINDOW
     assert "context window" in caught.value.message and "interpreter.reset" in caught.value.message
+    assert "maximum context length is 8192 tokens" in caught.value.message
+    assert len(model.requests) == 1
+
+
+async def test_context_window_exceeded_in_llama_cpps_words(model: ScriptedModel) -> None:
+    model.fail(
+        400, "the request exceeds the available context size, try increasing it", code="exceed_context_size_error"
+    )
+
+    with pytest.raises(ModelError) as caught:
+        await stream_completion(MESSAGES, config_for(model), lambda _: None)
+
+    assert caught.value.kind == errors.CONTEXT_WINDOW
     assert len(model.requests) == 1
 
 
@@ -246,27 +362,43 @@ async def test_first_token_timeout(model: ScriptedModel) -> None:
     assert await held.wait_disconnected(5)
 
 
-async def test_connection_refused_names_the_url() -> None:
-    base = f"http://127.0.0.1:{closed_port()}/v1"
-    config = ModelConfig(model="openai/scripted", api_base=base, api_key="x", max_retries=1, backoff_base=0.05)
-
-    with pytest.raises(ModelError) as caught:
-        await stream_completion(MESSAGES, config, lambda _: None)
-
-    assert caught.value.kind == errors.CONNECTION
-    assert f"Cannot reach {base}: is the server running?" in caught.value.message
-
-
-async def test_connection_refused_is_retried_a_bounded_number_of_times() -> None:
-    base = f"http://127.0.0.1:{closed_port()}/v1"
-    config = ModelConfig(model="openai/scripted", api_base=base, api_key="x", max_retries=2, backoff_base=0.05)
+async def test_nothing_listening_names_host_and_port_and_is_not_retried() -> None:
+    port = closed_port()
+    base = f"http://127.0.0.1:{port}/v1"
+    config = ModelConfig(model="openai/scripted", api_base=base, max_retries=3, backoff_base=2.0)
 
     started = time.monotonic()
     with pytest.raises(ModelError) as caught:
         await stream_completion(MESSAGES, config, lambda _: None)
 
-    assert "retried 2 times" in caught.value.message
-    assert time.monotonic() - started < 3.0
+    message = caught.value.message
+    assert caught.value.kind == errors.NOT_LISTENING
+    assert f"Nothing is listening on 127.0.0.1:{port} ({base})" in message
+    assert f"llama-server -m <model>.gguf --port {port}" in message and "interpreter.apiBase" in message
+    assert "retried" not in message
+    assert time.monotonic() - started < 2.0  # a retry would have waited at least 1 s
+
+
+async def test_a_dropped_connection_is_retried(model: ScriptedModel) -> None:
+    model.drop()
+    model.reply("back again")
+
+    completion = await stream_completion(MESSAGES, config_for(model), lambda _: None)
+
+    assert completion.text == "back again"
+    assert len(model.requests) == 2
+
+
+async def test_dropped_connections_until_retries_end_say_so(model: ScriptedModel) -> None:
+    for _ in range(3):
+        model.drop()
+
+    with pytest.raises(ModelError) as caught:
+        await stream_completion(MESSAGES, config_for(model, max_retries=2), lambda _: None)
+
+    assert caught.value.kind == errors.CONNECTION
+    assert f"Cannot reach {model.base_url}" in caught.value.message and "retried 2 times" in caught.value.message
+    assert len(model.requests) == 3
 
 
 async def test_cancelling_mid_stream_closes_the_connection(model: ScriptedModel) -> None:
@@ -398,15 +530,111 @@ async def test_an_error_in_on_delta_is_the_callers_and_passes_through(model: Scr
     assert len(model.requests) == 1
 
 
-async def test_ollama_connection_refused_names_the_url() -> None:
-    base = f"http://127.0.0.1:{closed_port()}"
-    config = ModelConfig(model="ollama_chat/qwen2.5-coder", api_base=base, max_retries=0)
+async def test_ollama_not_running_says_how_to_start_it() -> None:
+    port = closed_port()
+    base = f"http://127.0.0.1:{port}"
+    config = ModelConfig(model="ollama_chat/qwen2.5-coder", api_base=base, max_retries=3, backoff_base=2.0)
 
+    started = time.monotonic()
     with pytest.raises(ModelError) as caught:
         await stream_completion(MESSAGES, config, lambda _: None)
 
-    assert caught.value.kind == errors.CONNECTION
-    assert f"Cannot reach {base}: is the server running?" in caught.value.message
+    message = caught.value.message
+    assert caught.value.kind == errors.NOT_LISTENING
+    assert f"Nothing is listening on 127.0.0.1:{port}" in message and "`ollama serve`" in message
+    assert "network" not in message and "SSLContext" not in message
+    assert time.monotonic() - started < 2.0
+
+
+async def test_ollama_keyless_streams_through_its_own_api() -> None:
+    with ScriptedModel(models=["qwen2.5-coder:7b"], strict_models=True) as m:
+        m.reply("from ollama", usage=(11, 3))
+        config = ModelConfig(model="ollama_chat/qwen2.5-coder:7b", api_base=m.root_url)
+
+        completion = await stream_completion(MESSAGES, config, lambda _: None)
+
+    assert completion.text == "from ollama"
+    assert (completion.prompt_tokens, completion.completion_tokens) == (11, 3)
+    assert "authorization" not in m.request_headers[0]
+
+
+async def test_keyless_openai_compatible_endpoint_gets_the_placeholder(model: ScriptedModel) -> None:
+    model.reply("no key needed")
+
+    completion = await stream_completion(MESSAGES, config_for(model), lambda _: None)
+
+    assert completion.text == "no key needed"
+    assert model.request_headers[0]["authorization"] == f"Bearer {PLACEHOLDER_KEY}"
+
+
+async def test_a_key_from_the_settings_is_sent_instead_of_the_placeholder(model: ScriptedModel) -> None:
+    model.api_key = SECRET_KEY
+    model.reply("keyed")
+
+    completion = await stream_completion(MESSAGES, config_for(model, api_key=SECRET_KEY), lambda _: None)
+
+    assert completion.text == "keyed"
+    assert model.request_headers[0]["authorization"] == f"Bearer {SECRET_KEY}"
+
+
+async def test_a_server_that_needs_a_key_says_to_set_one(model: ScriptedModel) -> None:
+    model.api_key = "sk-vllm-started-with-this"
+    model.reply("never sent")
+
+    with pytest.raises(ModelError) as caught:
+        await stream_completion(MESSAGES, config_for(model), lambda _: None)
+
+    message = caught.value.message
+    assert caught.value.kind == errors.AUTH
+    assert f"{model.base_url} requires an API key for openai/scripted, and none is set" in message
+    assert "interpreter.apiKey" in message and "--api-key" in message
+    assert "server failed" not in message and "try again later" not in message
+    assert len(model.requests) == 1 and model.pending == 1
+
+
+@pytest.mark.parametrize("name", ["qwen2.5-coder", "qwen/qwen2.5-coder-7b"])
+async def test_a_model_name_without_provider_is_not_sent_and_shows_the_forms(model: ScriptedModel, name: str) -> None:
+    with pytest.raises(ModelError) as caught:
+        await stream_completion(MESSAGES, config_for(model, model=name), lambda _: None)
+
+    message = caught.value.message
+    assert caught.value.kind == errors.NO_PROVIDER
+    assert f'"openai/{name}" with interpreter.apiBase set to {model.base_url}' in message
+    assert f'"ollama_chat/{name}"' in message and '"anthropic/claude-sonnet-4-5"' in message
+    assert "nothing was sent" in message and "rejected" not in message
+    if "/" in name:
+        assert '("qwen" is not a provider litellm knows)' in message
+    assert model.requests == []
+
+
+@pytest.mark.parametrize(
+    ("name", "variable"), [("gpt-4o-mini", "OPENAI_API_KEY"), ("anthropic/claude-sonnet-4-5", "ANTHROPIC_API_KEY")]
+)
+async def test_a_cloud_model_without_a_key_is_not_sent_nor_retried(name: str, variable: str) -> None:
+    config = ModelConfig(model=name, max_retries=3, backoff_base=2.0)
+
+    started = time.monotonic()
+    with pytest.raises(ModelError) as caught:
+        await stream_completion(MESSAGES, config, lambda _: None)
+
+    message = caught.value.message
+    assert caught.value.kind == errors.MISSING_KEY
+    assert f"No API key is set for {name}, so nothing was sent: set {variable}" in message
+    assert "interpreter.apiKey" in message and '"openai/<name>" with interpreter.apiBase' in message
+    assert "server" not in message.split(":")[0] and "try again later" not in message
+    assert time.monotonic() - started < 1.5
+
+
+async def test_rate_limit_message_says_what_the_server_asked(model: ScriptedModel) -> None:
+    model.fail(429, "Rate limit reached", retry_after=0.1, times=2)
+
+    with pytest.raises(ModelError) as caught:
+        await stream_completion(MESSAGES, config_for(model, max_retries=1), lambda _: None)
+
+    message = caught.value.message
+    assert caught.value.kind == errors.RATE_LIMITED
+    assert f"{model.base_url} is rate limiting requests for openai/scripted (HTTP 429, asking to wait 0.1 s)" in message
+    assert "retried 1 time:" in message
 
 
 async def test_cost_comes_from_the_offline_cost_map_for_a_priced_model(model: ScriptedModel) -> None:
@@ -419,3 +647,19 @@ async def test_cost_comes_from_the_offline_cost_map_for_a_priced_model(model: Sc
     expected = 1000 * prices["input_cost_per_token"] + 500 * prices["output_cost_per_token"]
     assert completion.cost == pytest.approx(expected)
     assert completion.cost > 0
+
+
+async def test_a_host_that_does_not_resolve_is_not_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    base = "http://model-server.invalid/v1"  # .invalid never resolves (RFC 6761)
+    config = ModelConfig(model="openai/qwen", api_base=base, max_retries=5, backoff_base=2.0, connect_timeout=5)
+
+    started = time.monotonic()
+    with pytest.raises(ModelError) as caught:
+        await stream_completion(MESSAGES, config, lambda _: None)
+
+    assert caught.value.kind == errors.CONNECTION
+    assert f"Cannot reach {base} (the host name could not be resolved)" in caught.value.message
+    assert "retried" not in caught.value.message
+    assert time.monotonic() - started < 15  # five retries would wait over 30 s

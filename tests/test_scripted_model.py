@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -144,3 +145,77 @@ def test_stop_ends_a_stalled_stream_promptly() -> None:
 
     assert time.monotonic() - started < 5
     assert not reader.is_alive()
+
+
+async def test_a_required_key_is_checked_before_the_script() -> None:
+    with ScriptedModel(api_key="sk-right") as m:
+        m.reply("for the right key only")
+        async with httpx.AsyncClient(trust_env=False) as client:
+            url = f"{m.base_url}/chat/completions"
+            missing = await client.post(url, json={"model": "scripted", "messages": MESSAGES})
+            wrong = await client.post(url, json={"messages": MESSAGES}, headers={"Authorization": "Bearer sk-wrong"})
+            pending_after_refusals = m.pending
+            right = await client.post(url, json={"messages": MESSAGES}, headers={"Authorization": "Bearer sk-right"})
+
+    assert (missing.status_code, wrong.status_code, right.status_code) == (401, 401, 200)
+    assert "didn't provide an API key" in missing.json()["error"]["message"]
+    assert wrong.json()["error"]["code"] == "invalid_api_key"
+    assert pending_after_refusals == 1  # refusals consumed nothing
+    assert right.json()["choices"][0]["message"]["content"] == "for the right key only"
+    assert [h.get("authorization") for h in m.request_headers] == [None, "Bearer sk-wrong", "Bearer sk-right"]
+
+
+async def test_models_are_listed_the_openai_way_and_the_ollama_way() -> None:
+    with ScriptedModel(models=["a:7b", "b"]) as m:
+        async with httpx.AsyncClient(trust_env=False) as client:
+            openai_list = (await client.get(f"{m.base_url}/models")).json()
+            tags = (await client.get(f"{m.root_url}/api/tags")).json()
+            m.lists_models = False
+            unlisted = await client.get(f"{m.base_url}/models")
+
+    assert [item["id"] for item in openai_list["data"]] == ["a:7b", "b"]
+    assert [item["name"] for item in tags["models"]] == ["a:7b", "b"]
+    assert unlisted.status_code == 404
+    assert m.listings == 3
+
+
+async def test_strict_models_answer_404_in_each_servers_words() -> None:
+    with ScriptedModel(strict_models=True) as m:
+        async with httpx.AsyncClient(trust_env=False) as client:
+            openai = await client.post(f"{m.base_url}/chat/completions", json={"model": "gpt-x", "messages": MESSAGES})
+            ollama = await client.post(f"{m.root_url}/api/chat", json={"model": "llama9", "messages": MESSAGES})
+
+    assert openai.status_code == 404 and openai.json()["error"]["code"] == "model_not_found"
+    assert "The model `gpt-x` does not exist" in openai.json()["error"]["message"]
+    assert ollama.status_code == 404 and ollama.json() == {"error": 'model "llama9" not found, try pulling it first'}
+
+
+async def test_context_exceeded_is_openais_400(model: ScriptedModel) -> None:
+    model.context_exceeded(limit=4096, requested=5000)
+    async with httpx.AsyncClient(trust_env=False) as client:
+        response = await client.post(f"{model.base_url}/chat/completions", json={"messages": MESSAGES})
+
+    error = response.json()["error"]
+    assert response.status_code == 400 and error["code"] == "context_length_exceeded"
+    assert error["message"].startswith("This model's maximum context length is 4096 tokens. However, your messages")
+
+
+async def test_ollamas_chat_api_streams_ndjson(model: ScriptedModel) -> None:
+    model.reply("one two", chunk_size=4, usage=(9, 2))
+    async with httpx.AsyncClient(trust_env=False) as client:
+        response = await client.post(f"{model.root_url}/api/chat", json={"model": "scripted", "messages": MESSAGES})
+
+    lines = [json.loads(line) for line in response.text.splitlines()]
+    assert response.headers["content-type"] == "application/x-ndjson"
+    assert "".join(line["message"]["content"] for line in lines) == "one two"
+    assert [line["done"] for line in lines] == [False, False, True]
+    assert (lines[-1]["prompt_eval_count"], lines[-1]["eval_count"]) == (9, 2)
+
+
+async def test_drop_closes_the_connection_without_an_answer(model: ScriptedModel) -> None:
+    dropped = model.drop()
+    async with httpx.AsyncClient(trust_env=False) as client:
+        with pytest.raises(httpx.TransportError):
+            await client.post(f"{model.base_url}/chat/completions", json={"messages": MESSAGES})
+
+    assert dropped.received.is_set() and dropped.disconnected.is_set()

@@ -1,27 +1,26 @@
 """Streaming chat completions through litellm: timeouts, bounded retries, usage and cost.
 
 Retries are ours, not litellm's or the openai client's (both are set to 0): they happen only before the
-first piece of text reached the user, so a retry never shows text twice. Every failure becomes one
-`ModelError` whose message says what happened and what to do, with API keys redacted.
+first piece of text reached the user, so a retry never shows text twice, and only for failures a retry can
+fix (`failures.classify` decides first). Every failure becomes one `ModelError` whose message says what
+happened and what to do, with API keys redacted. A local OpenAI-compatible endpoint needs no key
+(`endpoints.placeholder_key`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
-import os
 import random
-import re
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from interpreter_lsp.llm import errors
+from interpreter_lsp.llm import endpoints, errors
 from interpreter_lsp.llm.errors import ModelError
+from interpreter_lsp.llm.failures import Failure, classify, describe, names_no_provider, no_provider_message, redact
 from interpreter_lsp.llm.loader import get_litellm
 
 log = logging.getLogger(__name__)
@@ -37,7 +36,7 @@ class ModelConfig:
     connect_timeout: float = 10.0  # seconds to connect
     first_token_timeout: float = 120.0  # seconds from the request to the first streamed token
     stall_timeout: float = 60.0  # seconds without a chunk mid-stream
-    max_retries: int = 3  # on 429 (honouring Retry-After), 5xx and connection errors
+    max_retries: int = 3  # on 429 (honouring Retry-After), 5xx and dropped connections
     backoff_base: float = 0.5  # seconds; attempt n waits base * 2**n, with jitter
     retry_after_cap: float = 30.0  # never wait longer than this for one Retry-After
 
@@ -59,24 +58,28 @@ async def stream_completion(
     Raises ModelError on every failure (after bounded retries when nothing was shown yet).
     """
     litellm = await get_litellm()
+    provider = _provider(litellm, config)
     attempt = 0
     while True:
         attempt_state = _Attempt()
         try:
-            return await _stream_once(litellm, messages, config, on_delta, attempt_state)
+            return await _stream_once(litellm, messages, config, provider, on_delta, attempt_state)
         except ModelError:
             raise
         except Exception as exc:
             if attempt_state.callback_failed:
                 raise
-            failure = _classify(exc, litellm)
+            failure = classify(exc, litellm, opened=attempt_state.opened)
             if attempt_state.delivered or not failure.retryable or attempt >= config.max_retries:
-                raise ModelError(_redact(_describe(failure, config, attempt), config), failure.kind) from exc
+                # Asked once, bounded, and only now: which models the server has instead.
+                offered = await endpoints.offered_models(config, provider) if failure.kind == errors.NOT_FOUND else None
+                message = describe(failure, config, provider, attempt, offered)
+                raise ModelError(redact(message, config), failure.kind) from exc
             delay = _retry_delay(failure, config, attempt)
             attempt += 1
             log.warning(
                 "model request failed (%s); retry %d of %d in %.1f s",
-                _redact(failure.detail, config),
+                redact(failure.detail, config),
                 attempt,
                 config.max_retries,
                 delay,
@@ -84,8 +87,27 @@ async def stream_completion(
             await asyncio.sleep(delay)
 
 
+def _provider(litellm: ModuleType, config: ModelConfig) -> str:
+    """The litellm provider that serves config.model; a name it cannot map fails here, before any request."""
+    try:
+        return str(litellm.get_llm_provider(model=config.model, api_base=config.api_base)[1])
+    except Exception as exc:
+        if names_no_provider(str(exc)):
+            raise ModelError(no_provider_message(config), errors.NO_PROVIDER) from None
+        log.debug("litellm could not name the provider of %s: %s", config.model, exc)
+        return endpoints.provider_of(config.model)
+
+
+def _retry_delay(failure: Failure, config: ModelConfig, attempt: int) -> float:
+    if failure.retry_after is not None:
+        return min(failure.retry_after, config.retry_after_cap)
+    backoff = min(config.backoff_base * (2**attempt), config.retry_after_cap)
+    return backoff * random.uniform(0.5, 1.0)
+
+
 @dataclass
 class _Attempt:
+    opened: bool = False  # litellm returned a stream: the server answered
     delivered: bool = False  # some text reached on_delta: this attempt must not be retried
     callback_failed: bool = False  # on_delta raised: the caller's bug, passed through as it is
 
@@ -94,6 +116,7 @@ async def _stream_once(
     litellm: ModuleType,
     messages: list[dict[str, Any]],
     config: ModelConfig,
+    provider: str,
     on_delta: Callable[[str], None],
     state: _Attempt,
 ) -> Completion:
@@ -104,7 +127,8 @@ async def _stream_once(
     watchdog = _Watchdog()
     watchdog.arm(config.first_token_timeout)
     try:
-        stream = await _open_stream(litellm, _request_kwargs(messages, config))
+        stream = await _open_stream(litellm, _request_kwargs(messages, config, provider))
+        state.opened = True
         async for chunk in stream:
             usage = getattr(chunk, "usage", None) or usage
             if not chunk.choices:
@@ -148,20 +172,27 @@ async def _stream_once(
 _closing: set[asyncio.Task[Any]] = set()
 
 
+# How long a request whose caller was cancelled may still finish opening, so that its response is closed
+# by us: cancelling litellm while it receives the response headers can leave the connection open (the
+# server then goes on generating for no one).
+ABANDON_GRACE = 2.0
+
+
 async def _open_stream(litellm: ModuleType, kwargs: dict[str, Any]) -> Any:
-    """litellm.acompletion, but a cancel that lands just as the response headers arrive cannot leak
-    the open HTTP response: the request runs in its own task, and whatever it returns late is closed."""
+    """litellm.acompletion, but a cancel that lands while the response is arriving cannot leak the open
+    HTTP response: the request runs in its own task, which the caller's cancel leaves to finish for at
+    most ABANDON_GRACE seconds (then it is cancelled); whatever it returns late is closed at once."""
     request = asyncio.ensure_future(litellm.acompletion(**kwargs))
     try:
         return await asyncio.shield(request)
     except asyncio.CancelledError:
-        request.cancel()
-        request.add_done_callback(_close_late_stream)
+        deadline = asyncio.get_running_loop().call_later(ABANDON_GRACE, request.cancel)
+        request.add_done_callback(lambda done: (deadline.cancel(), _close_late_stream(done)))
         raise
 
 
 def _close_late_stream(request: asyncio.Future[Any]) -> None:
-    if request.cancelled() or request.exception() is not None:
+    if request.cancelled() or request.exception() is not None:  # exception() also marks it retrieved
         return
     task = asyncio.ensure_future(request.result().aclose())
     _closing.add(task)
@@ -205,7 +236,7 @@ class _Watchdog:
         self._task.cancel()
 
 
-def _request_kwargs(messages: list[dict[str, Any]], config: ModelConfig) -> dict[str, Any]:
+def _request_kwargs(messages: list[dict[str, Any]], config: ModelConfig, provider: str) -> dict[str, Any]:
     import httpx  # cheap (litellm has imported it already); kept out of module import time
 
     # httpx's read timeout is a backstop only: our own first-token and stall timers fire first.
@@ -221,8 +252,9 @@ def _request_kwargs(messages: list[dict[str, Any]], config: ModelConfig) -> dict
     }
     if config.api_base:
         kwargs["api_base"] = config.api_base
-    if config.api_key:
-        kwargs["api_key"] = config.api_key
+    api_key = config.api_key or endpoints.placeholder_key(config, provider)
+    if api_key:
+        kwargs["api_key"] = api_key
     if config.temperature is not None:
         kwargs["temperature"] = config.temperature
     if config.max_tokens is not None:
@@ -256,152 +288,6 @@ def _cost(litellm: ModuleType, config: ModelConfig, prompt_tokens: int, completi
         return 0.0
 
 
-# -- failures -------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Failure:
-    kind: str
-    retryable: bool
-    detail: str  # the provider's own words, cleaned up
-    status: int | None = None
-    retry_after: float | None = None
-
-
-def _classify(exc: BaseException, litellm: ModuleType) -> _Failure:
-    chain = list(_causes(exc))
-    detail = _provider_detail(exc)
-    status = getattr(exc, "status_code", None)
-    status = status if isinstance(status, int) else None
-
-    def failure(kind: str, retryable: bool, retry_after: float | None = None) -> _Failure:
-        return _Failure(kind, retryable, detail, status, retry_after)
-
-    if any(isinstance(e, json.JSONDecodeError) for e in chain):
-        return failure(errors.MALFORMED, False)
-    if isinstance(exc, (litellm.AuthenticationError, litellm.PermissionDeniedError)):
-        return failure(errors.AUTH, False)
-    if isinstance(exc, litellm.NotFoundError):
-        return failure(errors.NOT_FOUND, False)
-    if isinstance(exc, litellm.ContextWindowExceededError):
-        return failure(errors.CONTEXT_WINDOW, False)
-    if isinstance(exc, litellm.RateLimitError):
-        return failure(errors.RATE_LIMITED, True, _retry_after(exc))
-    if _is_connection_failure(chain):
-        return failure(errors.CONNECTION, True)
-    if isinstance(exc, litellm.BadRequestError) or status in (400, 413, 422):
-        return failure(errors.BAD_REQUEST, False)
-    if (status is not None and status >= 500) or isinstance(exc, litellm.APIError):
-        return failure(errors.SERVER, True)
-    return failure(errors.OTHER, False)
-
-
-def _causes(exc: BaseException) -> Iterator[BaseException]:
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        yield current
-        original = getattr(current, "original_exception", None)
-        current = (
-            current.__cause__ or current.__context__ or (original if isinstance(original, BaseException) else None)
-        )
-
-
-def _is_connection_failure(chain: list[BaseException]) -> bool:
-    for error in chain:
-        if isinstance(error, (ConnectionError, TimeoutError)):
-            return True
-        if type(error).__name__ in ("ConnectError", "ConnectTimeout", "APIConnectionError", "ClientConnectorError"):
-            return True
-    return False
-
-
-def _retry_after(exc: BaseException) -> float | None:
-    headers = getattr(exc, "litellm_response_headers", None)
-    if headers is None:
-        headers = getattr(getattr(exc, "response", None), "headers", None)
-    if headers is None:
-        return None
-    with contextlib.suppress(Exception):
-        value = headers.get("retry-after-ms")
-        if value is not None:
-            return max(0.0, float(value) / 1000.0)
-    value = headers.get("retry-after") if hasattr(headers, "get") else None
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    import email.utils  # only for the rare Retry-After given as an HTTP date
-
-    with contextlib.suppress(Exception):
-        return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
-    return None
-
-
-def _retry_delay(failure: _Failure, config: ModelConfig, attempt: int) -> float:
-    if failure.retry_after is not None:
-        return min(failure.retry_after, config.retry_after_cap)
-    backoff = min(config.backoff_base * (2**attempt), config.retry_after_cap)
-    return backoff * random.uniform(0.5, 1.0)
-
-
-_PREFIX = re.compile(r"^\s*(?:litellm\.\w+:\s*|\w+Error:\s*|\w+Exception\s*-\s*)+")
-
-
-def _provider_detail(exc: BaseException) -> str:
-    message = getattr(exc, "message", None)
-    text = message if isinstance(message, str) and message else str(exc)
-    text = text.split(" Original exception:", 1)[0].split("\nReceived Model Group", 1)[0]
-    text = _PREFIX.sub("", text).strip() or type(exc).__name__
-    return text if len(text) <= 300 else text[:297] + "..."
-
-
-def _describe(failure: _Failure, config: ModelConfig, retries: int) -> str:
-    model, where, detail = config.model, _where(config), failure.detail
-    retried = f"; retried {retries} time{'s' if retries != 1 else ''}" if retries else ""
-    kind = failure.kind
-    if kind == errors.AUTH:
-        return (
-            f"The model provider rejected the API key for {model} ({detail}): set {_key_variable(config)} "
-            "or interpreter.apiKey."
-        )
-    if kind == errors.NOT_FOUND:
-        hint = f" (for Ollama: ollama pull {model.split('/', 1)[1]})" if model.startswith("ollama") else ""
-        return f"The model {model} was not found at {where} ({detail}): check interpreter.model{hint}."
-    if kind == errors.RATE_LIMITED:
-        return (
-            f"The model provider is rate limiting requests (HTTP 429) for {model}{retried}: "
-            "wait a minute or use another model."
-        )
-    if kind == errors.CONNECTION:
-        if config.api_base:
-            return f"Cannot reach {config.api_base}: is the server running?{_paren(retried)}"
-        return f"Cannot reach {where}: check the network connection{_paren(retried)}."
-    if kind == errors.MALFORMED:
-        return (
-            f"{where} sent a malformed stream (a chunk that is not valid JSON): check that it is an "
-            f"OpenAI-compatible server and that interpreter.model ({model}) is right."
-        )
-    if kind == errors.CONTEXT_WINDOW:
-        return (
-            f"The conversation no longer fits {model}'s context window ({detail}): start a new "
-            "conversation (interpreter.reset), undo the last steps, or use a model with a larger window."
-        )
-    if kind == errors.BAD_REQUEST:
-        return f"{model} rejected the request ({detail}): check interpreter.model and the interpreter settings."
-    if kind == errors.SERVER:
-        status = f"HTTP {failure.status}" if failure.status else "an error"
-        return f"The model server failed with {status} ({detail}){retried}: try again later or use another model."
-    return f"The model request to {model} failed ({detail}){retried}."
-
-
-def _paren(retried: str) -> str:
-    return f" ({retried.lstrip('; ')})" if retried else ""
-
-
 def _first_token_timeout(config: ModelConfig) -> ModelError:
     return ModelError(
         f"{config.model} sent nothing for {config.first_token_timeout:g} s after the request: the server may "
@@ -415,43 +301,3 @@ def _stalled(config: ModelConfig) -> ModelError:
         f"{config.model} stopped in the middle of its reply (nothing for {config.stall_timeout:g} s): try again.",
         errors.STALLED,
     )
-
-
-def _where(config: ModelConfig) -> str:
-    if config.api_base:
-        return config.api_base
-    provider = config.model.split("/", 1)[0] if "/" in config.model else "openai"
-    return f"the {provider} API"
-
-
-_KEY_VARIABLES = {
-    "openai": "OPENAI_API_KEY",
-    "anthropic": "ANTHROPIC_API_KEY",
-    "gemini": "GEMINI_API_KEY",
-    "mistral": "MISTRAL_API_KEY",
-    "groq": "GROQ_API_KEY",
-    "deepseek": "DEEPSEEK_API_KEY",
-    "openrouter": "OPENROUTER_API_KEY",
-    "azure": "AZURE_API_KEY",
-    "xai": "XAI_API_KEY",
-    "together_ai": "TOGETHERAI_API_KEY",
-    "fireworks_ai": "FIREWORKS_AI_API_KEY",
-    "cohere": "COHERE_API_KEY",
-}
-
-
-def _key_variable(config: ModelConfig) -> str:
-    if "/" not in config.model:
-        return "ANTHROPIC_API_KEY" if config.model.startswith("claude") else "OPENAI_API_KEY"
-    provider = config.model.split("/", 1)[0]
-    return _KEY_VARIABLES.get(provider, f"{provider.upper()}_API_KEY")
-
-
-def _redact(message: str, config: ModelConfig) -> str:
-    """Remove the configured key and every *_API_KEY / *_TOKEN value of the environment from `message`."""
-    secrets = {config.api_key or ""}
-    secrets.update(value for name, value in os.environ.items() if name.endswith(("_API_KEY", "_TOKEN", "_SECRET")))
-    for secret in sorted(secrets, key=len, reverse=True):
-        if len(secret) >= 6:
-            message = message.replace(secret, "[redacted]")
-    return message

@@ -5,11 +5,15 @@ from __future__ import annotations
 from typing import Final
 
 # Kinds, so callers can branch without parsing messages.
-AUTH: Final = "auth"
+AUTH: Final = "auth"  # the server refused the credentials
 NOT_FOUND: Final = "not_found"
 RATE_LIMITED: Final = "rate_limited"
 SERVER: Final = "server"
-CONNECTION: Final = "connection"
+CONNECTION: Final = "connection"  # the connection dropped or timed out
+NOT_LISTENING: Final = "not_listening"  # connection refused: no server runs there
+MISSING_KEY: Final = "missing_key"  # no API key where the provider needs one; nothing was sent
+NO_PROVIDER: Final = "no_provider"  # the model name says no provider litellm knows; nothing was sent
+CLIENT: Final = "client"  # litellm refused to send the request (a setting it cannot use)
 FIRST_TOKEN_TIMEOUT: Final = "first_token_timeout"
 STALLED: Final = "stalled"
 MALFORMED: Final = "malformed"
