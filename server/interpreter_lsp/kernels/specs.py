@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,12 +59,19 @@ def _write_spec(specs_root: Path, name: str, spec: dict) -> None:
         os.replace(tmp, target)
 
 
+def _is_path(setting: str) -> bool:
+    """A path ("~/venv/bin/python", "./.venv/bin/python", "C:\\Python\\python.exe") or a kernelspec name."""
+    separators = {os.sep, os.altsep or os.sep, "/"}
+    return any(sep in setting for sep in separators) or setting.startswith((".", "~"))
+
+
 def _python_choice(root: Path, specs_root: Path, configured: str | None) -> KernelChoice:
-    if configured and not (os.sep in configured or configured.startswith(".")):
+    if configured and not _is_path(configured):
         # A kernelspec name the user installed (e.g. "python3", "myenv").
         return KernelChoice(PYTHON, configured, (), f"kernelspec {configured!r} (interpreter.kernel.python)")
     if configured:
-        exe = (root / configured).expanduser() if not os.path.isabs(configured) else Path(configured)
+        expanded = os.path.expanduser(configured)  # "~/venvs/x/bin/python": the user's home, not the workspace's
+        exe = Path(expanded) if os.path.isabs(expanded) else root / expanded
         if not exe.exists():
             raise UnknownLanguage(
                 f"interpreter.kernel.python is {configured!r}, which does not exist: "
@@ -91,7 +99,26 @@ def _python_choice(root: Path, specs_root: Path, configured: str | None) -> Kern
     return KernelChoice(PYTHON, name, (str(specs_root),), where, interpreter=str(exe))
 
 
+def _shell_problem() -> str | None:
+    """Why the shell kernel cannot run here, in words a user can act on; None when it can."""
+    if sys.platform == "win32":
+        # bash_kernel drives bash through a pseudo-terminal (pexpect), which Windows does not have.
+        return (
+            "The shell kernel does not run on Windows: bash_kernel needs a Unix terminal. Run the server "
+            "inside WSL to use shell code blocks, or run the command from python (subprocess.run)."
+        )
+    if shutil.which("bash") is None:
+        return (
+            "The shell kernel needs bash, which is not on PATH: install bash (e.g. `apt install bash`, "
+            "`apk add bash`, `brew install bash`) and restart the server, or run the command from python "
+            "(subprocess.run)."
+        )
+    return None
+
+
 def _shell_choice(specs_root: Path) -> KernelChoice:
+    if (problem := _shell_problem()) is not None:
+        raise UnknownLanguage(problem)
     name = "ilsp-bash"
     _write_spec(
         specs_root,
