@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import functools
 import logging
 import os
 from collections.abc import Callable, Collection, Iterator
@@ -69,6 +70,7 @@ def start(
     handler: ToLoop,
     *,
     polling: bool,
+    batch_end: str,
     skip: Collection[str],
     max_watches: int,
     interval: float,
@@ -90,7 +92,7 @@ def start(
                 exc, hint, interval, exc_info=not isinstance(exc, OSError),
             )
     if built is None:
-        built = _polling(root, handler, skip, max_watches, interval, on_limit)
+        built = _polling(root, handler, skip, max_watches, interval, on_limit, batch_end)
     return built
 
 
@@ -214,9 +216,15 @@ def _inotify_observer(
 
 
 def _polling(
-    root: str, handler: ToLoop, skip: Collection[str], max_watches: int, interval: float, on_limit: Notify
+    root: str,
+    handler: ToLoop,
+    skip: Collection[str],
+    max_watches: int,
+    interval: float,
+    on_limit: Notify,
+    batch_end: str,
 ) -> Built:
-    from watchdog.observers.polling import PollingObserverVFS
+    from watchdog.observers.polling import PollingEmitter
 
     listed = 0
 
@@ -231,8 +239,22 @@ def _polling(
             kept = [e for e in entries if not (e.name in skip and e.is_dir(follow_symlinks=False))]
         return iter(kept)
 
+    class Emitter(PollingEmitter):
+        """One poll's changes come out as a set, in no particular order: after a poll that changed anything,
+        a last event on `batch_end` (a path that never exists) says the set is complete."""
+
+        def queue_events(self, timeout: float) -> None:
+            self._changed = False
+            super().queue_events(timeout)
+            if self._changed and self.should_keep_running():
+                self.queue_event(FileModifiedEvent(batch_end))
+
+        def queue_event(self, event: FileSystemEvent) -> None:
+            self._changed = True
+            super().queue_event(event)
+
     # lstat: a symlink to a directory is not followed (no cycles, nothing outside the workspace).
-    observer = PollingObserverVFS(os.lstat, listdir, polling_interval=interval)
-    observer.schedule(handler, root, recursive=True, event_filter=[*_CHANGES, FileModifiedEvent])
-    observer.start()
+    emitter = functools.partial(Emitter, stat=os.lstat, listdir=listdir)
+    observer = BaseObserver(emitter, timeout=interval)  # type: ignore[arg-type]
+    _schedule_and_start(observer, handler, root, [*_CHANGES, FileModifiedEvent])
     return Built(observer, "polling", "probe")

@@ -42,6 +42,7 @@ SKIP_DIRS = frozenset(
 POLL_INTERVAL = 0.5  # the polling observer's period
 SETTLE_TIMEOUT = 5.0  # how long `settle` waits for its own event, beyond one poll
 PROBE_PREFIX = ".interpreter-lsp-sync-"
+BATCH_END = PROBE_PREFIX + "poll-end"  # the polling observer's "that was one whole poll" (never a real file)
 
 
 @dataclass
@@ -71,6 +72,7 @@ class FileChanges:
         self._attrib_seen = 0
         self._attrib_waiting: dict[int, asyncio.Future[None]] = {}
         self._probes: dict[str, asyncio.Future[None]] = {}  # by file name (FSEvents may report real paths)
+        self._probes_seen: list[asyncio.Future[None]] = []  # polling: seen, waiting for the end of their poll
         self._probe_ids = itertools.count(1)
         self.kind: str | None = None  # "inotify" | "fsevents" | "windows" | "polling" once started
         self.unavailable: str | None = None
@@ -95,6 +97,7 @@ class FileChanges:
                 str(self.root),
                 file_observers.ToLoop(loop, self._on_event),
                 polling=self._polling,
+                batch_end=str(self.root / BATCH_END),
                 skip=SKIP_DIRS,
                 max_watches=MAX_WATCHES,
                 interval=POLL_INTERVAL,
@@ -239,9 +242,17 @@ class FileChanges:
     def _note(self, path: str, change: str) -> None:
         name = os.path.basename(path)
         if name.startswith(PROBE_PREFIX):  # a barrier's own file: never reported
-            waiter = self._probes.get(name)
-            if waiter is not None and not waiter.done():
-                waiter.set_result(None)
+            if name == BATCH_END:
+                # The rest of the poll that saw a probe has arrived too (a poll's events come in any order).
+                for seen in self._probes_seen:
+                    if not seen.done():
+                        seen.set_result(None)
+                self._probes_seen.clear()
+            elif (waiter := self._probes.pop(name, None)) is not None:
+                if self.kind == "polling":
+                    self._probes_seen.append(waiter)
+                elif not waiter.done():
+                    waiter.set_result(None)
             return
         if not self._active:
             return

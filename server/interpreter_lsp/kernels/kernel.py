@@ -89,6 +89,16 @@ def _manager_class() -> type:
     return Manager
 
 
+def _encrypt(km: Any) -> None:
+    """Over TCP, any local user can connect to the ports: the connection file's key signs every message, and
+    where jupyter_client, pyzmq and the kernelspec allow it the sockets are also encrypted with CurveZMQ
+    ("auto": only kernels whose spec declares it, so an older ipykernel in a workspace venv still starts)."""
+    import zmq
+
+    if km.has_trait("transport_encryption") and zmq.has("curve"):
+        km.transport_encryption = "auto"
+
+
 class Kernel:
     def __init__(
         self,
@@ -144,6 +154,8 @@ class Kernel:
             from jupyter_client.kernelspec import KernelSpecManager
 
             km.kernel_spec_manager = KernelSpecManager(kernel_dirs=list(self.choice.kernel_dirs))
+        if self.transport == "tcp":
+            _encrypt(km)
         km.command_wrapper = self._command_wrapper
         self._km = km
         try:

@@ -4,6 +4,7 @@ shell (bash_kernel), or any installed kernelspec whose language matches."""
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import shutil
@@ -37,6 +38,25 @@ def _has_ipykernel(python: Path) -> bool:
     return any(venv.glob("lib/python3*/site-packages/ipykernel")) or (
         venv / "Lib" / "site-packages" / "ipykernel"
     ).is_dir()
+
+
+def _ipykernel_dir(python: Path) -> Path | None:
+    if python == Path(sys.executable):
+        spec = importlib.util.find_spec("ipykernel")
+        return Path(spec.origin).parent if spec is not None and spec.origin else None
+    venv = python.parent.parent
+    found = [*venv.glob("lib/python3*/site-packages/ipykernel"), venv / "Lib" / "site-packages" / "ipykernel"]
+    return next((d for d in found if d.is_dir()), None)
+
+
+def _supports_curve(python: Path) -> bool:
+    """Whether the ipykernel this interpreter runs can encrypt its sockets (CurveZMQ, ipykernel 7.4+), judged by
+    its source (no subprocess). Declared in the kernelspec, it is used only over TCP (see kernel.py)."""
+    package = _ipykernel_dir(python)
+    try:
+        return package is not None and "curve_secretkey" in (package / "kernelapp.py").read_text(errors="replace")
+    except OSError:
+        return False
 
 
 def workspace_python(root: Path) -> Path | None:
@@ -93,7 +113,7 @@ def _python_choice(root: Path, specs_root: Path, configured: str | None) -> Kern
             "display_name": f"Python ({exe})",
             "language": "python",
             "interrupt_mode": "signal",
-            "metadata": {"debugger": False},
+            "metadata": {"debugger": False, **({"supported_encryption": ["curve"]} if _supports_curve(exe) else {})},
         },
     )
     return KernelChoice(PYTHON, name, (str(specs_root),), where, interpreter=str(exe))
@@ -129,6 +149,8 @@ def _shell_choice(specs_root: Path) -> KernelChoice:
             "language": "bash",
             "interrupt_mode": "signal",
             "env": {"PS1": "$", "TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat"},
+            # bash_kernel is an ipykernel application on the server's interpreter.
+            "metadata": {"supported_encryption": ["curve"]} if _supports_curve(Path(sys.executable)) else {},
         },
     )
     return KernelChoice(SHELL, name, (str(specs_root),), "bash_kernel (bundled with the server)")
