@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import itertools
 import logging
 import os
@@ -151,6 +152,8 @@ class FileChanges:
             if ticket is None:
                 probe = self._send_probe(arrived)
         except OSError as exc:
+            if exc.errno == errno.EROFS:
+                return  # a read-only workspace: nothing in it changed
             self._incomplete(f"could not check that every change arrived ({exc})")
             return
         limit = SETTLE_TIMEOUT + (POLL_INTERVAL if self.kind == "polling" else 0.0)
