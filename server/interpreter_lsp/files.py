@@ -7,11 +7,15 @@ virtualenvs, node_modules, caches, `build` and `dist` are not watched (on Linux 
 directories are). Events cross from watchdog's threads to the event loop with call_soon_threadsafe, and
 every run in flight collects the files created, written, deleted or moved meanwhile.
 
-Attribution is per run, from `begin` to `end`. Events reach the loop a little after the kernel wrote (they
-pass through watchdog's threads, or wait for the next poll), so when a run's kernel is idle, `settle` sends
-an event of its own through the same path and waits for it to come out: everything before it has arrived
-then. On Linux that event is the root directory's mode set to what it already is (nothing visible changes);
-elsewhere it is a file created in the root and deleted once seen. If it does not come in time, or the event
+Attribution is per run, from `begin` to `end`. Events reach the loop a little after the file changed (they
+pass through watchdog's threads, or wait for the next poll), so both ends are marked in the event stream
+itself with a barrier: an event of our own sent through the same path. `begin` sends one and returns at
+once; the run counts changes from the moment its barrier comes out (what the user saved just before the run
+is not its doing). When the run's kernel is idle, `settle` sends another and waits for it (everything the
+run did has arrived then). On Linux the barrier is the root directory's mode set to what it already is
+(nothing visible changes); elsewhere a file created in the root and deleted once seen. A poll's changes come
+as an unordered set, so with polling each barrier takes effect at the end of the poll that saw it (a change
+in the same poll as a run's start counts for the run). If a barrier does not come in time, or the event
 queue overflowed, or a limit was reached during the run, the run's list says it may be incomplete."""
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import itertools
 import logging
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -54,6 +59,16 @@ class Touched:
     note: str | None = None
 
 
+@dataclass
+class _Waiter:
+    """What to do when a barrier comes out of the event stream, called right there (not later: the next
+    event may already be waiting behind it)."""
+
+    then: Callable[[], None]
+    opens: bool  # a run's start: with polling, called before the rest of its poll is applied (else after)
+    probe: Path | None = None  # the file to delete once seen
+
+
 class FileChanges:
     def __init__(self, root: Path, *, polling: bool | None = None, barrier: str | None = None) -> None:
         """`polling` and `barrier` ("attrib" | "probe") override what the platform and the environment choose
@@ -63,18 +78,20 @@ class FileChanges:
         self._polling = portable_forced() if polling is None else polling
         self._barrier_override = barrier
         self._active: dict[str, dict[str, str]] = {}  # run id -> {relative path: change}
+        self._opening: dict[str, object] = {}  # run id -> its start barrier, not come out yet
         self._notes: dict[str, str] = {}  # run id -> why its list may be incomplete
         self._starting: asyncio.Task[None] | None = None
         self._built: Built | None = None
         self._closed = False
         self._limits_logged: set[str] = set()
-        # Barriers: attrib events are counted (each re-set of the root's mode yields one); probes by name.
+        # Barriers: attrib events are counted (each re-set of the root's mode yields one); probes by file name
+        # (FSEvents may report real paths).
         self._attrib_sent = 0
         self._attrib_seen = 0
-        self._attrib_waiting: dict[int, asyncio.Future[None]] = {}
-        self._probes: dict[str, asyncio.Future[None]] = {}  # by file name (FSEvents may report real paths)
-        self._probes_seen: list[asyncio.Future[None]] = []  # polling: seen, waiting for the end of their poll
+        self._attrib_waiting: dict[int, _Waiter] = {}
+        self._probes: dict[str, _Waiter] = {}
         self._probe_ids = itertools.count(1)
+        self._poll: list[Any] = []  # polling: the events of the poll under way, applied when it ends
         self.kind: str | None = None  # "inotify" | "fsevents" | "windows" | "polling" once started
         self.unavailable: str | None = None
 
@@ -124,37 +141,44 @@ class FileChanges:
             # Stops its threads (they are daemons and end on their own); watches are removed.
             self._built.observer.stop()
             self._built = None
-        for waiter in [*self._attrib_waiting.values(), *self._probes.values()]:
-            if not waiter.done():
-                waiter.set_result(None)
+        waiting = [*self._attrib_waiting.values(), *self._probes.values()]
+        self._attrib_waiting.clear()
+        self._probes.clear()
+        for waiter in waiting:
+            self._fire(waiter)
 
     # ---- runs ------------------------------------------------------------------------------------------
 
     async def begin(self, run_id: str) -> None:
-        """From now on, changes count for this run. The first run starts the observer and waits for it."""
+        """Changes count for this run from its start barrier on. Only the first run waits: for the observer."""
         if self._starting is None:
             self._starting = asyncio.ensure_future(self._start())
         # Shielded: a run cancelled while the observer starts leaves the start to finish for the next one.
         await asyncio.shield(self._starting)
-        self._active[run_id] = {}
+        if self._built is None:
+            return
+
+        def opened() -> None:
+            if run_id in self._opening:  # not ended meanwhile
+                del self._opening[run_id]
+                self._active[run_id] = {}
+
+        try:
+            self._opening[run_id] = self._send(_Waiter(opened, opens=True))
+        except OSError:
+            self._opening[run_id] = None
+            opened()  # no barrier possible (a read-only root): count from now
 
     async def settle(self) -> None:
         """Wait until changes made before now have reached the loop (bounded by SETTLE_TIMEOUT)."""
-        if self._built is None or not self._active:
+        if self._built is None or not (self._active or self._opening):
             return
-        loop = asyncio.get_running_loop()
-        arrived: asyncio.Future[None] = loop.create_future()
-        probe: Path | None = None
-        ticket: int | None = None
+        arrived: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         try:
-            if self._barrier() == "attrib":
-                ticket = self._send_attrib(arrived)
-            if ticket is None:
-                probe = self._send_probe(arrived)
+            token = self._send(_Waiter(lambda: arrived.done() or arrived.set_result(None), opens=False))
         except OSError as exc:
-            if exc.errno == errno.EROFS:
-                return  # a read-only workspace: nothing in it changed
-            self._incomplete(f"could not check that every change arrived ({exc})")
+            if exc.errno != errno.EROFS:  # a read-only workspace: nothing in it changed
+                self._incomplete(f"could not check that every change arrived ({exc})")
             return
         limit = SETTLE_TIMEOUT + (POLL_INTERVAL if self.kind == "polling" else 0.0)
         try:
@@ -163,15 +187,12 @@ class FileChanges:
             log.warning("file changes did not arrive within %.1f s", limit)
             self._incomplete(f"file changes were still arriving after {limit:.0f} s")
         finally:
-            if ticket is not None:
-                self._attrib_waiting.pop(ticket, None)
-            if probe is not None:
-                self._probes.pop(probe.name, None)
-                with contextlib.suppress(OSError):
-                    probe.unlink()
+            self._drop(token)
 
     def end(self, run_id: str) -> Touched:
         """The files this run created, modified, deleted or moved, workspace-relative, sorted."""
+        if run_id in self._opening:
+            self._drop(self._opening.pop(run_id))
         changes = self._active.pop(run_id, {})
         note = self._notes.pop(run_id, None)
         files = [{"path": path, "change": change} for path, change in sorted(changes.items())]
@@ -185,45 +206,75 @@ class FileChanges:
 
     # ---- barriers ---------------------------------------------------------------------------------------
 
-    def _barrier(self) -> str:
+    def _send(self, waiter: _Waiter) -> object:
+        """Send a barrier; `waiter` is called when it comes out. Returns a token for `_drop`."""
         if self._barrier_override is not None and self.kind != "polling":
-            return self._barrier_override
-        assert self._built is not None
-        return self._built.barrier
+            kind = self._barrier_override
+        else:
+            assert self._built is not None
+            kind = self._built.barrier
+        if kind == "attrib":
+            # The root's mode re-set to what it is: an attribute event on the root, nothing else changes.
+            mode = stat.S_IMODE(os.stat(self.root).st_mode)
+            try:
+                os.chmod(self.root, mode)
+            except PermissionError:
+                self._barrier_override = "probe"  # the root belongs to someone else
+            else:
+                self._attrib_sent += 1
+                self._attrib_waiting[self._attrib_sent] = waiter
+                return self._attrib_sent
+        waiter.probe = self.root / f"{PROBE_PREFIX}{os.getpid()}-{next(self._probe_ids)}"
+        os.close(os.open(waiter.probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        self._probes[waiter.probe.name] = waiter
+        return waiter.probe.name
 
-    def _send_attrib(self, arrived: asyncio.Future[None]) -> int | None:
-        """Re-set the root's mode to what it is: an attribute event on the root, nothing else changes.
-        None when that is not allowed (the root belongs to someone else): a probe is used then."""
-        mode = stat.S_IMODE(os.stat(self.root).st_mode)
-        try:
-            os.chmod(self.root, mode)
-        except PermissionError:
-            self._barrier_override = "probe"
-            return None
-        self._attrib_sent += 1
-        self._attrib_waiting[self._attrib_sent] = arrived
-        return self._attrib_sent
+    def _drop(self, token: object) -> None:
+        waiter = self._attrib_waiting.pop(token, None) if isinstance(token, int) else None
+        if isinstance(token, str):
+            waiter = self._probes.pop(token, None)
+        if waiter is not None and waiter.probe is not None:
+            with contextlib.suppress(OSError):
+                waiter.probe.unlink()
 
-    def _send_probe(self, arrived: asyncio.Future[None]) -> Path:
-        probe = self.root / f"{PROBE_PREFIX}{os.getpid()}-{next(self._probe_ids)}"
-        fd = os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
-        os.close(fd)
-        self._probes[probe.name] = arrived
-        return probe
-
-    def _attrib_arrived(self) -> None:
-        self._attrib_seen += 1
-        for ticket, waiter in list(self._attrib_waiting.items()):
-            if ticket <= self._attrib_seen and not waiter.done():
-                waiter.set_result(None)
+    @staticmethod
+    def _fire(waiter: _Waiter) -> None:
+        if waiter.probe is not None:
+            with contextlib.suppress(OSError):
+                waiter.probe.unlink()  # seen: it has done its work
+        waiter.then()
 
     # ---- events (on the loop) ---------------------------------------------------------------------------
 
     def _on_event(self, event: Any) -> None:
+        if self.kind != "polling":
+            self._apply(event)  # in order: a barrier event takes effect exactly where it is
+        elif os.path.basename(os.fsdecode(event.src_path)) != BATCH_END:
+            self._poll.append(event)
+        else:
+            # One whole poll: its changes are a set in no order. Runs whose start barrier is in it count them
+            # all; settles whose barrier is in it are done once they are applied.
+            events, self._poll = self._poll, []
+            # (A probe can be a move's destination: the poll sees a new file on a deleted one's inode.)
+            paths = [p for e in events for p in (e.src_path, getattr(e, "dest_path", "")) if p]
+            names = {os.path.basename(os.fsdecode(path)) for path in paths}
+            seen = [w for name in names if (w := self._probes.pop(name, None)) is not None]
+            for waiter in seen:
+                if waiter.opens:
+                    self._fire(waiter)
+            for event_ in events:
+                self._apply(event_)
+            for waiter in seen:
+                if not waiter.opens:
+                    self._fire(waiter)
+
+    def _apply(self, event: Any) -> None:
         src = os.fsdecode(event.src_path)
         if event.is_directory:
             if event.event_type == "attrib" and os.path.normpath(src) in (str(self.root), str(self._real_root)):
-                self._attrib_arrived()
+                self._attrib_seen += 1
+                for ticket in sorted(t for t in self._attrib_waiting if t <= self._attrib_seen):
+                    self._fire(self._attrib_waiting.pop(ticket))
             return
         if event.event_type == "moved":
             self._note(src, "deleted")
@@ -245,17 +296,8 @@ class FileChanges:
     def _note(self, path: str, change: str) -> None:
         name = os.path.basename(path)
         if name.startswith(PROBE_PREFIX):  # a barrier's own file: never reported
-            if name == BATCH_END:
-                # The rest of the poll that saw a probe has arrived too (a poll's events come in any order).
-                for seen in self._probes_seen:
-                    if not seen.done():
-                        seen.set_result(None)
-                self._probes_seen.clear()
-            elif (waiter := self._probes.pop(name, None)) is not None:
-                if self.kind == "polling":
-                    self._probes_seen.append(waiter)
-                elif not waiter.done():
-                    waiter.set_result(None)
+            if (waiter := self._probes.pop(name, None)) is not None:
+                self._fire(waiter)
             return
         if not self._active:
             return
@@ -273,7 +315,7 @@ class FileChanges:
             changes[relative] = "modified" if previous == "deleted" and change == "created" else change
 
     def _incomplete(self, why: str) -> None:
-        for run_id in self._active:
+        for run_id in [*self._active, *self._opening]:
             self._notes.setdefault(run_id, why)
 
     def _limit_reached(self, message: str) -> None:
