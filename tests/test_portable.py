@@ -211,8 +211,7 @@ async def test_tcp_kernel_death_is_seen_by_polling(tcp_kernel: tuple[Kernel, lis
 # ---- files a run touched -----------------------------------------------------------------------------------
 
 BACKENDS = {
-    "inotify": {"polling": False},  # Linux: barrier = the root's mode re-set
-    "probe": {"polling": False, "barrier": "probe"},  # the barrier FSEvents and Windows use
+    "native": {"polling": False},  # inotify here; FSEvents and ReadDirectoryChangesW deliver in order too
     "polling": {"polling": True},  # the portable observer
 }
 

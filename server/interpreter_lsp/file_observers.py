@@ -5,8 +5,7 @@ workspace), imported only then (the server answers `initialize` without loading 
   directories and at most `max_watches` in all. watchdog has no public way to do this (its ignore patterns
   filter events after the watches exist, gorakhargosh/watchdog#212): the group overrides the methods that
   walk the tree, found by name, and the observer falls back to polling if a watchdog release renames them.
-  It also says when the kernel's event queue overflowed (watchdog only logs it) and adds IN_ATTRIB to the
-  mask so that re-setting the root's mode is the barrier event (see files.py).
+  It also says when the kernel's event queue overflowed (watchdog only logs it).
 - FSEvents (macOS), ReadDirectoryChangesW (Windows): one recursive watch of the root, which costs nothing
   per directory there; files.py drops events from skipped directories.
 - polling: watchdog's PollingObserverVFS, whose listing never enters skipped directories, every `interval`
@@ -27,7 +26,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from watchdog.events import (
-    DirAttribEvent,
     FileClosedEvent,
     FileCreatedEvent,
     FileDeletedEvent,
@@ -62,7 +60,6 @@ class ToLoop(FileSystemEventHandler):
 class Built:
     observer: BaseObserver
     kind: str  # "inotify" | "fsevents" | "windows" | "polling"
-    barrier: str  # "attrib" (re-set the root's mode) | "probe" (a short-lived file in the root)
 
 
 def start(
@@ -112,12 +109,12 @@ def _native(
         if observer is None:
             return None
         # IN_CLOSE_WRITE ("closed") instead of IN_MODIFY: one event per written file, not one per write().
-        _schedule_and_start(observer, handler, root, [*_CHANGES, FileClosedEvent, DirAttribEvent])
-        return Built(observer, "inotify", "attrib")
+        _schedule_and_start(observer, handler, root, [*_CHANGES, FileClosedEvent])
+        return Built(observer, "inotify")
     if name in ("FSEventsObserver", "WindowsApiObserver"):
         native = Observer()
         _schedule_and_start(native, handler, root, [*_CHANGES, FileModifiedEvent])
-        return Built(native, "fsevents" if name == "FSEventsObserver" else "windows", "probe")
+        return Built(native, "fsevents" if name == "FSEventsObserver" else "windows")
     # kqueue (BSD) opens a descriptor per file, skipped directories included: polling costs less.
     return None
 
@@ -138,7 +135,6 @@ def _inotify_observer(
 ) -> BaseObserver | None:
     try:
         from watchdog.observers.inotify import InotifyEmitter, InotifyWatchGroup
-        from watchdog.observers.inotify_c import InotifyConstants
     except Exception as exc:  # UnsupportedLibcError and the like
         log.warning("watchdog's inotify observer is unavailable: %s", exc)
         return None
@@ -197,9 +193,6 @@ def _inotify_observer(
             on_overflow("the kernel's inotify event queue overflowed")
 
     class Emitter(InotifyEmitter):
-        def get_event_mask_from_filter(self) -> Any:
-            return super().get_event_mask_from_filter() | InotifyConstants.IN_ATTRIB
-
         def on_thread_start(self) -> None:
             self._inotify = Group(
                 self._inotify_fd,
@@ -257,4 +250,4 @@ def _polling(
     emitter = functools.partial(Emitter, stat=os.lstat, listdir=listdir)
     observer = BaseObserver(emitter, timeout=interval)  # type: ignore[arg-type]
     _schedule_and_start(observer, handler, root, [*_CHANGES, FileModifiedEvent])
-    return Built(observer, "polling", "probe")
+    return Built(observer, "polling")

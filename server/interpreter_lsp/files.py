@@ -12,8 +12,10 @@ pass through watchdog's threads, or wait for the next poll), so both ends are ma
 itself with a barrier: an event of our own sent through the same path. `begin` sends one and returns at
 once; the run counts changes from the moment its barrier comes out (what the user saved just before the run
 is not its doing). When the run's kernel is idle, `settle` sends another and waits for it (everything the
-run did has arrived then). On Linux the barrier is the root directory's mode set to what it already is
-(nothing visible changes); elsewhere a file created in the root and deleted once seen. A poll's changes come
+run did has arrived then). The barrier is a file created in the root (`.interpreter-lsp-sync-*`) and deleted
+as soon as its event is seen, a millisecond later with a native observer; it is never reported. (Re-setting
+the root's mode would be invisible, but inotify merges an event into an identical unread one and watchdog's
+queue drops an event equal to the one before it: two barriers could come out as one.) A poll's changes come
 as an unordered set, so with polling each barrier takes effect at the end of the poll that saw it (a change
 in the same poll as a run's start counts for the run). If a barrier does not come in time, or the event
 queue overflowed, or a limit was reached during the run, the run's list says it may be incomplete."""
@@ -26,7 +28,6 @@ import errno
 import itertools
 import logging
 import os
-import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,13 +71,11 @@ class _Waiter:
 
 
 class FileChanges:
-    def __init__(self, root: Path, *, polling: bool | None = None, barrier: str | None = None) -> None:
-        """`polling` and `barrier` ("attrib" | "probe") override what the platform and the environment choose
-        (tests use them to run each path on Linux)."""
+    def __init__(self, root: Path, *, polling: bool | None = None) -> None:
+        """`polling` overrides what the environment chooses (tests run both paths on Linux)."""
         self.root = root
         self._real_root = Path(os.path.realpath(root))
         self._polling = portable_forced() if polling is None else polling
-        self._barrier_override = barrier
         self._active: dict[str, dict[str, str]] = {}  # run id -> {relative path: change}
         self._opening: dict[str, object] = {}  # run id -> its start barrier, not come out yet
         self._notes: dict[str, str] = {}  # run id -> why its list may be incomplete
@@ -84,12 +83,7 @@ class FileChanges:
         self._built: Built | None = None
         self._closed = False
         self._limits_logged: set[str] = set()
-        # Barriers: attrib events are counted (each re-set of the root's mode yields one); probes by file name
-        # (FSEvents may report real paths).
-        self._attrib_sent = 0
-        self._attrib_seen = 0
-        self._attrib_waiting: dict[int, _Waiter] = {}
-        self._probes: dict[str, _Waiter] = {}
+        self._probes: dict[str, _Waiter] = {}  # barriers in flight, by file name (FSEvents may report real paths)
         self._probe_ids = itertools.count(1)
         self._poll: list[Any] = []  # polling: the events of the poll under way, applied when it ends
         self.kind: str | None = None  # "inotify" | "fsevents" | "windows" | "polling" once started
@@ -141,8 +135,7 @@ class FileChanges:
             # Stops its threads (they are daemons and end on their own); watches are removed.
             self._built.observer.stop()
             self._built = None
-        waiting = [*self._attrib_waiting.values(), *self._probes.values()]
-        self._attrib_waiting.clear()
+        waiting = list(self._probes.values())
         self._probes.clear()
         for waiter in waiting:
             self._fire(waiter)
@@ -206,33 +199,15 @@ class FileChanges:
 
     # ---- barriers ---------------------------------------------------------------------------------------
 
-    def _send(self, waiter: _Waiter) -> object:
+    def _send(self, waiter: _Waiter) -> str:
         """Send a barrier; `waiter` is called when it comes out. Returns a token for `_drop`."""
-        if self._barrier_override is not None and self.kind != "polling":
-            kind = self._barrier_override
-        else:
-            assert self._built is not None
-            kind = self._built.barrier
-        if kind == "attrib":
-            # The root's mode re-set to what it is: an attribute event on the root, nothing else changes.
-            mode = stat.S_IMODE(os.stat(self.root).st_mode)
-            try:
-                os.chmod(self.root, mode)
-            except PermissionError:
-                self._barrier_override = "probe"  # the root belongs to someone else
-            else:
-                self._attrib_sent += 1
-                self._attrib_waiting[self._attrib_sent] = waiter
-                return self._attrib_sent
         waiter.probe = self.root / f"{PROBE_PREFIX}{os.getpid()}-{next(self._probe_ids)}"
         os.close(os.open(waiter.probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
         self._probes[waiter.probe.name] = waiter
         return waiter.probe.name
 
     def _drop(self, token: object) -> None:
-        waiter = self._attrib_waiting.pop(token, None) if isinstance(token, int) else None
-        if isinstance(token, str):
-            waiter = self._probes.pop(token, None)
+        waiter = self._probes.pop(token, None) if isinstance(token, str) else None
         if waiter is not None and waiter.probe is not None:
             with contextlib.suppress(OSError):
                 waiter.probe.unlink()
@@ -271,10 +246,6 @@ class FileChanges:
     def _apply(self, event: Any) -> None:
         src = os.fsdecode(event.src_path)
         if event.is_directory:
-            if event.event_type == "attrib" and os.path.normpath(src) in (str(self.root), str(self._real_root)):
-                self._attrib_seen += 1
-                for ticket in sorted(t for t in self._attrib_waiting if t <= self._attrib_seen):
-                    self._fire(self._attrib_waiting.pop(ticket))
             return
         if event.event_type == "moved":
             self._note(src, "deleted")
