@@ -1,21 +1,42 @@
-"""Which workspace files a run touched: inotify (Linux) read on the event loop, no threads, no polling.
+"""Which workspace files a run touched, seen through watchdog (file_observers.py builds the observer).
 
-Watches are set up on the first run (one per directory, skipping .git, virtualenvs, node_modules and
-caches, at most MAX_WATCHES). While runs execute, every created, written, deleted or moved file is
-collected; when a run ends its changes are read (the kernel wrote them before it said it was idle) and
-reported with its final status. Where inotify is unavailable, nothing is reported."""
+The observer starts on the first run, in a worker thread (it walks the workspace): the platform's native
+one (inotify on Linux, FSEvents on macOS, ReadDirectoryChangesW on Windows), or watchdog's polling observer
+where none can start or when the portable paths are forced (INTERPRETER_LSP_PORTABLE=1). `.git`,
+virtualenvs, node_modules, caches, `build` and `dist` are not watched (on Linux at most MAX_WATCHES
+directories are). Events cross from watchdog's threads to the event loop with call_soon_threadsafe, and
+every run in flight collects the files created, written, deleted or moved meanwhile.
+
+Attribution is per run, from `begin` to `end`. Events reach the loop a little after the file changed (they
+pass through watchdog's threads, or wait for the next poll), so both ends are marked in the event stream
+itself with a barrier: an event of our own sent through the same path. `begin` sends one and returns at
+once; the run counts changes from the moment its barrier comes out (what the user saved just before the run
+is not its doing). When the run's kernel is idle, `settle` sends another and waits for it (everything the
+run did has arrived then). The barrier is a file created in the root (`.interpreter-lsp-sync-*`) and deleted
+as soon as its event is seen, a millisecond later with a native observer; it is never reported. (Re-setting
+the root's mode would be invisible, but inotify merges an event into an identical unread one and watchdog's
+queue drops an event equal to the one before it: two barriers could come out as one.) A poll's changes come
+as an unordered set, so with polling each barrier takes effect at the end of the poll that saw it (a change
+in the same poll as a run's start counts for the run). If a barrier does not come in time, or the event
+queue overflowed, or a limit was reached during the run, the run's list says it may be incomplete."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import errno
+import itertools
 import logging
 import os
-import struct
-import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .portable import portable_forced
+
+if TYPE_CHECKING:
+    from .file_observers import Built
 
 log = logging.getLogger(__name__)
 
@@ -25,138 +46,235 @@ SKIP_DIRS = frozenset(
     {".git", ".hg", ".svn", ".venv", "venv", "env", ".env", "node_modules", "__pycache__", ".mypy_cache",
      ".pytest_cache", ".ruff_cache", ".ipynb_checkpoints", ".tox", ".cache", "dist", "build"}
 )
+POLL_INTERVAL = 0.5  # the polling observer's period
+SETTLE_TIMEOUT = 5.0  # how long `settle` waits for its own event, beyond one poll
+PROBE_PREFIX = ".interpreter-lsp-sync-"
+BATCH_END = PROBE_PREFIX + "poll-end"  # the polling observer's "that was one whole poll" (never a real file)
 
-_IN_MODIFY, _IN_CLOSE_WRITE, _IN_MOVED_FROM, _IN_MOVED_TO = 0x2, 0x8, 0x40, 0x80
-_IN_CREATE, _IN_DELETE, _IN_Q_OVERFLOW, _IN_ISDIR, _IN_IGNORED = 0x100, 0x200, 0x4000, 0x40000000, 0x8000
-_MASK = _IN_CLOSE_WRITE | _IN_MOVED_FROM | _IN_MOVED_TO | _IN_CREATE | _IN_DELETE
-_EVENT = struct.Struct("iIII")
+
+@dataclass
+class Touched:
+    """What `end` reports: [{path, change}] relative to the root, and a sentence when it may be incomplete."""
+
+    files: list[dict[str, str]]
+    note: str | None = None
+
+
+@dataclass
+class _Waiter:
+    """What to do when a barrier comes out of the event stream, called right there (not later: the next
+    event may already be waiting behind it)."""
+
+    then: Callable[[], None]
+    opens: bool  # a run's start: with polling, called before the rest of its poll is applied (else after)
+    probe: Path | None = None  # the file to delete once seen
 
 
 class FileChanges:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, polling: bool | None = None) -> None:
+        """`polling` overrides what the environment chooses (tests run both paths on Linux)."""
         self.root = root
-        self._fd: int | None = None
-        self._dirs: dict[int, Path] = {}
+        self._real_root = Path(os.path.realpath(root))
+        self._polling = portable_forced() if polling is None else polling
         self._active: dict[str, dict[str, str]] = {}  # run id -> {relative path: change}
-        self._started = False
+        self._opening: dict[str, object] = {}  # run id -> its start barrier, not come out yet
+        self._notes: dict[str, str] = {}  # run id -> why its list may be incomplete
+        self._starting: asyncio.Task[None] | None = None
+        self._built: Built | None = None
+        self._closed = False
+        self._limits_logged: set[str] = set()
+        self._probes: dict[str, _Waiter] = {}  # barriers in flight, by file name (FSEvents may report real paths)
+        self._probe_ids = itertools.count(1)
+        self._poll: list[Any] = []  # polling: the events of the poll under way, applied when it ends
+        self.kind: str | None = None  # "inotify" | "fsevents" | "windows" | "polling" once started
         self.unavailable: str | None = None
 
     # ---- life cycle -------------------------------------------------------------------------------------
 
-    def _start(self) -> None:
-        self._started = True
-        if not sys.platform.startswith("linux"):
-            self.unavailable = "file changes are only watched on Linux"
-            return
+    async def _start(self) -> None:
+        loop = asyncio.get_running_loop()
+
+        def later(method: Any) -> Any:
+            # For watchdog's threads: they only ever schedule a call on the loop.
+            def notify(message: str) -> None:
+                with contextlib.suppress(RuntimeError):
+                    loop.call_soon_threadsafe(method, message)
+
+            return notify
+
+        def build() -> Built:
+            from . import file_observers
+
+            return file_observers.start(
+                str(self.root),
+                file_observers.ToLoop(loop, self._on_event),
+                polling=self._polling,
+                batch_end=str(self.root / BATCH_END),
+                skip=SKIP_DIRS,
+                max_watches=MAX_WATCHES,
+                interval=POLL_INTERVAL,
+                on_limit=later(self._limit_reached),
+                on_overflow=later(self._overflowed),
+            )
+
         try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
-        except (OSError, AttributeError) as exc:
-            self.unavailable = f"inotify is unavailable: {exc}"
+            built = await asyncio.to_thread(build)
+        except Exception as exc:
+            self.unavailable = f"file changes are not watched: {exc}"
+            log.warning("%s", self.unavailable)
             return
-        if fd < 0:
-            self.unavailable = f"inotify is unavailable: {os.strerror(ctypes.get_errno())}"
+        if self._closed:
+            built.observer.stop()
             return
-        self._libc, self._fd = libc, fd
-        self._watch_tree(self.root)
-        asyncio.get_running_loop().add_reader(fd, self._read)
-
-    def _watch(self, directory: Path) -> bool:
-        if self._fd is None or len(self._dirs) >= MAX_WATCHES:
-            return False
-        wd = self._libc.inotify_add_watch(self._fd, os.fsencode(directory), _MASK)
-        if wd < 0:
-            if ctypes.get_errno() == errno.ENOSPC:
-                log.warning("inotify watch limit reached: file changes under %s are not all reported", directory)
-            return False
-        self._dirs[wd] = directory
-        return True
-
-    def _watch_tree(self, top: Path) -> list[Path]:
-        """Watch `top` and the directories below it; returns the files found there."""
-        stack, files = [top], []
-        while stack and len(self._dirs) < MAX_WATCHES:
-            directory = stack.pop()
-            if not self._watch(directory):
-                continue
-            with contextlib.suppress(OSError), os.scandir(directory) as entries:
-                for entry in entries:
-                    if entry.is_dir(follow_symlinks=False):
-                        if entry.name not in SKIP_DIRS:
-                            stack.append(Path(entry.path))
-                    else:
-                        files.append(Path(entry.path))
-        return files
+        self._built, self.kind = built, built.kind
+        log.info("watching %s for file changes (%s)", self.root, built.kind)
 
     def close(self) -> None:
-        if self._fd is not None:
-            with contextlib.suppress(Exception):
-                asyncio.get_running_loop().remove_reader(self._fd)
-            os.close(self._fd)
-            self._fd = None
+        self._closed = True
+        if self._built is not None:
+            # Stops its threads (they are daemons and end on their own); watches are removed.
+            self._built.observer.stop()
+            self._built = None
+        waiting = list(self._probes.values())
+        self._probes.clear()
+        for waiter in waiting:
+            self._fire(waiter)
 
     # ---- runs ------------------------------------------------------------------------------------------
 
-    def begin(self, run_id: str) -> None:
-        if not self._started:
-            self._start()
-        self._read()  # what happened before this run is not its doing
-        self._active[run_id] = {}
-
-    def end(self, run_id: str) -> list[dict[str, str]]:
-        """The files this run created, modified, deleted or moved: [{path, change}], workspace-relative."""
-        self._read()
-        changes = self._active.pop(run_id, {})
-        return [{"path": path, "change": change} for path, change in sorted(changes.items())[:MAX_REPORTED]]
-
-    def _read(self) -> None:
-        if self._fd is None:
+    async def begin(self, run_id: str) -> None:
+        """Changes count for this run from its start barrier on. Only the first run waits: for the observer."""
+        if self._starting is None:
+            self._starting = asyncio.ensure_future(self._start())
+        # Shielded: a run cancelled while the observer starts leaves the start to finish for the next one.
+        await asyncio.shield(self._starting)
+        if self._built is None:
             return
-        while True:
-            try:
-                data = os.read(self._fd, 65536)
-            except BlockingIOError:
-                return
-            except OSError:
-                return
-            if not data:
-                return
-            self._parse(data)
 
-    def _parse(self, data: bytes) -> None:
-        offset = 0
-        while offset + _EVENT.size <= len(data):
-            wd, mask, _cookie, length = _EVENT.unpack_from(data, offset)
-            raw = data[offset + _EVENT.size : offset + _EVENT.size + length].rstrip(b"\0")
-            offset += _EVENT.size + length
-            if mask & _IN_IGNORED:
-                self._dirs.pop(wd, None)
-                continue
-            directory = self._dirs.get(wd)
-            if directory is None or not raw:
-                continue
-            path = directory / os.fsdecode(raw)
-            if mask & _IN_ISDIR:
-                if mask & (_IN_CREATE | _IN_MOVED_TO) and path.name not in SKIP_DIRS:
-                    # Files written into a new directory before its watch existed: found by the scan.
-                    for found in self._watch_tree(path):
-                        self._note(found, _IN_CREATE)
-                continue
-            self._note(path, mask)
+        def opened() -> None:
+            if run_id in self._opening:  # not ended meanwhile
+                del self._opening[run_id]
+                self._active[run_id] = {}
 
-    def _note(self, path: Path, mask: int) -> None:
+        try:
+            self._opening[run_id] = self._send(_Waiter(opened, opens=True))
+        except OSError:
+            self._opening[run_id] = None
+            opened()  # no barrier possible (a read-only root): count from now
+
+    async def settle(self) -> None:
+        """Wait until changes made before now have reached the loop (bounded by SETTLE_TIMEOUT)."""
+        if self._built is None or not (self._active or self._opening):
+            return
+        arrived: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        try:
+            token = self._send(_Waiter(lambda: arrived.done() or arrived.set_result(None), opens=False))
+        except OSError as exc:
+            if exc.errno != errno.EROFS:  # a read-only workspace: nothing in it changed
+                self._incomplete(f"could not check that every change arrived ({exc})")
+            return
+        limit = SETTLE_TIMEOUT + (POLL_INTERVAL if self.kind == "polling" else 0.0)
+        try:
+            await asyncio.wait_for(asyncio.shield(arrived), limit)
+        except asyncio.TimeoutError:
+            log.warning("file changes did not arrive within %.1f s", limit)
+            self._incomplete(f"file changes were still arriving after {limit:.0f} s")
+        finally:
+            self._drop(token)
+
+    def end(self, run_id: str) -> Touched:
+        """The files this run created, modified, deleted or moved, workspace-relative, sorted."""
+        if run_id in self._opening:
+            self._drop(self._opening.pop(run_id))
+        changes = self._active.pop(run_id, {})
+        note = self._notes.pop(run_id, None)
+        files = [{"path": path, "change": change} for path, change in sorted(changes.items())]
+        if len(files) > MAX_REPORTED:
+            more = f"{len(files) - MAX_REPORTED} more files changed than are listed"
+            note = f"{note}; {more}" if note else more
+            files = files[:MAX_REPORTED]
+        if note:
+            note = f"the list of files this run touched may be incomplete: {note}"
+        return Touched(files, note)
+
+    # ---- barriers ---------------------------------------------------------------------------------------
+
+    def _send(self, waiter: _Waiter) -> str:
+        """Send a barrier; `waiter` is called when it comes out. Returns a token for `_drop`."""
+        waiter.probe = self.root / f"{PROBE_PREFIX}{os.getpid()}-{next(self._probe_ids)}"
+        os.close(os.open(waiter.probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        self._probes[waiter.probe.name] = waiter
+        return waiter.probe.name
+
+    def _drop(self, token: object) -> None:
+        waiter = self._probes.pop(token, None) if isinstance(token, str) else None
+        if waiter is not None and waiter.probe is not None:
+            with contextlib.suppress(OSError):
+                waiter.probe.unlink()
+
+    @staticmethod
+    def _fire(waiter: _Waiter) -> None:
+        if waiter.probe is not None:
+            with contextlib.suppress(OSError):
+                waiter.probe.unlink()  # seen: it has done its work
+        waiter.then()
+
+    # ---- events (on the loop) ---------------------------------------------------------------------------
+
+    def _on_event(self, event: Any) -> None:
+        if self.kind != "polling":
+            self._apply(event)  # in order: a barrier event takes effect exactly where it is
+        elif os.path.basename(os.fsdecode(event.src_path)) != BATCH_END:
+            self._poll.append(event)
+        else:
+            # One whole poll: its changes are a set in no order. Runs whose start barrier is in it count them
+            # all; settles whose barrier is in it are done once they are applied.
+            events, self._poll = self._poll, []
+            # (A probe can be a move's destination: the poll sees a new file on a deleted one's inode.)
+            paths = [p for e in events for p in (e.src_path, getattr(e, "dest_path", "")) if p]
+            names = {os.path.basename(os.fsdecode(path)) for path in paths}
+            seen = [w for name in names if (w := self._probes.pop(name, None)) is not None]
+            for waiter in seen:
+                if waiter.opens:
+                    self._fire(waiter)
+            for event_ in events:
+                self._apply(event_)
+            for waiter in seen:
+                if not waiter.opens:
+                    self._fire(waiter)
+
+    def _apply(self, event: Any) -> None:
+        src = os.fsdecode(event.src_path)
+        if event.is_directory:
+            return
+        if event.event_type == "moved":
+            self._note(src, "deleted")
+            self._note(os.fsdecode(event.dest_path), "created")
+        elif event.event_type in ("created", "deleted"):
+            self._note(src, event.event_type)
+        elif event.event_type in ("modified", "closed"):
+            self._note(src, "modified")
+
+    def _relative(self, path: str) -> str | None:
+        for base in (self.root, self._real_root):
+            with contextlib.suppress(ValueError):
+                relative = Path(path).relative_to(base)
+                if relative.parts and not SKIP_DIRS.intersection(relative.parts[:-1]):
+                    return relative.as_posix()
+                return None
+        return None
+
+    def _note(self, path: str, change: str) -> None:
+        name = os.path.basename(path)
+        if name.startswith(PROBE_PREFIX):  # a barrier's own file: never reported
+            if (waiter := self._probes.pop(name, None)) is not None:
+                self._fire(waiter)
+            return
         if not self._active:
             return
-        try:
-            relative = str(path.relative_to(self.root))
-        except ValueError:
+        relative = self._relative(path)
+        if relative is None:
             return
-        if mask & (_IN_DELETE | _IN_MOVED_FROM):
-            change = "deleted"
-        elif mask & (_IN_CREATE | _IN_MOVED_TO):
-            change = "created"
-        else:
-            change = "modified"
         for changes in self._active.values():
             previous = changes.get(relative)
             # created then written stays "created"; created then deleted is gone; deleted then created is "modified"
@@ -165,6 +283,19 @@ class FileChanges:
             if previous == "created" and change == "deleted":
                 del changes[relative]
                 continue
-            if previous == "deleted" and change == "created":
-                change = "modified"
-            changes[relative] = change
+            changes[relative] = "modified" if previous == "deleted" and change == "created" else change
+
+    def _incomplete(self, why: str) -> None:
+        for run_id in [*self._active, *self._opening]:
+            self._notes.setdefault(run_id, why)
+
+    def _limit_reached(self, message: str) -> None:
+        key = message.split(":")[0]
+        if key not in self._limits_logged:  # once per kind of limit, not once per directory
+            self._limits_logged.add(key)
+            log.warning("file changes: %s", message)
+        self._incomplete(message)
+
+    def _overflowed(self, message: str) -> None:
+        log.warning("file changes: %s", message)
+        self._incomplete(f"{message}: too many changes at once")

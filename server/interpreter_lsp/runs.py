@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .files import FileChanges
+from .files import FileChanges, Touched
 from .kernels.kernel import ExecuteReply, KernelDied, KernelStartError
 from .kernels.pool import KernelPool
 from .languages import canonical_language
@@ -207,7 +207,7 @@ class RunManager:
                 started = time.monotonic()
                 run.executing = True
                 if self._files is not None:
-                    self._files.begin(run.run_id)
+                    await self._files.begin(run.run_id)
                 execution = kernel.submit(run.code, sink, allow_stdin=self.ask_input is not None)
                 timed_out = False
                 if run.timeout > 0:
@@ -218,6 +218,8 @@ class RunManager:
                         timed_out = True
                         await self._stop(run.language, [execution])
                 reply = await execution
+                if self._files is not None:
+                    await self._files.settle()  # the run's file events still crossing from watchdog's thread
                 if timed_out:
                     state, message = "timeout", f"stopped after the run timeout of {run.timeout:g} s"
                 else:
@@ -234,11 +236,13 @@ class RunManager:
             state, message = "error", f"internal error: {exc}"
             output.note("stderr", message)
         finally:
-            touched = self._files.end(run.run_id) if self._files is not None and run.executing else []
+            touched = self._files.end(run.run_id) if self._files is not None and run.executing else Touched([])
+            if touched.note:
+                message = f"{message}; {touched.note}" if message else touched.note
             run.executing = False
             output.flush()
             duration = int((time.monotonic() - started) * 1000)
-            self._status(run, state, duration, message, touched)
+            self._status(run, state, duration, message, touched.files)
             result = RunResult(
                 run.run_id,
                 run.language,
@@ -252,7 +256,7 @@ class RunManager:
                 turn_id=run.turn_id,
                 proposal_id=run.proposal_id,
                 outputs=sink.records,
-                files=touched,
+                files=touched.files,
             )
             self.runs.pop(run.run_id, None)
             # Recorded (history: a disk write) after the final status has left, but before whoever

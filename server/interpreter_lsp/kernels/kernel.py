@@ -1,6 +1,10 @@
 """One Jupyter kernel: its process (jupyter_client's AsyncKernelManager) and one router task that reads
 every channel and routes each message by its parent msg_id. No threads (the heartbeat thread is not
-started: process death is watched through a pidfd on the event loop), no sleep-polling."""
+started: process death is watched from the event loop, see process_watch.py), no sleep-polling.
+
+Kernels are reached over IPC (Unix sockets in the runtime directory) on Linux and macOS; over TCP on
+127.0.0.1 where IPC is unavailable (Windows) or when the portable paths are forced. Either way every message
+is signed with the connection file's key."""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ import contextlib
 import logging
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -17,6 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import UserError
+from ..portable import portable_forced
+from .process_watch import ProcessWatch
 from .specs import KernelChoice
 
 if TYPE_CHECKING:
@@ -82,6 +89,16 @@ def _manager_class() -> type:
     return Manager
 
 
+def _encrypt(km: Any) -> None:
+    """Over TCP, any local user can connect to the ports: the connection file's key signs every message, and
+    where jupyter_client, pyzmq and the kernelspec allow it the sockets are also encrypted with CurveZMQ
+    ("auto": only kernels whose spec declares it, so an older ipykernel in a workspace venv still starts)."""
+    import zmq
+
+    if km.has_trait("transport_encryption") and zmq.has("curve"):
+        km.transport_encryption = "auto"
+
+
 class Kernel:
     def __init__(
         self,
@@ -104,12 +121,13 @@ class Kernel:
         self._command_wrapper = command_wrapper
         self.state = "stopped"
         self.started_at: float | None = None
+        self.transport = "ipc"
         self._km: Any = None
         self._kc: AsyncKernelClient | None = None
         self._pending: dict[str, _Pending] = {}
         self._router: asyncio.Task[None] | None = None
         self._drains: dict[str, Callable[[], None]] = {}
-        self._pidfd: int | None = None
+        self._process_watch: ProcessWatch | None = None
         self._expect_exit = False
         self._death_task: asyncio.Task[None] | None = None
         self._input_tasks: set[asyncio.Task[None]] = set()
@@ -124,16 +142,20 @@ class Kernel:
     async def start(self) -> None:
         self._set_state("starting")
         tag = f"{self.language}-{os.getpid()}-{id(self):x}"
+        self.transport = self._transport()
         km = _manager_class()(
             kernel_name=self.choice.name,
-            transport="ipc",
-            ip=str(self._runtime_dir / f"k-{tag}"),
+            transport=self.transport,
+            # tcp: jupyter_client picks free ports on loopback; ipc: socket paths in our 0700 runtime dir.
+            ip="127.0.0.1" if self.transport == "tcp" else str(self._runtime_dir / f"k-{tag}"),
             connection_file=str(self._runtime_dir / f"k-{tag}.json"),
         )
         if self.choice.kernel_dirs:
             from jupyter_client.kernelspec import KernelSpecManager
 
             km.kernel_spec_manager = KernelSpecManager(kernel_dirs=list(self.choice.kernel_dirs))
+        if self.transport == "tcp":
+            _encrypt(km)
         km.command_wrapper = self._command_wrapper
         self._km = km
         try:
@@ -152,6 +174,13 @@ class Kernel:
             raise
         self.started_at = time.monotonic()
         self._set_state("idle")
+
+    def _transport(self) -> str:
+        """IPC wherever it works; TCP on loopback on Windows (no IPC there) or when forced. A sandboxed
+        kernel (bubblewrap, Linux only) keeps IPC: without network it has a loopback of its own."""
+        if self._command_wrapper is not None:
+            return "ipc"
+        return "tcp" if sys.platform == "win32" or portable_forced() else "ipc"
 
     def _connect(self) -> None:
         assert self._km is not None
@@ -187,20 +216,14 @@ class Kernel:
 
     def _watch_process(self) -> None:
         process = getattr(getattr(self._km, "provisioner", None), "process", None)
-        if process is None or not hasattr(os, "pidfd_open"):
+        if process is None:
             return
-        try:
-            self._pidfd = os.pidfd_open(process.pid)
-        except OSError:
-            return
-        asyncio.get_running_loop().add_reader(self._pidfd, self._process_exited)
+        self._process_watch = ProcessWatch(process, self._process_exited)
 
     def _unwatch_process(self) -> None:
-        if self._pidfd is not None:
-            with contextlib.suppress(Exception):
-                asyncio.get_running_loop().remove_reader(self._pidfd)
-            os.close(self._pidfd)
-            self._pidfd = None
+        if self._process_watch is not None:
+            self._process_watch.close()
+            self._process_watch = None
 
     def _process_exited(self) -> None:
         self._unwatch_process()

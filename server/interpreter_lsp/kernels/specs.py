@@ -4,8 +4,10 @@ shell (bash_kernel), or any installed kernelspec whose language matches."""
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
+import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +40,25 @@ def _has_ipykernel(python: Path) -> bool:
     ).is_dir()
 
 
+def _ipykernel_dir(python: Path) -> Path | None:
+    if python == Path(sys.executable):
+        spec = importlib.util.find_spec("ipykernel")
+        return Path(spec.origin).parent if spec is not None and spec.origin else None
+    venv = python.parent.parent
+    found = [*venv.glob("lib/python3*/site-packages/ipykernel"), venv / "Lib" / "site-packages" / "ipykernel"]
+    return next((d for d in found if d.is_dir()), None)
+
+
+def _supports_curve(python: Path) -> bool:
+    """Whether the ipykernel this interpreter runs can encrypt its sockets (CurveZMQ, ipykernel 7.4+), judged by
+    its source (no subprocess). Declared in the kernelspec, it is used only over TCP (see kernel.py)."""
+    package = _ipykernel_dir(python)
+    try:
+        return package is not None and "curve_secretkey" in (package / "kernelapp.py").read_text(errors="replace")
+    except OSError:
+        return False
+
+
 def workspace_python(root: Path) -> Path | None:
     for name in (".venv", "venv", ".env", "env"):
         for exe in ("bin/python", "Scripts/python.exe"):
@@ -58,12 +79,19 @@ def _write_spec(specs_root: Path, name: str, spec: dict) -> None:
         os.replace(tmp, target)
 
 
+def _is_path(setting: str) -> bool:
+    """A path ("~/venv/bin/python", "./.venv/bin/python", "C:\\Python\\python.exe") or a kernelspec name."""
+    separators = {os.sep, os.altsep or os.sep, "/"}
+    return any(sep in setting for sep in separators) or setting.startswith((".", "~"))
+
+
 def _python_choice(root: Path, specs_root: Path, configured: str | None) -> KernelChoice:
-    if configured and not (os.sep in configured or configured.startswith(".")):
+    if configured and not _is_path(configured):
         # A kernelspec name the user installed (e.g. "python3", "myenv").
         return KernelChoice(PYTHON, configured, (), f"kernelspec {configured!r} (interpreter.kernel.python)")
     if configured:
-        exe = (root / configured).expanduser() if not os.path.isabs(configured) else Path(configured)
+        expanded = os.path.expanduser(configured)  # "~/venvs/x/bin/python": the user's home, not the workspace's
+        exe = Path(expanded) if os.path.isabs(expanded) else root / expanded
         if not exe.exists():
             raise UnknownLanguage(
                 f"interpreter.kernel.python is {configured!r}, which does not exist: "
@@ -85,13 +113,32 @@ def _python_choice(root: Path, specs_root: Path, configured: str | None) -> Kern
             "display_name": f"Python ({exe})",
             "language": "python",
             "interrupt_mode": "signal",
-            "metadata": {"debugger": False},
+            "metadata": {"debugger": False, **({"supported_encryption": ["curve"]} if _supports_curve(exe) else {})},
         },
     )
     return KernelChoice(PYTHON, name, (str(specs_root),), where, interpreter=str(exe))
 
 
+def _shell_problem() -> str | None:
+    """Why the shell kernel cannot run here, in words a user can act on; None when it can."""
+    if sys.platform == "win32":
+        # bash_kernel drives bash through a pseudo-terminal (pexpect), which Windows does not have.
+        return (
+            "The shell kernel does not run on Windows: bash_kernel needs a Unix terminal. Run the server "
+            "inside WSL to use shell code blocks, or run the command from python (subprocess.run)."
+        )
+    if shutil.which("bash") is None:
+        return (
+            "The shell kernel needs bash, which is not on PATH: install bash (e.g. `apt install bash`, "
+            "`apk add bash`, `brew install bash`) and restart the server, or run the command from python "
+            "(subprocess.run)."
+        )
+    return None
+
+
 def _shell_choice(specs_root: Path) -> KernelChoice:
+    if (problem := _shell_problem()) is not None:
+        raise UnknownLanguage(problem)
     name = "ilsp-bash"
     _write_spec(
         specs_root,
@@ -102,6 +149,8 @@ def _shell_choice(specs_root: Path) -> KernelChoice:
             "language": "bash",
             "interrupt_mode": "signal",
             "env": {"PS1": "$", "TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat"},
+            # bash_kernel is an ipykernel application on the server's interpreter.
+            "metadata": {"supported_encryption": ["curve"]} if _supports_curve(Path(sys.executable)) else {},
         },
     )
     return KernelChoice(SHELL, name, (str(specs_root),), "bash_kernel (bundled with the server)")

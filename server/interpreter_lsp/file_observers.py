@@ -1,0 +1,253 @@
+"""The watchdog observers behind files.py. Built in a worker thread on the first run (starting one walks the
+workspace), imported only then (the server answers `initialize` without loading watchdog).
+
+- inotify (Linux): watchdog's InotifyObserver with a watch group that places no watch inside skipped
+  directories and at most `max_watches` in all. watchdog has no public way to do this (its ignore patterns
+  filter events after the watches exist, gorakhargosh/watchdog#212): the group overrides the methods that
+  walk the tree, found by name, and the observer falls back to polling if a watchdog release renames them.
+  It also says when the kernel's event queue overflowed (watchdog only logs it).
+- FSEvents (macOS), ReadDirectoryChangesW (Windows): one recursive watch of the root, which costs nothing
+  per directory there; files.py drops events from skipped directories.
+- polling: watchdog's PollingObserverVFS, whose listing never enters skipped directories, every `interval`
+  seconds: the portable path (INTERPRETER_LSP_PORTABLE=1) and the fallback when no native one can start.
+
+Every event is handed to `ToLoop`, which crosses to the event loop with call_soon_threadsafe and nothing else.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import errno
+import functools
+import logging
+import os
+from collections.abc import Callable, Collection, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from watchdog.events import (
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
+from watchdog.observers.api import BaseObserver
+
+log = logging.getLogger(__name__)
+
+Notify = Callable[[str], None]  # thread-safe: it only schedules a call on the loop
+
+
+class ToLoop(FileSystemEventHandler):
+    """Runs on watchdog's dispatcher thread: every event goes to `callback` on the loop, in order."""
+
+    def __init__(self, loop: Any, callback: Callable[[FileSystemEvent], None]) -> None:
+        super().__init__()
+        self._loop = loop
+        self._callback = callback
+
+    def dispatch(self, event: FileSystemEvent) -> None:
+        try:
+            self._loop.call_soon_threadsafe(self._callback, event)
+        except RuntimeError:
+            pass  # the loop is closed: the server is exiting
+
+
+@dataclass
+class Built:
+    observer: BaseObserver
+    kind: str  # "inotify" | "fsevents" | "windows" | "polling"
+
+
+def start(
+    root: str,
+    handler: ToLoop,
+    *,
+    polling: bool,
+    batch_end: str,
+    skip: Collection[str],
+    max_watches: int,
+    interval: float,
+    on_limit: Notify,
+    on_overflow: Notify,
+) -> Built:
+    """Schedule `root` recursively and start the observer (blocking: run it in a worker thread)."""
+    built: Built | None = None
+    if not polling:
+        try:
+            built = _native(root, handler, skip, max_watches, on_limit, on_overflow)
+        except Exception as exc:
+            # EMFILE: the per-user inotify instance limit; ENOSPC: no watch left even for the root. Anything
+            # else (a watchdog release whose internals moved) is a bug to log, but files are still watched.
+            limits = isinstance(exc, OSError) and exc.errno in (errno.EMFILE, errno.ENOSPC)
+            hint = " (raise fs.inotify.max_user_instances / max_user_watches)" if limits else ""
+            log.warning(
+                "the native file watcher cannot start (%s)%s; polling every %.1f s instead",
+                exc, hint, interval, exc_info=not isinstance(exc, OSError),
+            )
+    if built is None:
+        built = _polling(root, handler, skip, max_watches, interval, on_limit, batch_end)
+    return built
+
+
+# ---- native ----------------------------------------------------------------------------------------------
+
+_CHANGES: list[type[FileSystemEvent]] = [FileCreatedEvent, FileDeletedEvent, FileMovedEvent]
+
+
+def _native(
+    root: str, handler: ToLoop, skip: Collection[str], max_watches: int, on_limit: Notify, on_overflow: Notify
+) -> Built | None:
+    from watchdog.observers import Observer
+
+    name = Observer.__name__
+    if name == "InotifyObserver":
+        observer = _inotify_observer(skip, max_watches, on_limit, on_overflow)
+        if observer is None:
+            return None
+        # IN_CLOSE_WRITE ("closed") instead of IN_MODIFY: one event per written file, not one per write().
+        _schedule_and_start(observer, handler, root, [*_CHANGES, FileClosedEvent])
+        return Built(observer, "inotify")
+    if name in ("FSEventsObserver", "WindowsApiObserver"):
+        native = Observer()
+        _schedule_and_start(native, handler, root, [*_CHANGES, FileModifiedEvent])
+        return Built(native, "fsevents" if name == "FSEventsObserver" else "windows")
+    # kqueue (BSD) opens a descriptor per file, skipped directories included: polling costs less.
+    return None
+
+
+def _schedule_and_start(
+    observer: BaseObserver, handler: ToLoop, root: str, events: list[type[FileSystemEvent]]
+) -> None:
+    try:
+        observer.schedule(handler, root, recursive=True, event_filter=events)
+        observer.start()
+    except BaseException:
+        observer.stop()  # nothing half-started stays behind
+        raise
+
+
+def _inotify_observer(
+    skip: Collection[str], max_watches: int, on_limit: Notify, on_overflow: Notify
+) -> BaseObserver | None:
+    try:
+        from watchdog.observers.inotify import InotifyEmitter, InotifyWatchGroup
+    except Exception as exc:  # UnsupportedLibcError and the like
+        log.warning("watchdog's inotify observer is unavailable: %s", exc)
+        return None
+    fields = {f.name for f in dataclasses.fields(InotifyWatchGroup)}
+    needed = {"_inotify_fd", "_active_callbacks_by_path", "_active_callbacks_by_watch", "_id", "path"}
+    methods = ("_add_all_callbacks", "_add_callback", "_recursive_simulate", "on_queue_overflow")
+    if not needed <= fields or not all(hasattr(InotifyWatchGroup, m) for m in methods):
+        log.warning("this watchdog release changed its inotify internals; polling for file changes instead")
+        return None
+    skip_bytes = frozenset(os.fsencode(name) for name in skip)
+
+    class Group(InotifyWatchGroup):
+        def _add_all_callbacks(self, path: bytes) -> None:
+            # watchdog's walk enters every directory; this one stops at skipped ones and at the budget.
+            stack = [path]
+            while stack:
+                directory = stack.pop()
+                if not self._add_callback(directory) or not self.is_recursive:
+                    continue
+                try:
+                    with os.scandir(directory) as entries:
+                        for entry in entries:
+                            if entry.is_dir(follow_symlinks=False) and entry.name not in skip_bytes:
+                                stack.append(entry.path)
+                except OSError:
+                    continue
+
+        def _add_callback(self, path: bytes) -> bool:  # type: ignore[override]
+            if path != self.path and os.path.basename(path) in skip_bytes:
+                return False
+            if len(self._active_callbacks_by_path) >= max_watches:
+                on_limit(f"more than {max_watches} directories: changes below {os.fsdecode(path)} are not reported")
+                return False
+            try:
+                wd = self._inotify_fd.add_callback(path, self.event_mask, self._callback, self._id)
+            except OSError as exc:
+                if path == self.path:
+                    raise
+                if exc.errno == errno.ENOSPC:
+                    on_limit(
+                        "the system's inotify watch limit is reached: changes below "
+                        f"{os.fsdecode(path)} are not reported (raise fs.inotify.max_user_watches)"
+                    )
+                return False  # vanished or unreadable meanwhile
+            self._active_callbacks_by_path[path] = wd
+            self._active_callbacks_by_watch[wd] = path
+            return True
+
+        def _recursive_simulate(self, src_path: bytes) -> list[Any]:
+            if os.path.basename(src_path) in skip_bytes:
+                return []  # not watched: no walk through a new node_modules
+            return super()._recursive_simulate(src_path)
+
+        def on_queue_overflow(self) -> None:
+            super().on_queue_overflow()  # rebuilds the watches (through the walk above)
+            on_overflow("the kernel's inotify event queue overflowed")
+
+    class Emitter(InotifyEmitter):
+        def on_thread_start(self) -> None:
+            self._inotify = Group(
+                self._inotify_fd,
+                os.fsencode(self.watch.path),
+                is_recursive=self.watch.is_recursive,
+                event_mask=self.get_event_mask_from_filter(),
+                follow_symlink=self.watch.follow_symlink,
+            )
+
+    return BaseObserver(Emitter)
+
+
+# ---- polling ---------------------------------------------------------------------------------------------
+
+
+def _polling(
+    root: str,
+    handler: ToLoop,
+    skip: Collection[str],
+    max_watches: int,
+    interval: float,
+    on_limit: Notify,
+    batch_end: str,
+) -> Built:
+    from watchdog.observers.polling import PollingEmitter
+
+    listed = 0
+
+    def listdir(path: str | None) -> Iterator[os.DirEntry[str]]:
+        # Called for every directory of a snapshot, the root first: skipped ones are never entered.
+        nonlocal listed
+        listed = 1 if path == root else listed + 1
+        if listed > max_watches:
+            on_limit(f"more than {max_watches} directories: changes below {path} are not reported")
+            return iter(())
+        with os.scandir(path) as entries:
+            kept = [e for e in entries if not (e.name in skip and e.is_dir(follow_symlinks=False))]
+        return iter(kept)
+
+    class Emitter(PollingEmitter):
+        """One poll's changes come out as a set, in no particular order: after a poll that changed anything,
+        a last event on `batch_end` (a path that never exists) says the set is complete."""
+
+        def queue_events(self, timeout: float) -> None:
+            self._changed = False
+            super().queue_events(timeout)
+            if self._changed and self.should_keep_running():
+                self.queue_event(FileModifiedEvent(batch_end))
+
+        def queue_event(self, event: FileSystemEvent) -> None:
+            self._changed = True
+            super().queue_event(event)
+
+    # lstat: a symlink to a directory is not followed (no cycles, nothing outside the workspace).
+    emitter = functools.partial(Emitter, stat=os.lstat, listdir=listdir)
+    observer = BaseObserver(emitter, timeout=interval)  # type: ignore[arg-type]
+    _schedule_and_start(observer, handler, root, [*_CHANGES, FileModifiedEvent])
+    return Built(observer, "polling")
