@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .files import FileChanges, Touched
-from .kernels.kernel import ExecuteReply, KernelDied, KernelStartError
+from .kernels.backend import ExecuteReply, KernelDied, KernelStartError
 from .kernels.pool import KernelPool
 from .languages import canonical_language
 from .output import RunOutput
@@ -201,12 +201,15 @@ class RunManager:
         output = RunOutput(run.run_id, self._send, self._model_limit())
         sink = _Sink(self, run, output)
         state, message, started = "error", None, time.monotonic()
+        watch_files = False
         try:
             async with self._pool.run_lock(run.language):
                 kernel = await self._pool.kernel(run.language)
                 started = time.monotonic()
                 run.executing = True
-                if self._files is not None:
+                # Files touched are watched here, on this machine: not for a kernel on a gateway.
+                watch_files = self._files is not None and not self._pool.is_remote(run.language)
+                if watch_files:
                     await self._files.begin(run.run_id)
                 execution = kernel.submit(run.code, sink, allow_stdin=self.ask_input is not None)
                 timed_out = False
@@ -218,7 +221,7 @@ class RunManager:
                         timed_out = True
                         await self._stop(run.language, [execution])
                 reply = await execution
-                if self._files is not None:
+                if self._files is not None and watch_files:
                     await self._files.settle()  # the run's file events still crossing from watchdog's thread
                 if timed_out:
                     state, message = "timeout", f"stopped after the run timeout of {run.timeout:g} s"
@@ -236,7 +239,8 @@ class RunManager:
             state, message = "error", f"internal error: {exc}"
             output.note("stderr", message)
         finally:
-            touched = self._files.end(run.run_id) if self._files is not None and run.executing else Touched([])
+            watched = self._files is not None and run.executing and watch_files
+            touched = self._files.end(run.run_id) if watched else Touched([])
             if touched.note:
                 message = f"{message}; {touched.note}" if message else touched.note
             run.executing = False
@@ -274,6 +278,8 @@ class RunManager:
 
     def _final_state(self, run: Run, reply: ExecuteReply) -> tuple[str, str | None]:
         if reply.status == "died":
+            if reason := reply.content.get("reason"):  # said by the backend (e.g. what the gateway did)
+                return "died", f"The {run.language} kernel was lost while running this code: {reason}."
             return "died", (
                 f"The {run.language} kernel died while running this code; its state (variables, imports) "
                 "was lost. It has been restarted."
@@ -286,7 +292,7 @@ class RunManager:
             return "ok", None
         if reply.status == "aborted":
             return "error", "the kernel aborted this run"
-        return "error", None
+        return "error", reply.content.get("reason")
 
     async def _stop(self, language: str, executions: list[asyncio.Future[Any]]) -> None:
         """SIGINT the kernel; if the executions have not ended within the grace time, restart it.

@@ -51,6 +51,13 @@ class KernelSettings:
     python: str | None = None
     gateway_url: str | None = None
     gateway_token: str | None = None
+    gateway_ca_bundle: str | None = None
+    gateway_validate_cert: bool = True
+    gateway_connect_timeout: float = 10.0
+    gateway_request_timeout: float = 60.0
+    gateway_kernels: Mapping[str, str] = field(default_factory=dict)  # language -> kernelspec on the gateway
+    gateway_username: str | None = None  # KERNEL_USERNAME
+    gateway_working_dir: str | None = None  # KERNEL_WORKING_DIR
 
 
 @dataclass(frozen=True)
@@ -83,7 +90,7 @@ class Spec:
     """One setting: its wire key, JSON type, default, allowed values, and who may set it."""
 
     key: str  # camelCase; "kernel.python" for nested ones
-    type: str  # "string" | "integer" | "number" | "boolean" | "array"
+    type: str  # "string" | "integer" | "number" | "boolean" | "array" | "object" (of strings)
     default: Any
     description: str
     minimum: float | None = None
@@ -163,10 +170,30 @@ SCHEMA: tuple[Spec, ...] = (
        "workspace's `.venv`/`venv` when it has ipykernel, else the server's interpreter.",
        nullable=True, sensitive=True),
     _s("kernel.gatewayUrl", "string", None,
-       "Not built yet: a Jupyter Kernel / Enterprise Gateway for remote kernels.",
-       nullable=True, sensitive=True, built=False),
-    _s("kernel.gatewayToken", "string", None, "Not built yet: the gateway's token, with `kernel.gatewayUrl`.",
-       nullable=True, sensitive=True, secret=True, built=False),
+       "A Jupyter Kernel Gateway or Enterprise Gateway (`http://` or `https://`): every kernel of the workspace "
+       "runs there (docs/remote-kernels.md).", nullable=True, sensitive=True),
+    _s("kernel.gatewayToken", "string", None,
+       "The gateway's token, sent as `Authorization: token ...`. Never shown, logged or given to kernels.",
+       nullable=True, sensitive=True, secret=True),
+    _s("kernel.gatewayCaBundle", "string", None,
+       "A PEM file of the CA that signed the gateway's certificate. Empty: the system's CAs.",
+       nullable=True, sensitive=True),
+    _s("kernel.gatewayValidateCert", "boolean", True,
+       "Verify the gateway's TLS certificate. Off only for a test gateway.", sensitive=True),
+    _s("kernel.gatewayConnectTimeout", "number", 10.0,
+       "Seconds to connect to the gateway; also how long a lost connection is retried before the kernel is "
+       "given up (its state lost).", minimum=0.1, maximum=600),
+    _s("kernel.gatewayRequestTimeout", "number", 60.0,
+       "Seconds for one gateway request, a kernel start included (raise it where kernels start in pods).",
+       minimum=1, maximum=3600),
+    _s("kernel.gatewayKernels", "object", {},
+       "The gateway's kernelspec per language, e.g. `{\"python\": \"python_tf_gpu_kubernetes\"}`. Default: the "
+       "gateway's default kernelspec when it is of the language, else the first whose language matches.",
+       sensitive=True),
+    _s("kernel.gatewayUsername", "string", None,
+       "Sent as `KERNEL_USERNAME`: the user Enterprise Gateway starts the kernel for.", nullable=True, sensitive=True),
+    _s("kernel.gatewayWorkingDir", "string", None,
+       "Sent as `KERNEL_WORKING_DIR`: where the remote side has the workspace.", nullable=True, sensitive=True),
     # Client-side settings: the clients read them; the server accepts and ignores them.
     _s("confirmDestructive", "boolean", True,
        "Ask before resetting the conversation and before restarting a kernel (which loses its variables).",
@@ -205,6 +232,11 @@ def _check(spec: Spec, value: Any) -> Any:
         if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
             raise ValueError("expected a list of environment variable names")
         return tuple(value)
+    if spec.type == "object":
+        if not isinstance(value, Mapping) or not all(isinstance(k, str) and isinstance(v, str) and v
+                                                       for k, v in value.items()):
+            raise ValueError("expected an object of language names to kernelspec names")
+        return dict(value)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError("expected a number")
     if spec.type == "integer" and not float(value).is_integer():
@@ -454,6 +486,8 @@ def _default_text(spec: Spec) -> str:
         return "none"
     if spec.type == "array":
         return "`[]`"
+    if spec.type == "object":
+        return "`{}`"
     return f"`{json.dumps(spec.default)}`"
 
 
@@ -482,6 +516,10 @@ def vscode_properties() -> dict[str, Any]:
             entry["type"] = "array"
             entry["items"] = {"type": "string"}
             entry["default"] = list(spec.default)
+        elif spec.type == "object":
+            entry["type"] = "object"
+            entry["additionalProperties"] = {"type": "string"}
+            entry["default"] = dict(spec.default)
         else:
             entry["type"] = spec.type
             entry["default"] = "" if spec.default is None else spec.default
@@ -498,7 +536,8 @@ def vscode_properties() -> dict[str, Any]:
     return out
 
 
-_LUA_TYPES = {"string": "string", "integer": "number", "number": "number", "boolean": "boolean", "array": "table"}
+_LUA_TYPES = {"string": "string", "integer": "number", "number": "number", "boolean": "boolean", "array": "table",
+              "object": "table"}
 
 
 def lua_known_settings() -> str:

@@ -22,8 +22,9 @@ from .agent.prompt import Selection
 from .errors import UserError
 from .files import FileChanges
 from .history import History, history_file
+from .kernels.backend import KernelStartError
+from .kernels.gateway_client import GatewayConfig
 from .kernels.introspect import python_variables
-from .kernels.kernel import KernelStartError
 from .kernels.pool import KernelPool, LaunchOptions
 from .kernels.sandbox import SandboxConfig, bwrap_available, wrap_command
 from .kernels.specs import installed_languages
@@ -59,7 +60,7 @@ class ServerContext:
 
 
 def _kernel_affecting(settings: Settings) -> tuple[object, ...]:
-    return (settings.sandbox, settings.sandbox_network, settings.allow_env, settings.kernel.python)
+    return (settings.sandbox, settings.sandbox_network, settings.allow_env, settings.kernel)
 
 
 class Workspace:
@@ -81,6 +82,7 @@ class Workspace:
             refuse=lambda: policy.may_run(self.ctx.trusted),
             settings_ready=self.settings_ready,
             on_ready=self._kernel_ready,
+            gateway=lambda: GatewayConfig.from_settings(self.settings.kernel),
         )
         self.runs = RunManager(
             self.pool,
@@ -122,7 +124,8 @@ class Workspace:
             self.pool.forget_choices()
         if self._settings_loaded.is_set() and _kernel_affecting(self.settings) != before and self.pool.status():
             self.ctx.show_message(
-                "info", "Kernel settings changed (sandbox, environment or interpreter): restarting the kernels."
+                "info",
+                "Kernel settings changed (sandbox, environment, interpreter or gateway): restarting the kernels.",
             )
             self._restart_task = asyncio.ensure_future(self.pool.restart_all())
         self.settings_errors = report.errors

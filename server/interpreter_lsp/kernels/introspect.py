@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from ..errors import UserError
-from .kernel import Kernel
+from .backend import KernelBackend
 
 _EXPRESSION = """(lambda ns, hidden, json, types, reprlib: json.dumps([
     {"name": k, "type": type(v).__name__,
@@ -30,7 +30,7 @@ class VariablesUnavailable(UserError):
     pass
 
 
-async def python_variables(kernel: Kernel) -> list[dict[str, Any]]:
+async def python_variables(kernel: KernelBackend) -> list[dict[str, Any]]:
     try:
         reply = await asyncio.wait_for(
             kernel.execute("", None, silent=True, user_expressions={"vars": _EXPRESSION}), VARIABLES_TIMEOUT

@@ -1,5 +1,6 @@
 """The kernels of one workspace: one per language, started on first use (python: in the background
-right after `initialized`), restarted when they die. The pool only maps languages to kernels."""
+right after `initialized`), restarted when they die. The pool maps languages to kernels and chooses
+their backend: a local process, or a kernel on a Jupyter gateway when `kernel.gatewayUrl` is set."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..languages import canonical_language
+from .backend import KernelBackend
+from .gateway import GatewayKernel
+from .gateway_client import GatewayClient, GatewayConfig
 from .kernel import CommandWrapper, Kernel, KernelStartError
 from .specs import KernelChoice, choose_kernel
 
@@ -28,6 +32,10 @@ class LaunchOptions:
 
 KernelStateListener = Callable[[str, str, str | None], None]  # (language, state, message)
 
+# What a remote kernel does not get, and why (said in `interpreter.status`, never pretended).
+REMOTE_SANDBOX = "off (remote kernel: bubblewrap confines local processes; the gateway's host isolates this one)"
+REMOTE_FILES = "off (remote kernel: its files are on the gateway's host, not watched here)"
+
 
 class KernelPool:
     def __init__(
@@ -41,7 +49,8 @@ class KernelPool:
         on_died: Callable[[str], None],
         refuse: Callable[[], str | None] = lambda: None,
         settings_ready: Callable[[], Awaitable[None]] | None = None,
-        on_ready: Callable[[Kernel], Awaitable[None]] | None = None,
+        on_ready: Callable[[KernelBackend], Awaitable[None]] | None = None,
+        gateway: Callable[[], GatewayConfig | None] = lambda: None,
     ) -> None:
         self.root = root
         self._runtime_dir = runtime_dir
@@ -50,8 +59,8 @@ class KernelPool:
         self._python_setting = python_setting
         self._on_state = on_state
         self._on_died = on_died
-        self._kernels: dict[str, Kernel] = {}
-        self._starting: dict[str, asyncio.Task[Kernel]] = {}
+        self._kernels: dict[str, KernelBackend] = {}
+        self._starting: dict[str, asyncio.Task[KernelBackend]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._sandbox: dict[str, str | None] = {}
         self._closed = False
@@ -62,11 +71,30 @@ class KernelPool:
         self._settings_ready = settings_ready
         # Runs once a kernel (re)started, before any run gets it (e.g. the figure hook).
         self._on_ready = on_ready
+        self._gateway = gateway
+        self._gateway_client: GatewayClient | None = None
+        self._old_clients: list[GatewayClient] = []
+
+    def gateway_client(self) -> GatewayClient | None:
+        """The client of the configured gateway (None: kernels are local); a new one when settings change."""
+        config = self._gateway()
+        if config is None:
+            return None
+        if self._gateway_client is None or self._gateway_client.config != config:
+            if self._gateway_client is not None:
+                self._old_clients.append(self._gateway_client)  # its kernels may still use it: closed at shutdown
+            self._gateway_client = GatewayClient(config)
+        return self._gateway_client
+
+    def is_remote(self, language: str) -> bool:
+        return isinstance(self._kernels.get(canonical_language(language)), GatewayKernel)
 
     def choice(self, language: str) -> KernelChoice:
         """Resolve a language to a kernelspec (raises UnknownLanguage with what is available). Cached:
         every run asks, and resolving looks at the disk."""
         lang = canonical_language(language)
+        if (client := self.gateway_client()) is not None:
+            return client.choice(lang)
         cached = self._choices.get(lang)
         if cached is None:
             cached = choose_kernel(lang, self.root, self._specs_root, self._python_setting())
@@ -81,10 +109,10 @@ class KernelPool:
         """Runs on one kernel take turns in arrival order (asyncio.Lock wakes waiters FIFO)."""
         return self._locks.setdefault(canonical_language(language), asyncio.Lock())
 
-    def existing(self, language: str) -> Kernel | None:
+    def existing(self, language: str) -> KernelBackend | None:
         return self._kernels.get(canonical_language(language))
 
-    async def kernel(self, language: str) -> Kernel:
+    async def kernel(self, language: str) -> KernelBackend:
         """The running kernel for `language`, starting (or awaiting its restart) if needed; concurrent
         callers share one start."""
         lang = canonical_language(language)
@@ -100,17 +128,34 @@ class KernelPool:
             task = self._track(lang, self._start(lang))
         return await asyncio.shield(task)
 
-    def _track(self, lang: str, coro: Awaitable[Kernel]) -> asyncio.Task[Kernel]:
+    def _track(self, lang: str, coro: Awaitable[KernelBackend]) -> asyncio.Task[KernelBackend]:
         task = asyncio.ensure_future(coro)
         self._starting[lang] = task
         task.add_done_callback(lambda _t: self._starting.pop(lang, None) if self._starting.get(lang) is _t else None)
         return task
 
-    async def _start(self, lang: str) -> Kernel:
+    async def _start(self, lang: str) -> KernelBackend:
         if self._settings_ready is not None:
             await self._settings_ready()
         if (reason := self._refuse()) is not None:
             raise KernelStartError(reason)
+        old = self._kernels.get(lang)
+        if isinstance(old, GatewayKernel):
+            await old.shutdown()  # a dead remote kernel (e.g. culled): let go of its connection
+        client = self.gateway_client()
+        if client is not None:
+            # Nothing of the editor's environment goes to a remote kernel: only what the user set.
+            remote = GatewayKernel(
+                client.choice(lang),
+                client=client,
+                on_state=lambda state, message: self._on_state(lang, state, message),
+                on_death=self._restart_after_death,
+            )
+            self._kernels[lang] = remote
+            self._sandbox[lang] = None
+            await remote.start()
+            await self._ready(remote)
+            return remote
         choice = self.choice(lang)
         options = self._launch_options()
         kernel = Kernel(
@@ -128,14 +173,14 @@ class KernelPool:
         await self._ready(kernel)
         return kernel
 
-    async def _ready(self, kernel: Kernel) -> None:
+    async def _ready(self, kernel: KernelBackend) -> None:
         if self._on_ready is not None:
             try:
                 await self._on_ready(kernel)
             except Exception:
                 log.exception("preparing the %s kernel failed", kernel.language)
 
-    async def _restart_after_death(self, kernel: Kernel) -> None:
+    async def _restart_after_death(self, kernel: KernelBackend) -> None:
         if self._closed:
             return
         self._on_died(kernel.language)
@@ -145,7 +190,7 @@ class KernelPool:
         except Exception as exc:
             log.error("%s", exc)
 
-    async def _restart_kernel(self, kernel: Kernel, reason: str) -> Kernel:
+    async def _restart_kernel(self, kernel: KernelBackend, reason: str) -> KernelBackend:
         await kernel.restart(reason=reason)
         await self._ready(kernel)
         return kernel
@@ -175,6 +220,9 @@ class KernelPool:
         kernels = list(self._kernels.values())
         self._kernels.clear()
         await asyncio.gather(*(k.shutdown() for k in kernels), return_exceptions=True)
+        clients = [*self._old_clients, *([self._gateway_client] if self._gateway_client else [])]
+        self._gateway_client, self._old_clients = None, []
+        await asyncio.gather(*(c.close() for c in clients), return_exceptions=True)
 
     def status(self) -> list[dict[str, object]]:
         out: list[dict[str, object]] = []
@@ -186,6 +234,10 @@ class KernelPool:
                 "source": kernel.choice.description,
                 "sandbox": self._sandbox.get(lang) or "off",
             }
+            if isinstance(kernel, GatewayKernel):
+                entry.update(sandbox=REMOTE_SANDBOX, filesTouched=REMOTE_FILES, gateway=kernel.url)
+                if kernel.kernel_id:
+                    entry["kernelId"] = kernel.kernel_id
             if kernel.choice.interpreter:
                 entry["interpreter"] = kernel.choice.interpreter
             if (pid := kernel.pid()) is not None:

@@ -1,0 +1,74 @@
+"""The one interface every kernel backend offers to the pool, runs and introspection: a local process
+(`kernel.Kernel`) or a kernel on a Jupyter gateway (`gateway.GatewayKernel`). Nothing above `kernels/`
+knows where a kernel lives; what differs (a pid, the sandbox, files-touched reporting) the pool says in
+the status."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Protocol, runtime_checkable
+
+from .kernel import ExecuteReply, ExecutionSink, KernelDied, KernelStartError, StateCallback
+from .specs import KernelChoice
+
+__all__ = [
+    "ExecuteReply",
+    "ExecutionSink",
+    "KernelBackend",
+    "KernelDied",
+    "KernelStartError",
+    "StateCallback",
+]
+
+
+@runtime_checkable
+class KernelBackend(Protocol):
+    """One kernel of one language.
+
+    - `state` is "stopped" | "starting" | "idle" | "busy" | "restarting" | "dead"; every change goes to the
+      state callback given at construction, with a sentence when there is something to say.
+    - `submit` sends an execute request at once (no await in between) and returns a future that resolves
+      with the reply once the kernel is idle again, or with status "died" / "interrupted" (a "reason" in
+      the content says why, when known). Input requests go to the sink's `on_input`; None interrupts.
+    - A kernel that dies unexpectedly fails its pending executions with "died" and awaits its death
+      callback (the pool restarts it there).
+    """
+
+    choice: KernelChoice
+    language: str
+    state: str
+    started_at: float | None
+
+    async def start(self) -> None: ...
+
+    async def restart(self, reason: str = "interrupted") -> None: ...
+
+    async def shutdown(self) -> None: ...
+
+    async def interrupt(self) -> None: ...
+
+    def pid(self) -> int | None: ...
+
+    def submit(
+        self,
+        code: str,
+        sink: ExecutionSink | None,
+        *,
+        allow_stdin: bool = False,
+        silent: bool = False,
+        user_expressions: dict[str, str] | None = None,
+    ) -> asyncio.Future[ExecuteReply]: ...
+
+    async def execute(
+        self,
+        code: str,
+        sink: ExecutionSink | None,
+        *,
+        allow_stdin: bool = False,
+        silent: bool = False,
+        user_expressions: dict[str, str] | None = None,
+    ) -> ExecuteReply: ...
+
+
+DeathCallback = Callable[[KernelBackend], Awaitable[None]]
