@@ -33,21 +33,24 @@ fi
 uv_version=$(sed -n '/^name = "uv"$/{n;s/^version = "\(.*\)"$/\1/p;q}' uv.lock)
 [ -n "$uv_version" ] || { echo "setup: uv.lock pins no uv; run bash scripts/lock.sh" >&2; exit 1; }
 PYTHON=${PYTHON:-python3}
-if ! command -v "$PYTHON" >/dev/null 2>&1; then
-    echo "setup: $PYTHON not found; install Python 3.10 or newer, or set PYTHON=/path/to/python3" >&2
+# The interpreter itself, not a launcher (pyenv's shim): uv rebuilds a .venv whose interpreter differs.
+if ! python_exe=$("$PYTHON" -c 'import os, sys; print(os.path.realpath(sys.executable))' 2>/dev/null); then
+    echo "setup: $PYTHON does not run; install Python 3.10 or newer, or set PYTHON=/path/to/python3" >&2
     exit 1
 fi
 uv=.venv/bin/uv
 if [ ! -x "$uv" ] || [ "$("$uv" --version 2>/dev/null | cut -d' ' -f2)" != "$uv_version" ]; then
-    [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+    [ -x .venv/bin/python ] || "$python_exe" -m venv .venv
     echo "setup: bootstrapping uv $uv_version into .venv"
+    # A .venv that uv made has no pip (uv sync removes what the lock does not hold): bring it back first.
+    .venv/bin/python -m pip --version >/dev/null 2>&1 || .venv/bin/python -m ensurepip >/dev/null
     .venv/bin/python -m pip install -q --disable-pip-version-check "uv==$uv_version"
 fi
 # uv never downloads a Python (pyproject's tool.uv says so too); the machine's own interpreters are used.
 export UV_PYTHON_DOWNLOADS=never
 # --locked: uv.lock must agree with pyproject.toml (else: bash scripts/lock.sh); exact: anything not in
 # the lock is removed from .venv.
-if ! "$uv" sync --quiet --locked --extra test --group ci --python "$(command -v "$PYTHON")"; then
+if ! "$uv" sync --quiet --locked --extra test --group ci --python "$python_exe"; then
     echo "setup: uv sync failed. If it says the lockfile needs to be updated, run: bash scripts/lock.sh" >&2
     exit 1
 fi
