@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The Python suite: unit tests and end-to-end tests over LSP with real kernels (the gateway tests are
-# their own suite, 30-gateway.sh).
+# expected-seconds: 420
+# The Python suite on the default interpreter (.venv, uv.lock's versions): unit tests and end-to-end tests
+# over LSP with real kernels, the Neovim client in a real Neovim. The gateway tests are
+# their own suite (30-gateway.sh). Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 .venv/bin/python -m pytest -q -p no:cacheprovider --ignore-glob='tests/test_gateway*' "$@"

@@ -1,5 +1,8 @@
 """Command line: `interpreter-lsp` (stdio, the default), `--tcp HOST:PORT`, `--version`.
 
+Exit codes: 0 after `shutdown` then `exit`; 1 for an `exit` without `shutdown` (the LSP specification);
+2 for a bad command line (an unknown option, a `--log-file` that cannot be written), in one line on stderr.
+
 stdout is the LSP wire. Before anything else is imported, the real stdout is kept on a private file
 descriptor for pygls, and fd 1 (inherited by every child process: kernels, shells) is pointed at
 stderr, so nothing that prints can corrupt the wire."""
@@ -46,6 +49,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
 
 
 def _configure_logging(path: str | None, level: str) -> None:
+    """Raises OSError when the log file cannot be opened for appending."""
     import logging
 
     handler: logging.Handler = logging.FileHandler(path) if path else logging.StreamHandler(sys.stderr)
@@ -59,10 +63,21 @@ def _configure_logging(path: str | None, level: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
+    log_file = os.path.expanduser(args.log_file) if args.log_file else None
+    try:
+        _configure_logging(log_file, args.log_level)
+    except OSError as exc:
+        # One line, like argparse's own errors (exit code 2): the client shows stderr to the user.
+        reason = exc.strerror or str(exc)
+        print(
+            f"interpreter-lsp: cannot write the log file {log_file}: {reason}; pass a writable --log-file "
+            "path (its directory must exist) or leave it out to log to stderr",
+            file=sys.stderr,
+        )
+        return 2
     stdio = not args.tcp
     wire_out = _protect_stdout() if stdio else None
     wire_in = _protect_stdin() if stdio else None
-    _configure_logging(args.log_file, args.log_level)
 
     from .safety.secrets import protect_server_environment
     from .server import create_server, kill_kernels_now
@@ -71,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     protect_server_environment()
 
     server = create_server()
+    code = 0
     try:
         if args.tcp:
             host, _, port = args.tcp.rpartition(":")
@@ -82,10 +98,10 @@ def main(argv: list[str] | None = None) -> int:
             from .transport import serve_stdio
 
             assert wire_in is not None and wire_out is not None
-            serve_stdio(server, wire_in, wire_out)
+            code = serve_stdio(server, wire_in, wire_out)
     finally:
         kill_kernels_now(server)
-    return 0
+    return code
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ workspace), imported only then (the server answers `initialize` without loading 
 - inotify (Linux): watchdog's InotifyObserver with a watch group that places no watch inside skipped
   directories and at most `max_watches` in all. watchdog has no public way to do this (its ignore patterns
   filter events after the watches exist, gorakhargosh/watchdog#212): the group overrides the methods that
-  walk the tree, found by name, and the observer falls back to polling if a watchdog release renames them.
+  walk the tree, found by name; a watchdog release without them (6.x on Python 3.10) gets the plain observer.
   It also says when the kernel's event queue overflowed (watchdog only logs it).
 - FSEvents (macOS), ReadDirectoryChangesW (Windows): one recursive watch of the root, which costs nothing
   per directory there; files.py drops events from skipped directories.
@@ -105,10 +105,14 @@ def _native(
 
     name = Observer.__name__
     if name == "InotifyObserver":
+        # IN_CLOSE_WRITE ("closed") instead of IN_MODIFY: one event per written file, not one per write().
         observer = _inotify_observer(skip, max_watches, on_limit, on_overflow)
         if observer is None:
-            return None
-        # IN_CLOSE_WRITE ("closed") instead of IN_MODIFY: one event per written file, not one per write().
+            # watchdog 6 (Python 3.10) has no watch group to extend: its plain observer watches the whole
+            # tree, skipped directories included (their events are dropped by files.py); a watch limit
+            # still falls back to polling.
+            log.info("watching the whole workspace with watchdog's inotify observer (skipped directories too)")
+            observer = Observer()
         _schedule_and_start(observer, handler, root, [*_CHANGES, FileClosedEvent])
         return Built(observer, "inotify")
     if name in ("FSEventsObserver", "WindowsApiObserver"):
@@ -142,7 +146,7 @@ def _inotify_observer(
     needed = {"_inotify_fd", "_active_callbacks_by_path", "_active_callbacks_by_watch", "_id", "path"}
     methods = ("_add_all_callbacks", "_add_callback", "_recursive_simulate", "on_queue_overflow")
     if not needed <= fields or not all(hasattr(InotifyWatchGroup, m) for m in methods):
-        log.warning("this watchdog release changed its inotify internals; polling for file changes instead")
+        log.warning("this watchdog release has other inotify internals; skipped directories get watches too")
         return None
     skip_bytes = frozenset(os.fsencode(name) for name in skip)
 

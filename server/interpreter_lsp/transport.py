@@ -51,10 +51,13 @@ def _readable_by_loop(stdin: BinaryIO) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
 
 
-def serve_stdio(server: LanguageServer, stdin: BinaryIO, stdout: BinaryIO) -> None:
+def serve_stdio(server: LanguageServer, stdin: BinaryIO, stdout: BinaryIO) -> int:
+    """Serve until the client sends `exit` or the wire closes; the process's exit code: 1 for an `exit`
+    without `shutdown` first (the LSP specification), else 0."""
     reader = PipeReader(stdin) if _readable_by_loop(stdin) else StdinAsyncReader(stdin, server.thread_pool)
     server._stop_event = threading.Event()
     server.protocol.set_writer(CoalescingWriter(stdout))
+    code = 0
     try:
         asyncio.run(
             run_async(
@@ -67,10 +70,13 @@ def serve_stdio(server: LanguageServer, stdin: BinaryIO, stdout: BinaryIO) -> No
         )
     except BrokenPipeError:
         log.error("Connection to the client is lost; shutting down.")
-    except (KeyboardInterrupt, SystemExit):
+    except KeyboardInterrupt:
         pass
+    except SystemExit as exc:  # pygls' `exit` handler: its code says whether `shutdown` came first
+        code = exc.code if isinstance(exc.code, int) else 1
     finally:
         server.shutdown()
+    return code
 
 
 class CoalescingWriter:

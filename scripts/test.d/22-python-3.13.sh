@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# expected-seconds: 400
+# The Python suite on Python 3.13 with uv.lock's versions (noxfile.py, session tests-3.13). Extra arguments
+# go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+PATH="$PWD/.venv/bin:$PATH" exec .venv/bin/nox --no-color -s tests-3.13 -- "$@"
