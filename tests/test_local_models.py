@@ -85,7 +85,9 @@ async def test_keyless_openai_compatible_api_base_works(workspace_root: Path, ho
 async def test_lm_studio_found_by_discovery_works_keyless(workspace_root: Path, home: Path) -> None:
     with ScriptedModel(models=["qwen2.5-coder-7b-instruct"]) as lm_studio:
         lm_studio.reply("LM Studio here.")
-        env = {"OLLAMA_HOST": f"127.0.0.1:{closed_port()}", "LM_STUDIO_API_BASE": lm_studio.base_url}
+        # The user's cloud key is in the environment: a server found on loopback must not receive it.
+        env = {"OLLAMA_HOST": f"127.0.0.1:{closed_port()}", "LM_STUDIO_API_BASE": lm_studio.base_url,
+               "OPENAI_API_KEY": "sk-the-users-cloud-key-123456"}
         end, text, status, _ = await chat(workspace_root, home, {}, env)
 
     assert end["state"] == "done", end

@@ -31,6 +31,7 @@ from .kernels.specs import installed_languages
 from .languages import PYTHON, SHELL, canonical_language
 from .llm.client import Completion, ModelConfig, stream_completion
 from .llm.discovery import NO_MODEL_HELP, discover_local_model
+from .llm.endpoints import PLACEHOLDER_KEY
 from .llm.errors import NO_MODEL, ModelError
 from .runs import Run, RunManager, RunResult
 from .safety import policy
@@ -103,6 +104,9 @@ class Workspace:
         # does not ask the kernel again).
         self._variables: list[dict[str, Any]] | None = None
         self._variables_kernel: float | None = None
+        # Files runs created or changed: running or importing one of them is never "low" (its content was
+        # not rated when it ran).
+        self._written: set[Path] = set()
 
     # ---- settings ----------------------------------------------------------------------------------
 
@@ -192,7 +196,8 @@ class Workspace:
         return self._languages
 
     def sandboxed(self, language: str) -> bool:
-        return self.settings.sandbox == "bubblewrap"
+        """Code of `language` runs in the bubblewrap sandbox (a kernel on a gateway is not sandboxed here)."""
+        return self.settings.sandbox == "bubblewrap" and not self.settings.kernel.gateway_url
 
     def start_run(self, code: str, language: str, *, turn_id: str, proposal_id: str) -> Run:
         return self.runs.start(
@@ -203,14 +208,9 @@ class Workspace:
         return await stream_completion(messages, await self.model_config(), on_delta)
 
     async def rate(self, code: str, language: str) -> p.Risk:
-        from .safety.risk import assess  # its rule tables load on the first proposal, not at start-up
+        from .safety.risk import rate  # its rule tables load on the first proposal, not at start-up
 
-        loop = asyncio.get_running_loop()
-        rating = loop.run_in_executor(None, assess, code, language, self.root)
-        try:
-            return await asyncio.wait_for(rating, RATING_BUDGET)
-        except asyncio.TimeoutError:
-            return p.Risk("medium", [f"the code is too long or complex to rate within {RATING_BUDGET:g} s"])
+        return await rate(code, language, self.root, written=tuple(self._written), budget=RATING_BUDGET)
 
     async def variables_for_context(self) -> list[dict[str, Any]] | None:
         """A short summary of the python kernel's variables, if that kernel is already running and idle."""
@@ -315,6 +315,7 @@ class Workspace:
             "root": str(self.root),
             "model": model,
             "autoRun": self.settings.auto_run,
+            "autoRunMaxRisk": self._auto_run_limit(),
             "usage": self.conversation.usage(),
             "kernels": self.pool.status(),
             "trusted": self.ctx.trusted,
@@ -322,6 +323,10 @@ class Workspace:
             "settingsIgnored": list(self._settings_report.ignored),
             "settingsSources": settings_mod.sources_of(self._settings_report),
         }
+
+    def _auto_run_limit(self) -> dict[str, str]:
+        limit, why = policy.effective_max_risk(self.settings.auto_run_max_risk, sandboxed=self.sandboxed(PYTHON))
+        return {"setting": self.settings.auto_run_max_risk, "inForce": limit, **({"why": why} if why else {})}
 
     def kernel_pids(self) -> list[int]:
         return [pid for entry in self.pool.status() if isinstance(pid := entry.get("pid"), int)]
@@ -359,6 +364,9 @@ class Workspace:
     def _run_finished(self, result: RunResult) -> None:
         if result.language == PYTHON:
             self._variables = None  # the next chat asks the kernel again
+        for touched in result.files:
+            if touched.get("change") in ("created", "modified"):
+                self._written.add(self.root / touched["path"])
         event = p.RunEvent(
             run_id=result.run_id,
             origin=result.origin,  # type: ignore[arg-type]
@@ -380,17 +388,20 @@ class Workspace:
 
     async def model_config(self) -> ModelConfig:
         s = self.settings
-        model, api_base = s.model, s.api_base
+        model, api_base, api_key = s.model, s.api_base, s.api_key
         if not model:
             if self._discovered is None:
                 self._discovered = await discover_local_model()
             if self._discovered is None:
                 raise ModelError(NO_MODEL_HELP, NO_MODEL)
             model, api_base = self._discovered
+            # A server found on loopback needs no key: never let litellm hand LM Studio the user's
+            # OPENAI_API_KEY (Ollama's provider sends no key at all).
+            api_key = PLACEHOLDER_KEY if model.startswith("openai/") else None
         return ModelConfig(
             model=model,
             api_base=api_base,
-            api_key=s.api_key,
+            api_key=api_key,
             temperature=s.temperature,
             max_tokens=s.max_tokens,
             connect_timeout=s.connect_timeout,

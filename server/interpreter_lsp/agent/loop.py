@@ -311,7 +311,11 @@ class Loop:
             await asyncio.wait([previous])  # shown in the order the model wrote them
         settings = self.host.settings
         decision = policy.decide(
-            risk, auto_run=settings.auto_run, auto_run_max_risk=settings.auto_run_max_risk, trusted=self.host.trusted
+            risk,
+            auto_run=settings.auto_run,
+            auto_run_max_risk=settings.auto_run_max_risk,
+            trusted=self.host.trusted,
+            sandboxed=self.host.sandboxed(language),
         )
         proposal = Proposal(
             proposal_id="p-" + uuid.uuid4().hex[:12],
