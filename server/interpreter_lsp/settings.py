@@ -82,6 +82,7 @@ class Settings:
     first_token_timeout: float = 120.0
     stream_stall_timeout: float = 60.0
     max_retries: int = 3
+    review_model: str | None = None
     kernel: KernelSettings = field(default_factory=KernelSettings)
 
 
@@ -194,6 +195,10 @@ SCHEMA: tuple[Spec, ...] = (
        "Sent as `KERNEL_USERNAME`: the user Enterprise Gateway starts the kernel for.", nullable=True, sensitive=True),
     _s("kernel.gatewayWorkingDir", "string", None,
        "Sent as `KERNEL_WORKING_DIR`: where the remote side has the workspace.", nullable=True, sensitive=True),
+    _s("reviewModel", "string", None,
+       "A second model (a litellm name, reached with the same `apiBase` and `apiKey`) that reviews each "
+       "medium-risk proposal before it is shown: it answers with a rating and a one-line reason, shown on the "
+       "proposal. It can raise a rating, never lower one. Empty: off.", nullable=True, sensitive=True),
     # Client-side settings: the clients read them; the server accepts and ignores them.
     _s("confirmDestructive", "boolean", True,
        "Ask before resetting the conversation and before restarting a kernel (which loses its variables).",

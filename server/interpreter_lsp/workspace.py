@@ -210,7 +210,27 @@ class Workspace:
     async def rate(self, code: str, language: str) -> p.Risk:
         from .safety.risk import rate  # its rule tables load on the first proposal, not at start-up
 
-        return await rate(code, language, self.root, written=tuple(self._written), budget=RATING_BUDGET)
+        risk = await rate(code, language, self.root, written=tuple(self._written), budget=RATING_BUDGET)
+        if risk.level == "medium" and self.settings.review_model:
+            risk = await self._review(code, language, risk, self.settings.review_model)
+        return risk
+
+    async def _review(self, code: str, language: str, risk: p.Risk, model: str) -> p.Risk:
+        """The optional second opinion (safety/review.py): a separate request, bounded; it can only raise."""
+        from dataclasses import replace
+
+        from .safety import review
+
+        try:
+            config = replace(await self.model_config(), model=model, max_tokens=200, temperature=0.0, max_retries=0)
+            answer = await asyncio.wait_for(
+                stream_completion(review.messages(code, language, risk, str(self.root)), config, lambda _d: None),
+                review.REVIEW_TIMEOUT,
+            )
+        except (ModelError, asyncio.TimeoutError) as exc:
+            why = exc.message if isinstance(exc, ModelError) else f"no answer within {review.REVIEW_TIMEOUT:g} s"
+            return p.Risk(risk.level, [*risk.reasons, f"the reviewer ({model}) could not review it: {why}"])
+        return review.combine(risk, review.parse(answer.text), model)
 
     async def variables_for_context(self) -> list[dict[str, Any]] | None:
         """A short summary of the python kernel's variables, if that kernel is already running and idle."""

@@ -82,6 +82,7 @@ M.known_settings = {
   streamStallTimeout = "number",
   maxRetries = "number",
   kernel = "table",
+  reviewModel = "string",
 }
 -- end of known_settings
 
