@@ -47,7 +47,8 @@ async def test_the_reviewer_raises_a_medium_proposal_and_says_why(chat: Session,
     model.reply(json.dumps({"rating": "high", "reason": "It deletes a directory the user did not mention."}))
     shown = await proposal_for(chat, MEDIUM)
     assert shown["risk"]["level"] == "high"
-    assert "reviewer (openai/reviewer): high: It deletes a directory the user did not mention." in shown["risk"]["reasons"]
+    said = "reviewer (openai/reviewer): high: It deletes a directory the user did not mention."
+    assert said in shown["risk"]["reasons"]
     [_, asked] = model.wait_requests(2, 60)
     assert asked["model"] == "reviewer" and MEDIUM in asked["messages"][-1]["content"]
 
