@@ -19,7 +19,7 @@ from pytest_lsp.client import LanguageClient, register_lsp_features
 from interpreter_lsp import protocol as p
 from interpreter_lsp.safety.secrets import is_secret_name
 
-DEFAULT_WAIT = 30.0
+DEFAULT_WAIT = 60.0  # generous: a kernel start or the litellm import on a busy 2-core machine
 
 
 def _plain(value: Any) -> Any:

@@ -64,7 +64,7 @@ class Scripted:
     def set(self) -> None:
         self.release()
 
-    async def wait_disconnected(self, timeout: float = 10.0) -> bool:
+    async def wait_disconnected(self, timeout: float = 60.0) -> bool:
         """From any event loop: wait (bounded) until the client closed this response's connection."""
         return await asyncio.to_thread(self.disconnected.wait, timeout)
 
@@ -181,7 +181,7 @@ class ScriptedModel:
         `.received` is set when the request arrives, `.disconnected` when the client closes the connection."""
         return self._queue(Scripted("hold", text=text))
 
-    def wait_requests(self, n: int, timeout: float = 10) -> list[dict[str, Any]]:
+    def wait_requests(self, n: int, timeout: float = 60) -> list[dict[str, Any]]:
         """Block until at least n chat requests arrived; raises TimeoutError after `timeout` seconds."""
         deadline = time.monotonic() + timeout
         with self._cond:

@@ -345,7 +345,7 @@ async def test_stalled_stream_fails_within_the_stall_timeout(model: ScriptedMode
     assert caught.value.kind == errors.STALLED
     assert "0.4 s" in caught.value.message and "try again" in caught.value.message
     assert 0.35 <= elapsed < 2.5
-    assert await stalled.wait_disconnected(5)  # and the connection was closed, not leaked
+    assert await stalled.wait_disconnected(30)  # and the connection was closed, not leaked
 
 
 async def test_first_token_timeout(model: ScriptedModel) -> None:
@@ -359,7 +359,7 @@ async def test_first_token_timeout(model: ScriptedModel) -> None:
     assert caught.value.kind == errors.FIRST_TOKEN_TIMEOUT
     assert "sent nothing for 0.5 s" in caught.value.message
     assert 0.45 <= elapsed < 2.5
-    assert await held.wait_disconnected(5)
+    assert await held.wait_disconnected(30)
 
 
 async def test_nothing_listening_names_host_and_port_and_is_not_retried() -> None:
@@ -409,12 +409,12 @@ async def test_cancelling_mid_stream_closes_the_connection(model: ScriptedModel)
     deltas: list[str] = []
 
     task = asyncio.create_task(stream_completion(MESSAGES, config, deltas.append))
-    assert await asyncio.to_thread(held.received.wait, 10)
+    assert await asyncio.to_thread(held.received.wait, 60)
     task.cancel()
 
     with pytest.raises(asyncio.CancelledError):
-        await asyncio.wait_for(task, 5)
-    assert await held.wait_disconnected(5)
+        await asyncio.wait_for(task, 30)
+    assert await held.wait_disconnected(30)
     assert deltas == []
 
 
@@ -428,13 +428,13 @@ async def test_cancelling_while_text_streams_stops_the_text(model: ScriptedModel
         first.set()
 
     task = asyncio.create_task(stream_completion(MESSAGES, config_for(model), on_delta))
-    await asyncio.wait_for(first.wait(), 10)
+    await asyncio.wait_for(first.wait(), 60)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
-        await asyncio.wait_for(task, 5)
+        await asyncio.wait_for(task, 30)
     shown = len(deltas)
 
-    assert await streaming.wait_disconnected(5)
+    assert await streaming.wait_disconnected(30)
     assert shown < 400
     assert len(deltas) == shown  # nothing more after the cancel
 
@@ -442,10 +442,10 @@ async def test_cancelling_while_text_streams_stops_the_text(model: ScriptedModel
 async def test_a_held_stream_released_streams_normally(model: ScriptedModel) -> None:
     held = model.hold("after the wait")
     task = asyncio.create_task(stream_completion(MESSAGES, config_for(model), lambda _: None))
-    assert await asyncio.to_thread(held.received.wait, 10)
+    assert await asyncio.to_thread(held.received.wait, 60)
     held.release()
 
-    completion = await asyncio.wait_for(task, 10)
+    completion = await asyncio.wait_for(task, 60)
 
     assert completion.text == "after the wait"
     assert not held.disconnected.is_set()
@@ -513,8 +513,10 @@ def test_warm_up_imports_off_the_loop_and_nothing_reaches_stdout(tmp_path: Path)
     assert child.stdout == b""  # stdout is the LSP wire: not one byte from litellm, at any log level
     result = json.loads(child.stderr.decode().rsplit("RESULT ", 1)[1].splitlines()[0])
     assert result["imported_early"] is False  # importing the package does not import litellm
-    assert result["start_call"] < 0.05  # start_warm_up returns at once
-    assert result["max_gap"] < 1.0  # the event loop kept running during the import
+    assert result["start_call"] < 0.5  # start_warm_up returns at once (a thread start, even on a busy machine)
+    # The event loop kept running during the import: a blocked loop would show one gap as long as the whole
+    # import; on a busy machine a gap of a second is scheduling, not blocking.
+    assert result["max_gap"] < max(1.0, 0.5 * result["import_wait"]), result
     assert result["cost_map_env"] == "True"  # the offline cost map: no GET to GitHub at import
     assert result["same_module"] is True
 

@@ -86,7 +86,7 @@ async def _interrupt_while_running(session: Session, code: str) -> dict:
     loop = asyncio.get_running_loop()
     start = loop.time()
     await session.command(p.INTERRUPT, {})
-    status = await session.finished(run_id, timeout=10)
+    status = await session.finished(run_id, timeout=60)
     elapsed = loop.time() - start
     assert status["state"] == "interrupted"
     assert elapsed < 1.0, f"interrupt took {elapsed:.2f} s"
@@ -115,7 +115,7 @@ async def test_interrupt_cancels_queued_runs(session: Session) -> None:
 
 async def test_kernel_death_is_reported_and_recovered(session: Session) -> None:
     await session.run_and_wait("lost = 1")
-    run_id, status = await session.run_and_wait("import os\nos._exit(1)", timeout=20)
+    run_id, status = await session.run_and_wait("import os\nos._exit(1)", timeout=60)
     assert status["state"] == "died"
     assert "state" in status["message"] and "lost" in status["message"]
     await session.wait_for(
@@ -127,7 +127,7 @@ async def test_kernel_death_is_reported_and_recovered(session: Session) -> None:
 
 
 async def test_segfault_is_a_death_too(session: Session) -> None:
-    run_id, status = await session.run_and_wait("import ctypes\nctypes.string_at(0)", timeout=20)
+    run_id, status = await session.run_and_wait("import ctypes\nctypes.string_at(0)", timeout=60)
     assert status["state"] == "died"
     run_id, status = await session.run_and_wait("print('back')", timeout=60)
     assert session.text(run_id) == "back\n"
@@ -192,7 +192,7 @@ async def test_files_a_run_touched_are_reported(session: Session) -> None:
 async def test_run_timeout_stops_the_run_and_keeps_the_kernel(session: Session) -> None:
     await session.run_and_wait("kept = 7")
     run_id = await session.run("import time\ntime.sleep(1e6)", timeout=0.5)  # the run's own limit
-    status = await session.finished(run_id, timeout=15)
+    status = await session.finished(run_id, timeout=60)
     assert status["state"] == "timeout"
     assert "0.5 s" in status["message"]
     check, _ = await session.run_and_wait("print(kept)")

@@ -103,12 +103,12 @@ async def test_failures_carry_status_and_retry_after(model: ScriptedModel) -> No
 async def test_hold_then_release(model: ScriptedModel) -> None:
     held = model.hold("let go")
     task = asyncio.create_task(stream_completion(MESSAGES, config(model), lambda _: None))
-    assert await asyncio.to_thread(held.received.wait, 10)
+    assert await asyncio.to_thread(held.received.wait, 60)
     assert not task.done()
 
     held.release()
 
-    assert (await asyncio.wait_for(task, 10)).text == "let go"
+    assert (await asyncio.wait_for(task, 60)).text == "let go"
     assert held.finished.wait(5) and not held.disconnected.is_set()
 
 

@@ -152,7 +152,7 @@ async def test_settings_are_reread_on_did_change_configuration(workspace_root: P
                 pass
             return status
 
-        status = await asyncio.wait_for(changed(), 10)
+        status = await asyncio.wait_for(changed(), 60)
         assert status["autoRun"] is True
     finally:
         await stop_session(s)
