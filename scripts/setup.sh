@@ -16,7 +16,9 @@ for extra in scripts/setup.d/*.apt; do
     [ -f "$extra" ] || continue
     while read -r cmd pkg; do
         [ -n "${cmd:-}" ] && [ "${cmd:0:1}" != "#" ] || continue
-        command -v "$cmd" >/dev/null 2>&1 || want_apt+=("$pkg")
+        # The first word is a command to look for, or (starting with /) a path that the package installs.
+        if [ "${cmd:0:1}" = / ]; then [ -e "$cmd" ] || want_apt+=("$pkg")
+        else command -v "$cmd" >/dev/null 2>&1 || want_apt+=("$pkg"); fi
     done <"$extra"
 done
 if [ ${#want_apt[@]} -gt 0 ]; then
