@@ -197,3 +197,15 @@ async def test_run_timeout_stops_the_run_and_keeps_the_kernel(session: Session) 
     assert "0.5 s" in status["message"]
     check, _ = await session.run_and_wait("print(kept)")
     assert session.text(check) == "7\n"
+
+
+async def test_input_in_an_editor_that_cannot_answer_fails_at_once_in_one_line(workspace_root, home) -> None:
+    from harness import start_session, stop_session
+
+    s = await start_session(workspace_root, home, init_options={"capabilities": {}})
+    try:
+        run_id, status = await s.run_and_wait("name = input('Your name? ')", timeout=60)
+        assert status["state"] == "error"
+        assert s.text(run_id) == "input() is not available in this editor: put the value in the code instead."
+    finally:
+        await stop_session(s)

@@ -31,8 +31,8 @@
 ;;   i  interrupt runs, queued runs and the model's reply; ends the turn
 ;;   k  restart the kernel    n  new conversation    o  show the output buffer
 ;;
-;; Not available: `input()' and `getpass()' in your code fail at once with
-;; StdinNotImplementedError, because eglot cannot answer the server's
+;; Not available: `input()' and `getpass()' in your code fail at once (one line
+;; says so), because eglot cannot answer the server's
 ;; `interpreter/input' request (so this file does not declare that
 ;; capability).  Applying a proposal to the buffer, the variables view and
 ;; notebook export are in the VS Code and Neovim clients only.  Eglot runs one
@@ -256,12 +256,8 @@ An empty TEXT only ends the line being written."
             (insert-image (create-image (base64-decode-string png) 'png t))
             (insert "\n")))))
      ((equal kind "error")
-      (interpreter-lsp--line server key (or text ename "") 'error)
-      (when (equal ename "StdinNotImplementedError")
-        (interpreter-lsp--line
-         server key (concat "input() and getpass() cannot be answered from "
-                            "Emacs: put the value in the code instead.")
-         'warning)))
+      ;; For input() the server says in one line that this editor cannot answer it.
+      (interpreter-lsp--line server key (or text ename "") 'error))
      ((equal kind "stderr") (interpreter-lsp--insert server key (or text "") 'error))
      ((equal kind "stdout") (interpreter-lsp--insert server key (or text "")))
      (t (interpreter-lsp--line server key (string-trim-right (or text "")))))))

@@ -26,6 +26,7 @@ log = logging.getLogger(__name__)
 INTERRUPT_GRACE = 3.0
 INTERRUPT_RESEND = 0.5
 INPUT_CANCELLED = "Input cancelled: the code was stopped at its input prompt."
+NO_INPUT = "input() is not available in this editor: put the value in the code instead."
 
 Send = Callable[[str, dict[str, Any]], None]
 AskInput = Callable[[str, str, bool], Awaitable[str | None]]
@@ -78,13 +79,21 @@ class _Sink:
         self._manager._status(self._run, "running")
 
     def on_iopub(self, msg_type: str, content: dict[str, Any]) -> None:
-        if msg_type == "error" and self._run.input_cancelled and content.get("ename") == "KeyboardInterrupt":
-            # The user cancelled an input() prompt: one line, not the kernel's traceback of the interrupt.
-            self.output.note("stderr", INPUT_CANCELLED)
-            self.records.append({"output_type": "stream", "name": "stderr", "text": INPUT_CANCELLED + "\n"})
-            return
+        if msg_type == "error":
+            ename = content.get("ename")
+            # One line instead of a kernel-internal traceback: the user cancelled an input() prompt, or this
+            # editor cannot answer one.
+            if self._run.input_cancelled and ename == "KeyboardInterrupt":
+                return self._condensed(INPUT_CANCELLED, content)
+            if ename == "StdinNotImplementedError" and self._manager.ask_input is None:
+                return self._condensed(NO_INPUT, content)
         self.output.on_iopub(msg_type, content)
         self._record(msg_type, content)
+
+    def _condensed(self, text: str, content: dict[str, Any]) -> None:
+        self.output.exception(str(content.get("ename", "Error")), text, [text])
+        self.records.append({"output_type": "error", "ename": content.get("ename", ""), "evalue": text,
+                             "traceback": [text]})
 
     def _record(self, msg_type: str, content: dict[str, Any]) -> None:
         """Outputs kept for history and notebook export (nbformat shape), stream text bounded."""
