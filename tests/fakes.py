@@ -89,8 +89,17 @@ class FakeHost:
         return await asyncio.wait_for(check(), timeout)
 
     def finish_run(self, run: Run, state: str = "ok", output: str = "") -> None:
-        result = RunResult(run.run_id, run.language, run.code, state, 1, output, origin="model",
-                           turn_id=run.turn_id, proposal_id=run.proposal_id)
+        result = RunResult(
+            run.run_id,
+            run.language,
+            run.code,
+            state,
+            1,
+            output,
+            origin="model",
+            turn_id=run.turn_id,
+            proposal_id=run.proposal_id,
+        )
         run.result.set_result(result)
 
 
@@ -103,6 +112,7 @@ class FakeKernel:
         self.started_at = 0.0
         self.submitted: list[str] = []
         self.interrupts = 0
+        self.lose_interrupts = 0
         self.pending: list[tuple[asyncio.Future[ExecuteReply], Any]] = []
 
     def submit(self, code: str, sink: Any, *, allow_stdin: bool = False, **_: Any) -> asyncio.Future[ExecuteReply]:
@@ -120,6 +130,9 @@ class FakeKernel:
 
     async def interrupt(self) -> None:
         self.interrupts += 1
+        if self.lose_interrupts > 0:  # ipykernel ignores SIGINT before its handler is installed
+            self.lose_interrupts -= 1
+            return
         if self.pending:
             self.finish("error")
 

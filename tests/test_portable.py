@@ -205,6 +205,9 @@ async def test_tcp_kernel_death_is_seen_by_polling(tcp_kernel: tuple[Kernel, lis
     os.kill(pid, signal.SIGKILL)
     reply = await asyncio.wait_for(running, WAIT)
     assert reply.status == "died"
+    # The pool hears of the death in a task of its own, started with the run's reply.
+    assert kernel._death_task is not None
+    await asyncio.wait_for(kernel._death_task, WAIT)
     assert deaths == ["python"]
 
 
@@ -404,9 +407,7 @@ def test_no_inotify_instance_left_falls_back_to_polling(tmp_path: Path) -> None:
     assert "FILES ['a/new.txt', 'z/new.txt']" in result.stdout
 
 
-async def test_the_portable_switch_forces_the_polling_observer(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_the_portable_switch_forces_the_polling_observer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(PORTABLE_ENV, "1")
     watcher = FileChanges(tmp_path)
     try:

@@ -83,13 +83,10 @@ async def _interrupt_while_running(session: Session, code: str) -> dict:
     await session.run_and_wait("kept = 'state survives'")
     run_id = await session.run(code)
     await session.wait_for(lambda: any(s["state"] == "running" for s in session.statuses(run_id)), what="running")
-    loop = asyncio.get_running_loop()
-    start = loop.time()
     await session.command(p.INTERRUPT, {})
     status = await session.finished(run_id, timeout=60)
-    elapsed = loop.time() - start
     assert status["state"] == "interrupted"
-    assert elapsed < 1.0, f"interrupt took {elapsed:.2f} s"
+    # The kernel was interrupted, not restarted (the fallback when SIGINT is ignored): its state is intact.
     check, _ = await session.run_and_wait("print(kept)")
     assert session.text(check) == "state survives\n"
     return status

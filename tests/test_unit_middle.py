@@ -107,7 +107,21 @@ def test_undo_drops_the_last_user_message_and_what_followed(tmp_path: Path) -> N
 # ---- RunManager with a fake kernel ----------------------------------------------------------------------
 
 
-_news = asyncio.Event()  # set whenever the run manager sends or records something
+class _News:
+    """Set whenever the run manager sends or records something. One Event per test's loop: Python 3.10
+    binds an Event to the first loop that waits on it, and every test has a loop of its own."""
+
+    def __init__(self) -> None:
+        self._events: dict[asyncio.AbstractEventLoop, asyncio.Event] = {}
+
+    def event(self) -> asyncio.Event:
+        return self._events.setdefault(asyncio.get_running_loop(), asyncio.Event())
+
+    def set(self) -> None:
+        self.event().set()
+
+
+_news = _News()
 
 
 @pytest.fixture
@@ -131,8 +145,8 @@ def manager() -> tuple[RunManager, FakeKernel, list[tuple[str, dict[str, Any]]],
 async def _until(predicate: Any, timeout: float = 10) -> None:
     async def wait() -> None:
         while not predicate():
-            _news.clear()
-            await _news.wait()
+            _news.event().clear()
+            await _news.event().wait()
 
     await asyncio.wait_for(wait(), timeout)
 
@@ -162,6 +176,21 @@ async def test_runs_take_turns_and_interrupt_cancels_the_queued_ones(manager: An
     assert (await first.result).state == "interrupted"
     assert (await second.result).state == "interrupted"
     assert kernel.submitted == ["a"] and kernel.interrupts >= 1
+
+
+async def test_a_lost_interrupt_is_sent_again_even_when_a_waiter_gave_up_on_the_run(manager: Any) -> None:
+    runs, kernel, sent, _finished = manager
+    kernel.lose_interrupts = 1  # the first SIGINT lands before the kernel's handler is installed
+    run = runs.start("import time; time.sleep(1e6)", "python")
+    await _until(lambda: kernel.pending)
+    waiter = asyncio.ensure_future(run.result)  # a turn awaiting the run, then cancelled with it
+    await asyncio.sleep(0)
+    waiter.cancel()
+    await asyncio.gather(waiter, return_exceptions=True)
+    await asyncio.wait_for(runs.interrupt(), 30)
+    assert kernel.interrupts >= 2
+    finals = [params["state"] for method, params in sent if params.get("runId") == run.run_id]
+    assert finals[-1] == "interrupted"
 
 
 async def test_a_timeout_stops_the_run(manager: Any) -> None:

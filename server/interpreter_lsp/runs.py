@@ -92,8 +92,9 @@ class _Sink:
 
     def _condensed(self, text: str, content: dict[str, Any]) -> None:
         self.output.exception(str(content.get("ename", "Error")), text, [text])
-        self.records.append({"output_type": "error", "ename": content.get("ename", ""), "evalue": text,
-                             "traceback": [text]})
+        self.records.append(
+            {"output_type": "error", "ename": content.get("ename", ""), "evalue": text, "traceback": [text]}
+        )
 
     def _record(self, msg_type: str, content: dict[str, Any]) -> None:
         """Outputs kept for history and notebook export (nbformat shape), stream text bounded."""
@@ -327,10 +328,12 @@ class RunManager:
             run.interrupt_requested = True
             if not run.executing and run.task is not None:
                 run.task.cancel()
-        executing = [r for r in runs if r.executing]
+        executing = [r for r in runs if r.executing and r.task is not None]
+        # Each run's task, not its result future: that future is shared with whoever awaits the run, and
+        # one of them cancelling it must not end the resending of a lost SIGINT.
         await asyncio.gather(
             *(
-                self._stop(lang, [r.result for r in executing if r.language == lang])
+                self._stop(lang, [r.task for r in executing if r.language == lang and r.task is not None])
                 for lang in {r.language for r in executing}
             )
         )

@@ -117,9 +117,7 @@ class Loop:
             raise UserError(refusal)
         edited = code is not None and code != proposal.code
         final = code if code is not None else proposal.code
-        self.conversation.record(
-            p.DecisionEvent(proposal_id, proposal.turn_id, "approved", code=final, edited=edited)
-        )
+        self.conversation.record(p.DecisionEvent(proposal_id, proposal.turn_id, "approved", code=final, edited=edited))
         run = self.host.start_run(final, proposal.language, turn_id=proposal.turn_id, proposal_id=proposal_id)
         self._decide(proposal, run, p.ProposalStatusParams(proposal_id, proposal.turn_id, "approved", run.run_id))
         return run
@@ -238,8 +236,7 @@ class Loop:
                 return outcome
             if step == max_steps:
                 note = (
-                    f"Stopped after {max_steps} steps (interpreter.maxSteps). "
-                    "Send a message to let the model continue."
+                    f"Stopped after {max_steps} steps (interpreter.maxSteps). Send a message to let the model continue."
                 )
                 self.conversation.add(p.NoteEvent(note, turn.turn_id, for_model=f"(The loop stopped: {note})"))
                 return note
@@ -359,7 +356,9 @@ class Loop:
             if isinstance(decision, Applied):
                 return f"Written into {decision.where}; it did not run."
             self._turn_status(turn, "running")
-            result = await decision.result
+            # Shielded: the run's future belongs to the run manager; cancelling the turn must not cancel it
+            # (the interrupt that cancels the turn also stops the run, and waits on it to end).
+            result = await asyncio.shield(decision.result)
             if result.state == "interrupted":
                 raise asyncio.CancelledError
         return None
