@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -229,3 +230,51 @@ async def test_a_discovered_lm_studio_model_answers_without_any_key(
 
     assert completion.text == "hello without a key"
     assert lm_studio.request_headers[0]["authorization"] == f"Bearer {PLACEHOLDER_KEY}"
+
+
+# ---- loading the model library ahead of the first chat -----------------------------------------------------
+
+
+@pytest.fixture
+def warm_ups(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Calls to start_warm_up (recorded instead of importing litellm in this process)."""
+    calls: list[str] = []
+    monkeypatch.setattr("interpreter_lsp.workspace.start_warm_up", lambda: calls.append("warm-up"))
+    return calls
+
+
+def _workspace(tmp_path: Path) -> Any:
+    from interpreter_lsp.workspace import ServerContext, Workspace
+
+    runtime = tmp_path / "runtime"
+    runtime.mkdir(mode=0o700)
+    ctx = ServerContext(
+        send=lambda *_: None, show_message=lambda *_: None, runtime_dir=runtime, specs_root=tmp_path / "specs"
+    )
+    return Workspace(tmp_path, ctx)
+
+
+@pytest.mark.parametrize(
+    ("model", "local_server", "loaded"),
+    [("gpt-4o-mini", False, True), (None, True, True), (None, False, False)],
+    ids=["a model is configured", "a local model server answers", "no model anywhere"],
+)
+async def test_the_model_library_loads_early_only_when_a_chat_can_happen(
+    clean_env: pytest.MonkeyPatch,
+    tmp_path: Path,
+    warm_ups: list[str],
+    model: str | None,
+    local_server: bool,
+    loaded: bool,
+    lm_studio: ScriptedModel,
+) -> None:
+    clean_env.setenv("OLLAMA_HOST", f"127.0.0.1:{free_port()}")
+    clean_env.setenv("LM_STUDIO_API_BASE", lm_studio.base_url if local_server else f"http://127.0.0.1:{free_port()}/v1")
+    ws = _workspace(tmp_path)
+    try:
+        if model:
+            ws.configure([("initializationOptions", {"model": model})])
+        await ws.warm_up_model()
+    finally:
+        ws.file_changes.close()
+    assert warm_ups == (["warm-up"] if loaded else [])

@@ -271,15 +271,14 @@ def create_server() -> InterpreterServer:
         first = next(iter(ls.workspaces.values()))
         if ls.trusted:  # an untrusted workspace starts nothing, not even its own interpreter
             ls.spawn(ls.warm_up(first), "warm-up-python")
-        # litellm takes seconds to import: warm it in its one thread now, never on initialize's path.
-        from .llm.loader import start_warm_up
-
-        start_warm_up()
+        for ws in list(ls.workspaces.values()):
+            ls.spawn(ws.warm_up_model(), "warm-up-model")
 
     @ls.feature(t.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def on_configuration(_params: t.DidChangeConfigurationParams) -> None:
         for ws in list(ls.workspaces.values()):
             await ls.load_settings(ws)
+            ls.spawn(ws.warm_up_model(), "warm-up-model")  # a model may be configured now
 
     @ls.feature(t.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
     async def on_folders(params: t.DidChangeWorkspaceFoldersParams) -> None:

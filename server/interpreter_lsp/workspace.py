@@ -33,6 +33,7 @@ from .llm.client import Completion, ModelConfig, stream_completion
 from .llm.discovery import NO_MODEL_HELP, discover_local_model
 from .llm.endpoints import PLACEHOLDER_KEY
 from .llm.errors import NO_MODEL, ModelError
+from .llm.loader import start_warm_up
 from .runs import Run, RunManager, RunResult
 from .safety import policy
 from .safety.secrets import kernel_environment
@@ -353,6 +354,17 @@ class Workspace:
 
     async def warm_up(self) -> None:
         await self.pool.kernel(PYTHON)
+
+    async def warm_up_model(self) -> None:
+        """Load the model library ahead of the first chat, but only when a chat can happen: a model is
+        configured, or a local model server answers on loopback. Importing litellm costs seconds of CPU
+        and ~200 MB, which a user who only runs cells should not pay; a chat loads it anyway."""
+        if not (self.settings.model or self.settings.review_model):
+            if self._discovered is None:
+                self._discovered = await discover_local_model()
+            if self._discovered is None:
+                return
+        start_warm_up()
 
     async def shutdown(self) -> None:
         await self.loop.interrupt("Stopped: the server shut down.")
