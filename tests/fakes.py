@@ -79,7 +79,7 @@ class FakeHost:
     def notes(self, method: str) -> list[dict[str, Any]]:
         return [params for m, params in self.sent if m == method]
 
-    async def until(self, predicate: Callable[[], Any], timeout: float = 30) -> Any:
+    async def until(self, predicate: Callable[[], Any], timeout: float = 60) -> Any:
         async def check() -> Any:
             while not (result := predicate()):
                 self.changed.clear()

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from pygls.exceptions import JsonRpcException
 
-from harness import Session, start_session, stop_session
+from harness import DEFAULT_WAIT, Session, start_session, stop_session
 from interpreter_lsp import protocol as p
 from scripted_model import ScriptedModel
 
@@ -47,7 +47,7 @@ def turn_states(s: Session, turn_id: str) -> list[str]:
     return [n["state"] for n in s.notes[p.TURN_STATUS] if n["turnId"] == turn_id]
 
 
-async def turn_end(s: Session, turn_id: str, timeout: float = 60) -> dict[str, Any]:
+async def turn_end(s: Session, turn_id: str, timeout: float = DEFAULT_WAIT) -> dict[str, Any]:
     def final() -> dict[str, Any] | None:
         for n in s.notes[p.TURN_STATUS]:
             if n["turnId"] == turn_id and n["state"] in p.FINAL_TURN_STATES:
@@ -57,7 +57,7 @@ async def turn_end(s: Session, turn_id: str, timeout: float = 60) -> dict[str, A
     return await s.wait_for(final, timeout, f"turn {turn_id} to end")
 
 
-async def next_proposal(s: Session, turn_id: str, index: int = 0, timeout: float = 30) -> dict[str, Any]:
+async def next_proposal(s: Session, turn_id: str, index: int = 0, timeout: float = DEFAULT_WAIT) -> dict[str, Any]:
     def found() -> dict[str, Any] | None:
         props = [n for n in s.notes[p.PROPOSAL] if n["turnId"] == turn_id]
         return props[index] if len(props) > index else None

@@ -60,7 +60,12 @@ async def test_over_budget_is_at_least_medium_with_a_reason() -> None:
 
 async def test_over_budget_keeps_what_was_found_before_the_deadline() -> None:
     code = "import shutil\nshutil.rmtree('/')\n" + "\n".join(f"x_{i} = open('f{i}').read()" for i in range(6_000))
-    risk = await rate(code, "python", WORKSPACE, budget=0.05)
+    # The budget in this machine's time, now: enough to parse and check the first lines, far from enough for
+    # all 6,000 (checking them takes about five parses).
+    start = time.perf_counter()
+    ast.parse(code)
+    budget = 2 * (time.perf_counter() - start)
+    risk = await rate(code, "python", WORKSPACE, budget=budget)
     assert risk.level == "high"
     assert "deletes the whole file system: /" in risk.reasons
     assert "the code took too long to check in full: read it before it runs" in risk.reasons

@@ -51,6 +51,16 @@ def _readable_by_loop(stdin: BinaryIO) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
 
 
+def _quiet_cancellations(loop: asyncio.AbstractEventLoop, context: dict[str, object]) -> None:
+    """A handler still running when the client says `exit` (say `initialized` and `exit` in one read) is
+    cancelled as the loop closes; pygls' callback then re-raises the CancelledError. That is the end the
+    client asked for, not an error with a traceback on stderr."""
+    if isinstance(context.get("exception"), asyncio.CancelledError):
+        log.debug("cancelled at exit: %s", context.get("message"))
+        return
+    loop.default_exception_handler(context)
+
+
 def serve_stdio(server: LanguageServer, stdin: BinaryIO, stdout: BinaryIO) -> int:
     """Serve until the client sends `exit` or the wire closes; the process's exit code: 1 for an `exit`
     without `shutdown` first (the LSP specification), else 0."""
@@ -58,16 +68,19 @@ def serve_stdio(server: LanguageServer, stdin: BinaryIO, stdout: BinaryIO) -> in
     server._stop_event = threading.Event()
     server.protocol.set_writer(CoalescingWriter(stdout))
     code = 0
-    try:
-        asyncio.run(
-            run_async(
-                stop_event=server._stop_event,
-                reader=reader,
-                protocol=server.protocol,
-                logger=log,
-                error_handler=server.report_server_error,
-            )
+
+    async def serve() -> None:
+        asyncio.get_running_loop().set_exception_handler(_quiet_cancellations)
+        await run_async(
+            stop_event=server._stop_event,
+            reader=reader,
+            protocol=server.protocol,
+            logger=log,
+            error_handler=server.report_server_error,
         )
+
+    try:
+        asyncio.run(serve())
     except BrokenPipeError:
         log.error("Connection to the client is lost; shutting down.")
     except KeyboardInterrupt:
