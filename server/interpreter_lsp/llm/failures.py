@@ -59,6 +59,9 @@ _NO_PROVIDER = re.compile(r"LLM Provider NOT provided|Unmapped LLM provider", re
 _MISSING_KEY = re.compile(r"missing credentials|api_key client option must be set|missing \w+ api key|no api key",
                           re.IGNORECASE)  # fmt: skip
 _CONTEXT = re.compile(r"context (?:length|size|window)|maximum context|too many tokens", re.IGNORECASE)
+# Older litellm releases wrap Ollama's 404 for a model it does not have in a connection error (status 500).
+_MODEL_MISSING = re.compile(r"model [\"']?[^\"'\s]+[\"']? not found|try pulling it first|model_not_found",
+                            re.IGNORECASE)  # fmt: skip
 _REFUSED = re.compile(r"connection refused|connect call failed|actively refused", re.IGNORECASE)
 _HOST_PORT = re.compile(r"Cannot connect to host (\S+?):(\d+)")
 
@@ -92,7 +95,7 @@ def classify(exc: BaseException, litellm: ModuleType, *, opened: bool) -> Failur
 
     if isinstance(exc, (litellm.AuthenticationError, litellm.PermissionDeniedError)) or status in (401, 403):
         return failure(errors.AUTH, False)
-    if isinstance(exc, litellm.NotFoundError) or status == 404:
+    if isinstance(exc, litellm.NotFoundError) or status == 404 or _MODEL_MISSING.search(detail):
         return failure(errors.NOT_FOUND, False)
     if isinstance(exc, litellm.ContextWindowExceededError) or (status in (400, 413) and _CONTEXT.search(detail)):
         return failure(errors.CONTEXT_WINDOW, False)
