@@ -92,8 +92,9 @@ class _Sink:
 
     def _condensed(self, text: str, content: dict[str, Any]) -> None:
         self.output.exception(str(content.get("ename", "Error")), text, [text])
-        self.records.append({"output_type": "error", "ename": content.get("ename", ""), "evalue": text,
-                             "traceback": [text]})
+        self.records.append(
+            {"output_type": "error", "ename": content.get("ename", ""), "evalue": text, "traceback": [text]}
+        )
 
     def _record(self, msg_type: str, content: dict[str, Any]) -> None:
         """Outputs kept for history and notebook export (nbformat shape), stream text bounded."""
@@ -289,6 +290,11 @@ class RunManager:
         if reply.status == "died":
             if reason := reply.content.get("reason"):  # said by the backend (e.g. what the gateway did)
                 return "died", f"The {run.language} kernel was lost while running this code: {reason}."
+            if cause := reply.content.get("cause"):  # why the local process ended (a limit names its setting)
+                return "died", (
+                    f"The {run.language} kernel died while running this code: {cause}. Its state (variables, "
+                    "imports) was lost. It has been restarted."
+                )
             return "died", (
                 f"The {run.language} kernel died while running this code; its state (variables, imports) "
                 "was lost. It has been restarted."
@@ -301,6 +307,8 @@ class RunManager:
             return "ok", None
         if reply.status == "aborted":
             return "error", "the kernel aborted this run"
+        if reply.content.get("ename") == "MemoryError":
+            return "error", self._pool.out_of_memory(run.language)
         return "error", reply.content.get("reason")
 
     async def _stop(self, language: str, executions: list[asyncio.Future[Any]]) -> None:
