@@ -156,6 +156,10 @@ class InterpreterServer(LanguageServer):
                 log.warning("workspace/configuration failed: %s", exc)
         report = ws.configure(layers)
         self.redactor.add(ws.settings.api_key, ws.settings.kernel.gateway_token)
+        # Keys in the workspace's dotenv files: a run that prints one must not show it to the model.
+        for env_file in sorted(ws.root.glob(".env*")):
+            if env_file.is_file():
+                self.redactor.add_env_file(env_file)
         problems = report.errors + report.ignored
         if problems:
             self.show("warning", "interpreter-lsp settings: " + "; ".join(problems))

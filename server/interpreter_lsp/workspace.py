@@ -252,7 +252,8 @@ class Workspace:
         )
 
     async def call_model(self, messages: list[dict[str, Any]], on_delta: Callable[[str], None]) -> Completion:
-        return await stream_completion(messages, await self.model_config(), on_delta)
+        # The one way out to the model: secrets in the conversation (a key a run printed) are masked here.
+        return await stream_completion(self.ctx.redact(messages), await self.model_config(), on_delta)
 
     async def rate(self, code: str, language: str) -> p.Risk:
         from .safety.risk import rate  # its rule tables load on the first proposal, not at start-up
@@ -271,7 +272,9 @@ class Workspace:
         try:
             config = replace(await self.model_config(), model=model, max_tokens=200, temperature=0.0, max_retries=0)
             answer = await asyncio.wait_for(
-                stream_completion(review.messages(code, language, risk, str(self.root)), config, lambda _d: None),
+                stream_completion(
+                    self.ctx.redact(review.messages(code, language, risk, str(self.root))), config, lambda _d: None
+                ),
                 review.REVIEW_TIMEOUT,
             )
         except (ModelError, asyncio.TimeoutError) as exc:
@@ -373,7 +376,7 @@ class Workspace:
             raise UserError(f"{path}: a notebook path must end in .ipynb")
         if target.exists() and not overwrite:
             raise UserError(f"{path} exists already: choose another name, or export with overwrite: true")
-        notebook.write(notebook.build(self.conversation.events), target)
+        notebook.write(notebook.build(self.ctx.redact(self.conversation.events)), target)
         return target
 
     def status(self) -> dict[str, Any]:
