@@ -369,15 +369,17 @@ class Workspace:
 
     def export_notebook(self, path: str, *, overwrite: bool = False) -> Path:
         from . import notebook
-        from .safety.paths import resolve_inside
+        from .safety.paths import check_path_text, resolve_inside, write_inside
 
+        check_path_text(path)
         target = resolve_inside(self.root, path)
         if target.suffix != ".ipynb":
             raise UserError(f"{path}: a notebook path must end in .ipynb")
-        if target.exists() and not overwrite:
+        if target.exists() and not target.is_dir() and not overwrite:
             raise UserError(f"{path} exists already: choose another name, or export with overwrite: true")
-        notebook.write(notebook.build(self.ctx.redact(self.conversation.events)), target)
-        return target
+        data = notebook.dumps(notebook.build(self.ctx.redact(self.conversation.events)))
+        # Opened component by component without following links: kernel code cannot redirect the write.
+        return write_inside(self.root, path, data, overwrite=overwrite)
 
     def status(self) -> dict[str, Any]:
         model = self.settings.model or (self._discovered[0] if self._discovered else None)
