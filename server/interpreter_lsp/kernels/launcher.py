@@ -155,6 +155,10 @@ def _wait(child: int, parent_fd: int | None) -> int:
     signal.set_wakeup_fd(wake_write)
     signal.signal(signal.SIGCHLD, lambda *_: None)
     watched = [wake_read] + ([parent_fd] if parent_fd is not None else [])
+    parent = os.getppid()
+    # Without a pidfd (macOS, Linux before 5.3) the parent is looked at once a second: not a hot path. A
+    # parent that is pid 1 is the sandbox's own init (its PID namespace ends with it): nothing to watch.
+    timeout = 1.0 if parent_fd is None and parent > 1 else None
     while True:
         while True:
             try:
@@ -165,12 +169,16 @@ def _wait(child: int, parent_fd: int | None) -> int:
                 break
             if pid == child:
                 return status
-        ready, _, _ = select.select(watched, [], [])
+        ready, _, _ = select.select(watched, [], [], timeout)
         with contextlib.suppress(OSError):
             while os.read(wake_read, 512):
                 pass
-        if parent_fd is not None and parent_fd in ready:
+        gone = parent_fd in ready if parent_fd is not None else timeout is not None and os.getppid() != parent
+        if gone:
             kill_descendants(os.getpid())
+            with contextlib.suppress(OSError):
+                os.kill(child, signal.SIGKILL)  # where there is no /proc to walk: the kernel at least
+            parent_fd, timeout, watched = None, None, [wake_read]
 
 
 def main(argv: list[str] | None = None) -> int:
