@@ -307,7 +307,7 @@ class RunManager:
             return "ok", None
         if reply.status == "aborted":
             return "error", "the kernel aborted this run"
-        if reply.content.get("ename") == "MemoryError":
+        if str(reply.content.get("ename", "")).endswith("MemoryError"):  # numpy's is _ArrayMemoryError
             return "error", self._pool.out_of_memory(run.language)
         return "error", reply.content.get("reason")
 

@@ -80,13 +80,15 @@ def secret_values(env: Mapping[str, str]) -> list[str]:
 
 
 # scheme://user:PASSWORD@host
-_URL_PASSWORD = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@]*:)([^\s@/]+)(?=@)")
+# Every pattern starts only where a run of its characters starts (a lookbehind) and bounds its parts, so
+# masking stays linear on long runs of letters, dots or base64 (a run's output may hold megabytes of them).
+_URL_PASSWORD = re.compile(r"((?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s:/@]{0,256}:)([^\s@/]{1,256})(?=@)")
 # NAME=value, NAME: value, export NAME="value", "name": "value", name = 'value' (the name is judged by
 # is_secret_name; the value must look like a secret: no spaces, 8+ characters, letters and digits, so that code
 # such as `token = get_token()` or `api_key = args.key` is left as written).
 _ASSIGNMENT = re.compile(
-    r"""(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)(?P<quote1>["']?)(?P<sep>\s*[:=]\s*)(?P<quote2>["']?)"""
-    r"""(?P<value>[^\s"'`,;(){}\[\]<>]{8,})(?=["'`,;)}\]]|\s|$)"""
+    r"""(?<![A-Za-z0-9_.-])(?P<name>[A-Za-z_][A-Za-z0-9_.-]{0,63})(?P<quote1>["']?)(?P<sep>[ \t]{0,4}[:=][ \t]{0,4})"""
+    r"""(?P<quote2>["']?)(?P<value>[^\s"'`,;(){}\[\]<>]{8,})(?=["'`,;)}\]]|\s|$)"""
 )
 # Keys whose format gives them away, whatever they are called.
 _KNOWN_FORMATS = re.compile(
