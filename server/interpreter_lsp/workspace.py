@@ -252,8 +252,10 @@ class Workspace:
         )
 
     async def call_model(self, messages: list[dict[str, Any]], on_delta: Callable[[str], None]) -> Completion:
-        # The one way out to the model: secrets in the conversation (a key a run printed) are masked here.
-        return await stream_completion(self.ctx.redact(messages), await self.model_config(), on_delta)
+        # The one way out to the model: secrets in the conversation (a key a run printed) are masked here,
+        # off the loop (a long conversation is hundreds of KB).
+        masked = await asyncio.to_thread(self.ctx.redact, messages)
+        return await stream_completion(masked, await self.model_config(), on_delta)
 
     async def rate(self, code: str, language: str) -> p.Risk:
         from .safety.risk import rate  # its rule tables load on the first proposal, not at start-up
