@@ -237,6 +237,26 @@ async def test_memory_limit_is_said_and_the_next_run_works(workspace_root: Path,
         await stop_session(s)
 
 
+async def test_a_kernel_killed_with_sigkill_under_a_memory_limit_is_said_to_have_run_out(
+    workspace_root: Path, home: Path
+) -> None:
+    """What the kernel's OOM killer does (SIGKILL), done by the code itself: the run says so, names the limit,
+    and the kernel is restarted."""
+    s = await start_session(workspace_root, home, configuration={"kernel": {"memoryLimit": 600}})
+    try:
+        run_id, status = await s.run_and_wait("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)")
+        assert status["state"] == "died"
+        assert (
+            "killed (SIGKILL), most likely it ran out of memory (limit 600 MiB, kernel.memoryLimit)"
+            in (status["message"])
+        )
+        assert "restarted" in status["message"]
+        run_id, status = await s.run_and_wait("print('back')")
+        assert (status["state"], s.text(run_id).strip()) == ("ok", "back")
+    finally:
+        await stop_session(s)
+
+
 async def test_cpu_time_limit_ends_the_kernel_and_says_why(workspace_root: Path, home: Path) -> None:
     s = await start_session(workspace_root, home, configuration={"kernel": {"cpuTimeLimit": 8}})
     try:
