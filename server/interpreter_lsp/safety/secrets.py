@@ -22,6 +22,7 @@ from typing import Any
 
 MIN_SECRET_LENGTH = 8  # shorter values ("1", "true") would redact ordinary text
 MASK = "***"
+MAX_LEARNED = 200  # values remembered from output (NAME=value seen); each is still masked where it is seen
 
 # Name parts that mark a variable as secret: OPENAI_API_KEY, GH_TOKEN, DB_PASSWORD, MYSQL_PWD, ...
 _SECRET_PARTS = frozenset({"KEY", "APIKEY", "ZENAPIKEY", "TOKEN", "PASSWORD", "PASSWD", "PASSPHRASE",
@@ -112,6 +113,7 @@ class Redactor:
     def __init__(self, env: Mapping[str, str] | None = None, extra: Iterable[str | None] = ()) -> None:
         self._secrets: set[str] = set()
         self._pattern: re.Pattern[str] | None = None
+        self._learned = 0
         self.add(*secret_values(env or {}))
         self.add(*extra)
 
@@ -152,8 +154,11 @@ class Redactor:
         text = _URL_PASSWORD.sub(lambda m: m.group(1) + MASK, text)
         text = _KNOWN_FORMATS.sub(MASK, text)
         text = _ASSIGNMENT.sub(lambda m: self._assignment(m, learned), text)
-        if learned:
-            self.add(*learned)  # seen once with its name: masked wherever it appears alone later
+        if learned and self._learned < MAX_LEARNED:
+            # Seen once with its name: masked wherever it appears alone later. Bounded: output listing
+            # thousands of tokens must not grow the pattern (recompiled on each addition) without end.
+            self._learned += len(learned)
+            self.add(*learned)
         return text
 
     @staticmethod
