@@ -212,12 +212,15 @@ async def start_session(
     init_options: dict[str, Any] | None = None,
     configuration: dict[str, Any] | None = None,
     env: dict[str, str] | None = None,
+    server_args: tuple[str, ...] = (),
 ) -> Session:
     client = make_client()
     session = Session(client, root)
     if configuration is not None:
         client.set_configuration(configuration, section="interpreter")
-    await client.start_io(sys.executable, "-m", "interpreter_lsp", env=server_env(home, env), cwd=str(root))
+    await client.start_io(
+        sys.executable, "-m", "interpreter_lsp", *server_args, env=server_env(home, env), cwd=str(root)
+    )
     capabilities = client_capabilities(profile)
     session.init_result = await asyncio.wait_for(
         client.initialize_session(

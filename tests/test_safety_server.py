@@ -4,6 +4,7 @@ wire, untrusted workspaces, paths kept inside the workspace."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 from pathlib import Path
@@ -121,3 +122,79 @@ async def test_export_refuses_symlink_escape(workspace_root: Path, home: Path, t
         assert not (tmp_path / "escape.ipynb").exists()
     finally:
         await stop_session(s)
+
+
+async def test_export_cannot_be_redirected_by_a_kernel_swapping_a_directory_for_a_link(
+    workspace_root: Path, home: Path, tmp_path: Path
+) -> None:
+    """Kernel code switches out/ between a directory and a link to a host directory while the user exports
+    into it again and again: every export lands inside the workspace or is refused; none outside."""
+    host = tmp_path / "host"
+    host.mkdir()
+    s = await start_session(workspace_root, home)
+    try:
+        # out/ and a link to the host directory trade places atomically (renameat2 RENAME_EXCHANGE), each
+        # staying ~2 ms: out/ is a directory half the time and a link the other half, never missing.
+        swapper = await s.run(
+            "import ctypes, os, time\n"
+            "libc = ctypes.CDLL(None, use_errno=True)\n"
+            "os.makedirs('out', exist_ok=True)\n"
+            f"os.symlink({str(host)!r}, 'link')\n"
+            "print('swapping', flush=True)\n"
+            "end = time.time() + 600\n"
+            "while time.time() < end and not os.path.exists('stop'):\n"
+            "    assert libc.renameat2(-100, b'out', -100, b'link', 2) == 0, ctypes.get_errno()\n"
+            "    time.sleep(0.002)\n"
+        )
+        await s.wait_for(lambda: "swapping" in s.text(swapper), what="the swapping to start")
+        written, refused = 0, 0
+        for n in range(30):
+            try:
+                await s.command(p.EXPORT_NOTEBOOK, {"path": f"out/n{n}.ipynb"})
+                written += 1
+            except JsonRpcException as error:
+                assert "Refusing to write" in str(error) or "Cannot write" in str(error), error
+                refused += 1
+        (workspace_root / "stop").touch()
+        await s.finished(swapper)
+    finally:
+        await stop_session(s)
+    assert list(host.iterdir()) == [], "an export was written outside the workspace"
+    assert written + refused == 30
+    inside = list(workspace_root.rglob("n*.ipynb"))  # noqa: ASYNC240
+    assert len(inside) == written
+
+
+@pytest.mark.parametrize(
+    ("path", "said"),
+    [
+        ("https://example.com/notebooks/x.ipynb", "it is a URL (https://), not a path"),
+        ("a" * 300 + ".ipynb", "the path is too long"),
+        ("dir.ipynb", "it is a directory"),
+    ],
+)
+async def test_export_refusals_are_sentences(workspace_root: Path, home: Path, path: str, said: str) -> None:
+    (workspace_root / "dir.ipynb").mkdir()
+    s = await start_session(workspace_root, home)
+    try:
+        for overwrite in (False, True):
+            with pytest.raises(JsonRpcException) as caught:
+                await s.command(p.EXPORT_NOTEBOOK, {"path": path, "overwrite": overwrite})
+            assert said in str(caught.value) and "internal error" not in str(caught.value).lower()
+    finally:
+        await stop_session(s)
+    assert sorted(x.name for x in workspace_root.iterdir()) == ["dir.ipynb"]  # noqa: ASYNC240
+
+
+async def test_exported_notebook_has_the_usual_mode(workspace_root: Path, home: Path) -> None:
+    umask = os.umask(0o022)
+    os.umask(umask)
+    s = await start_session(workspace_root, home)
+    try:
+        await s.run_and_wait("print('hello')")
+        path = Path((await s.command(p.EXPORT_NOTEBOOK, {"path": "notebooks/session.ipynb"}))["path"])
+    finally:
+        await stop_session(s)
+    # 0644 under umask 022, as an editor would write it
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask  # noqa: ASYNC240
+    assert '"hello\\n"' in path.read_text()  # noqa: ASYNC240

@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
@@ -378,8 +379,13 @@ def test_the_sandbox_dies_with_its_parent(tmp_path: Path) -> None:
                               text=True)
     assert parent.stdout is not None
     bwrap_pid = int(parent.stdout.readline())
+    # "ready" is printed just before `exec sleep`: the process may still be called sh for a moment.
+    deadline = time.monotonic() + TIMEOUT
     sandboxed = _descendants(bwrap_pid)
-    assert any(_command(pid) == "sleep" for pid in sandboxed), "the sandboxed command did not start"
+    while not any(_command(pid) == "sleep" for pid in sandboxed):
+        assert time.monotonic() < deadline, "the sandboxed command did not start"
+        time.sleep(0.05)
+        sandboxed = _descendants(bwrap_pid)
     watchers = {pid: os.pidfd_open(pid) for pid in [bwrap_pid, *sandboxed]}
     parent.send_signal(signal.SIGKILL)
     parent.wait()

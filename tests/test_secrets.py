@@ -8,6 +8,7 @@ import logging
 import subprocess
 import sys
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -95,10 +96,48 @@ def test_redact_obj_walks_notifications_and_history() -> None:
 
 
 def test_added_secrets_are_masked_from_then_on() -> None:
+    plain = f"canary{uuid.uuid4().hex}"  # nothing about it looks like a key: known only once added
     redactor = Redactor()
-    assert redactor.redact(CANARY) == CANARY
-    redactor.add(CANARY)
-    assert redactor.redact(CANARY) == MASK
+    assert redactor.redact(plain) == plain
+    redactor.add(plain)
+    assert redactor.redact(plain) == MASK
+
+
+@pytest.mark.parametrize(
+    ("text", "masked"),
+    [
+        ("DATABASE_URL=postgres://app:Pg-Passw0rd-4242@db.internal/app", "DATABASE_URL=postgres://app:***@db.internal/app"),
+        ("PGPASSWORD=Sup3rS3cretPg", "PGPASSWORD=***"),
+        ("AWS_SECRET_ACCESS_KEY: wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "AWS_SECRET_ACCESS_KEY: ***"),
+        ('export SLACK_BOT_TOKEN="T0k3n-abcdef-123456"', 'export SLACK_BOT_TOKEN="***"'),
+        ('{"apiKey": "abc123def456"}', '{"apiKey": "***"}'),
+        ("using sk-proj-ABCDEFGHIJKLMNOPQRSTUVWX1234 now", "using *** now"),
+        ("id AKIAIOSFODNN7EXAMPLE", "id ***"),
+        ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1r\n-----END OPENSSH PRIVATE KEY-----", "***"),
+        # Code and ordinary data stay as written.
+        ("token = get_token()", "token = get_token()"),
+        ("api_key = args.key", "api_key = args.key"),
+        ('x = os.environ["GITHUB_TOKEN"]', 'x = os.environ["GITHUB_TOKEN"]'),
+        ("{'key': 12345678}", "{'key': 12345678}"),
+        ("monkey = abc12345", "monkey = abc12345"),
+        ("TOKENIZERS_PARALLELISM=false1234", "TOKENIZERS_PARALLELISM=false1234"),
+    ],
+)
+def test_secrets_are_recognised_by_how_they_look(text: str, masked: str) -> None:
+    assert Redactor().redact(text) == masked
+
+
+def test_a_value_seen_with_its_name_is_masked_alone_later() -> None:
+    redactor = Redactor()
+    redactor.redact("PAYMENTS_API_KEY=pay1ment2key3value")
+    assert redactor.redact("the key is pay1ment2key3value.") == "the key is ***."
+
+
+def test_one_definition_for_the_rater_too() -> None:
+    from interpreter_lsp.safety.rules import is_secret_variable
+
+    for name in ("PGPASSWORD", "DATABASE_URL", "SENTRY_DSN", "AWS_SECRET_ACCESS_KEY", "MY_TOKEN", "apiKey"):
+        assert is_secret_name(name) and is_secret_variable(name), name
 
 
 def test_logging_filter_masks_messages_arguments_and_tracebacks() -> None:
@@ -134,3 +173,89 @@ def test_the_server_can_hide_its_environment_from_same_user_processes() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.split() == ["1", "True", "0"]
+
+
+# ---- through the server: every way out -------------------------------------------------------------------
+
+
+ENV_FILE = (
+    "PAYMENTS_API_KEY=pay1ment2key3value4X\n"
+    "DATABASE_URL=postgres://app:Pg-Passw0rd-4242@db.internal/app\n"
+    "export PGPASSWORD='Sup3rS3cretPg9'\n"
+)
+WORKSPACE_SECRETS = ("pay1ment2key3value4X", "Pg-Passw0rd-4242", "Sup3rS3cretPg9", "My5ql-Pass-777")
+
+
+async def test_a_key_a_run_prints_is_masked_everywhere(workspace_root, home) -> None:
+    """A key from the workspace's .env, printed by kernel code (whole, alone, and in two pieces sent apart),
+    reaches neither the model, the notifications, the exported notebook, the history nor a DEBUG log; nor
+    does the apiKey setting."""
+    from harness import start_session, stop_session
+    from interpreter_lsp import protocol as p
+    from scripted_model import ScriptedModel
+
+    (workspace_root / ".env").write_text(ENV_FILE)
+    log_file = home / "server.log"
+    api_key = f"sk-setting-{uuid.uuid4().hex}"
+    with ScriptedModel() as model:
+        model.reply("Noted.")
+        settings = {"model": "openai/scripted", "apiBase": model.base_url, "apiKey": api_key, "maxRetries": 0}
+        s = await start_session(
+            workspace_root, home, configuration=settings,
+            server_args=("--log-level", "DEBUG", "--log-file", str(log_file)),
+        )
+        try:
+            code = (
+                "import time\n"
+                "print(open('.env').read())\n"
+                "key = open('.env').read().split('=')[1].split()[0]\n"
+                "print('alone:', key)\n"
+                "print('split:', key[:9], end='', flush=True)\n"
+                "time.sleep(0.2)\n"
+                "print(key[9:], flush=True)\n"
+                "print('pieces:', open('.env').read().split('@')[0].split(':')[-1])\n"
+                "print('connecting to mysql://admin:My5ql-Pass-777@replica.internal:3306/shop')\n"
+            )
+            run_id, status = await s.run_and_wait(code)
+            assert status["state"] == "ok", s.text(run_id)
+            shown = s.text(run_id)
+            assert "alone: ***\nsplit: ***\npieces: ***\n" in shown
+            assert "mysql://admin:***@replica.internal:3306/shop" in shown
+            turn = (await s.command(p.CHAT, {"text": "What did that print?"}))["turnId"]
+            await s.wait_for(
+                lambda: any(n["turnId"] == turn and n["state"] == "done" for n in s.notes[p.TURN_STATUS]),
+                what="the turn to end",
+            )
+            exported = Path((await s.command(p.EXPORT_NOTEBOOK, {"path": "out/conversation.ipynb"}))["path"])
+            history = await s.command(p.HISTORY, {})
+        finally:
+            await stop_session(s)
+    sent_to_model = json.dumps(model.requests)
+    assert "replica.internal" in sent_to_model  # the run's output did reach the model, masked
+    places = {
+        "model request": sent_to_model,
+        "notifications": json.dumps(s.notes),
+        "exported notebook": exported.read_text(),  # noqa: ASYNC240
+        "history": json.dumps(history),
+        "log": log_file.read_text(),
+    }
+    for path in (home / "state").rglob("*"):
+        if path.is_file():
+            places[str(path)] = path.read_text(errors="replace")
+    for place, text in places.items():
+        for secret in (*WORKSPACE_SECRETS, api_key):
+            assert secret not in text, f"{secret} in the {place}"
+    assert "***" in places["exported notebook"] and "***" in places["model request"]
+    assert "DEBUG" in places["log"]  # the log was written at DEBUG level
+
+
+def test_masking_is_linear_on_long_runs() -> None:
+    """Run output may hold megabytes of base64, dotted names or one long word: each pattern starts only
+    where a run starts. (A pattern free to start anywhere took 36 s on 20 KB of one letter.)"""
+    import time
+
+    redactor = Redactor()
+    for text in ("x" * 200_000, "a." * 100_000, "a:" * 100_000, "http://a:" * 20_000, "key=" + "x1" * 100_000 + "("):
+        start = time.perf_counter()
+        redactor.redact(text)
+        assert time.perf_counter() - start < 10.0  # seconds on a busy core; quiet, well under 0.1 s

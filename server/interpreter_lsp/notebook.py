@@ -1,11 +1,8 @@
 """The conversation as a Jupyter notebook: text as Markdown cells, code that ran as code cells with
-their outputs (nbformat v4), written atomically."""
+their outputs (nbformat v4). Written by safety/paths.write_inside (atomically, without following links)."""
 
 from __future__ import annotations
 
-import os
-import tempfile
-from pathlib import Path
 from typing import Any
 
 _OUTPUT_KEYS = {
@@ -59,15 +56,7 @@ def _magic(language: str) -> str:
     return "%%bash\n" if language == "shell" else f"# language: {language}\n"
 
 
-def write(nb: Any, target: Path) -> None:
+def dumps(nb: Any) -> bytes:
     import nbformat
 
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".export-", suffix=".ipynb", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            nbformat.write(nb, f)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    return (nbformat.writes(nb) + "\n").encode("utf-8")

@@ -1,6 +1,11 @@
 """Two views of one run's output. The user gets all of it, coalesced: stream text is batched every
 ~40 ms or 8 KB so a flood of lines is a handful of notifications, never a flood, and nothing is dropped.
-The model gets a bounded head + tail text with a note of what was cut."""
+The model gets a bounded head + tail text with a note of what was cut.
+
+Secrets are masked where text leaves the server (the one redacting send), piece by piece: a key printed
+in two pieces would pass unmasked. So a stream's last word (text after its last whitespace, up to
+CARRY_MAX characters) is held back until more text arrives or CARRY_SECONDS pass, and leaves joined with
+what follows it."""
 
 from __future__ import annotations
 
@@ -13,6 +18,8 @@ from .protocol import OUTPUT, OutputParams, to_wire
 
 FLUSH_SECONDS = 0.04
 FLUSH_BYTES = 8192
+CARRY_SECONDS = 0.5
+CARRY_MAX = 512
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 
@@ -72,6 +79,8 @@ class RunOutput:
         self._buffer_len = 0
         self._buffer_kind: str | None = None
         self._timer: asyncio.TimerHandle | None = None
+        self._carry = ""  # the last word of the stream, held back (module docstring)
+        self._carry_timer: asyncio.TimerHandle | None = None
         self.model_view = HeadTail(model_limit)
         self.error: tuple[str, str] | None = None
 
@@ -88,22 +97,39 @@ class RunOutput:
         self._buffer_len += len(text)
         self.model_view.append(strip_ansi(text))
         if self._buffer_len >= FLUSH_BYTES:
-            self.flush()
+            self._flush(hold=True)
         elif self._timer is None:
-            self._timer = asyncio.get_running_loop().call_later(FLUSH_SECONDS, self.flush)
+            self._timer = asyncio.get_running_loop().call_later(FLUSH_SECONDS, self._flush, True)
 
     def flush(self) -> None:
+        """Send everything buffered, the held-back word included."""
+        self._flush(hold=False)
+
+    def _flush(self, hold: bool) -> None:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        if not self._buffer:
+        if self._carry_timer is not None:
+            self._carry_timer.cancel()
+            self._carry_timer = None
+        if not self._buffer and not self._carry:
+            self._buffer_kind = None
             return
-        text = "".join(self._buffer)
+        text = self._carry + "".join(self._buffer)
         kind = self._buffer_kind or "stdout"
         self._buffer.clear()
         self._buffer_len = 0
-        self._buffer_kind = None
-        self._emit(OutputParams(self.run_id, self._seq, kind, text=text))  # type: ignore[arg-type]
+        self._carry = ""
+        if hold:
+            cut = max(text.rfind(c) for c in " \t\n\r") + 1
+            if len(text) - cut <= CARRY_MAX:
+                text, self._carry = text[:cut], text[cut:]
+        if self._carry:
+            self._carry_timer = asyncio.get_running_loop().call_later(CARRY_SECONDS, self._flush, False)
+        else:
+            self._buffer_kind = None
+        if text:
+            self._emit(OutputParams(self.run_id, self._seq, kind, text=text))  # type: ignore[arg-type]
 
     def rich(self, kind: str, data: dict[str, Any]) -> None:
         """execute_result ("result") or display_data ("display"): the whole MIME bundle."""
@@ -119,9 +145,7 @@ class RunOutput:
         text = strip_ansi("\n".join(traceback)) or f"{ename}: {evalue}"
         self.error = (ename, evalue)
         self.model_view.append(text + "\n")
-        self._emit(
-            OutputParams(self.run_id, self._seq, "error", text=text, ename=ename, evalue=evalue)
-        )
+        self._emit(OutputParams(self.run_id, self._seq, "error", text=text, ename=ename, evalue=evalue))
 
     def note(self, kind: str, text: str) -> None:
         """Text the server adds (e.g. "input is not available"), shown like stream output."""

@@ -290,6 +290,11 @@ class RunManager:
         if reply.status == "died":
             if reason := reply.content.get("reason"):  # said by the backend (e.g. what the gateway did)
                 return "died", f"The {run.language} kernel was lost while running this code: {reason}."
+            if cause := reply.content.get("cause"):  # why the local process ended (a limit names its setting)
+                return "died", (
+                    f"The {run.language} kernel died while running this code: {cause}. Its state (variables, "
+                    "imports) was lost. It has been restarted."
+                )
             return "died", (
                 f"The {run.language} kernel died while running this code; its state (variables, imports) "
                 "was lost. It has been restarted."
@@ -302,6 +307,8 @@ class RunManager:
             return "ok", None
         if reply.status == "aborted":
             return "error", "the kernel aborted this run"
+        if str(reply.content.get("ename", "")).endswith("MemoryError"):  # numpy's is _ArrayMemoryError
+            return "error", self._pool.out_of_memory(run.language)
         return "error", reply.content.get("reason")
 
     async def _stop(self, language: str, executions: list[asyncio.Future[Any]]) -> None:

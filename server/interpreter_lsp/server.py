@@ -9,7 +9,6 @@ import logging
 import os
 import shutil
 import signal
-import tempfile
 import uuid
 from collections.abc import Awaitable, Sequence
 from pathlib import Path
@@ -24,6 +23,7 @@ from . import protocol as p
 from .agent.loop import UnknownProposal
 from .arguments import BadArguments
 from .commands import register_commands
+from .kernels import launcher, runtime
 from .languages import PYTHON, canonical_language
 from .safety.secrets import RedactingFilter, Redactor
 from .settings import WorkspaceFileRequest
@@ -80,9 +80,8 @@ class InterpreterServer(LanguageServer):
     def context(self) -> ServerContext:
         """The one context every workspace shares (trust is granted to all of them at once)."""
         if self._context is None:
-            # IPC sockets and connection files: a 0700 directory of ours (mkdtemp), short enough for
-            # unix socket paths.
-            self._runtime_dir = Path(tempfile.mkdtemp(prefix="ilsp-"))
+            # IPC sockets and connection files: a 0700 directory of ours (kernels/runtime.py).
+            self._runtime_dir = runtime.create()
             self._context = ServerContext(
                 send=self.send,
                 show_message=self.show,
@@ -157,6 +156,10 @@ class InterpreterServer(LanguageServer):
                 log.warning("workspace/configuration failed: %s", exc)
         report = ws.configure(layers)
         self.redactor.add(ws.settings.api_key, ws.settings.kernel.gateway_token)
+        # Keys in the workspace's dotenv files: a run that prints one must not show it to the model.
+        for env_file in sorted(ws.root.glob(".env*")):
+            if env_file.is_file():
+                self.redactor.add_env_file(env_file)
         problems = report.errors + report.ignored
         if problems:
             self.show("warning", "interpreter-lsp settings: " + "; ".join(problems))
@@ -346,6 +349,7 @@ def kill_kernels_now(ls: InterpreterServer) -> None:
     for ws in ls.workspaces.values():
         for pid in ws.kernel_pids():
             with contextlib.suppress(OSError):
+                launcher.kill_descendants(pid)  # detached ones too: they left the process group
                 os.killpg(pid, signal.SIGKILL)
     if ls._runtime_dir is not None:
         shutil.rmtree(ls._runtime_dir, ignore_errors=True)

@@ -58,6 +58,9 @@ class KernelSettings:
     gateway_kernels: Mapping[str, str] = field(default_factory=dict)  # language -> kernelspec on the gateway
     gateway_username: str | None = None  # KERNEL_USERNAME
     gateway_working_dir: str | None = None  # KERNEL_WORKING_DIR
+    memory_limit: int | None = None  # MiB; None: half the machine's memory; 0: none
+    cpu_time_limit: int = 0  # CPU seconds per process; 0: none
+    process_limit: int = 512  # processes and threads a kernel may add; 0: none
 
 
 @dataclass(frozen=True)
@@ -170,6 +173,17 @@ SCHEMA: tuple[Spec, ...] = (
        "A kernelspec name (`python3`) or an interpreter path (`.venv/bin/python`, `~` expanded). Empty: the "
        "workspace's `.venv`/`venv` when it has ipykernel, else the server's interpreter.",
        nullable=True, sensitive=True),
+    # Limits protect the machine from the code that runs: only the user may loosen them (sensitive).
+    _s("kernel.memoryLimit", "integer", None,
+       "MiB of memory each kernel process may allocate (RLIMIT_DATA); beyond it allocations fail (Python: "
+       "MemoryError, said as out of memory with this limit). Empty: half of this machine's memory. 0: no limit.",
+       nullable=True, minimum=0, sensitive=True),
+    _s("kernel.cpuTimeLimit", "integer", 0,
+       "CPU seconds each kernel process may use over its life (RLIMIT_CPU); the kernel is then ended and "
+       "restarted. 0: no limit.", minimum=0, sensitive=True),
+    _s("kernel.processLimit", "integer", 512,
+       "Processes and threads a kernel may add to those you already run (RLIMIT_NPROC, counted per user; "
+       "Linux ignores it for root). Stops fork bombs. 0: no limit.", minimum=0, sensitive=True),
     _s("kernel.gatewayUrl", "string", None,
        "A Jupyter Kernel Gateway or Enterprise Gateway (`http://` or `https://`): every kernel of the workspace "
        "runs there (docs/remote-kernels.md).", nullable=True, sensitive=True),

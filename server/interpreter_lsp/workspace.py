@@ -10,7 +10,7 @@ import asyncio
 import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from .history import History, history_file
 from .kernels.backend import KernelStartError
 from .kernels.gateway_client import GatewayConfig
 from .kernels.introspect import python_variables
+from .kernels.launcher import Limits
 from .kernels.pool import KernelPool, LaunchOptions
 from .kernels.sandbox import SandboxConfig, bwrap_available, wrap_command
 from .kernels.specs import installed_languages
@@ -59,6 +60,47 @@ class ServerContext:
     ask_input: Callable[[str, str, bool], Awaitable[str | None]] | None = None
     trusted: bool = True
     redact: Callable[[Any], Any] = lambda value: value
+
+
+def kernel_limits(settings: Settings) -> Limits:
+    """The limits kernels start with. Memory: the setting, else half of this machine's memory; 0: none.
+    Processes: the setting is what a kernel may add to the processes and threads this user runs now
+    (RLIMIT_NPROC counts them all, the editor's too)."""
+    memory = settings.kernel.memory_limit
+    if memory is None:
+        memory = _physical_memory_mib() // 2 or None
+    processes = settings.kernel.process_limit
+    return Limits(
+        memory_mib=memory or None,
+        cpu_seconds=settings.kernel.cpu_time_limit or None,
+        processes=(processes + _user_tasks()) if processes else None,
+    )
+
+
+def _physical_memory_mib() -> int:
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // (1024 * 1024)
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
+def _user_tasks() -> int:
+    """Processes and threads of this user now (Linux /proc; elsewhere 0: the limit is then absolute)."""
+    uid = os.getuid() if hasattr(os, "getuid") else -1
+    count = 0
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return 0
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            if os.stat(f"/proc/{entry}").st_uid == uid:
+                count += len(os.listdir(f"/proc/{entry}/task"))
+        except OSError:
+            continue
+    return count
 
 
 def _kernel_affecting(settings: Settings) -> tuple[object, ...]:
@@ -130,7 +172,8 @@ class Workspace:
         if self._settings_loaded.is_set() and _kernel_affecting(self.settings) != before and self.pool.status():
             self.ctx.show_message(
                 "info",
-                "Kernel settings changed (sandbox, environment, interpreter or gateway): restarting the kernels.",
+                "Kernel settings changed (sandbox, environment, interpreter, limits or gateway): restarting the "
+                "kernels.",
             )
             self._restart_task = asyncio.ensure_future(self.pool.restart_all())
         self.settings_errors = report.errors
@@ -155,21 +198,25 @@ class Workspace:
         # Kernels must not think they talk to a terminal or page output.
         env.update({"PAGER": "cat", "GIT_PAGER": "cat", "TERM": env.get("TERM", "dumb") or "dumb"})
         env.pop("PYTHONSTARTUP", None)
+        limits = kernel_limits(self.settings)
         if self.settings.sandbox != "bubblewrap":
-            return LaunchOptions(env=env)
+            return LaunchOptions(env=env, limits=limits)
         # Never run unsandboxed when a sandbox was asked for: a missing bwrap is an error, said plainly.
         if (problem := bwrap_available()) is not None:
             raise KernelStartError(problem)
         config = SandboxConfig(
-            workspace=self.root, runtime_dir=self.ctx.runtime_dir, network=self.settings.sandbox_network
+            workspace=self.root,
+            runtime_dir=self.ctx.runtime_dir,
+            network=self.settings.sandbox_network,
+            read_only=(settings_mod.user_config_file(),),
         )
         _argv, sandbox_env = wrap_command([], env, config)
         network = "network on" if config.network else "no network"
-        return LaunchOptions(
-            env=sandbox_env,
-            command_wrapper=lambda cmd: wrap_command(cmd, env, config)[0],
-            sandbox=f"bubblewrap ({network})",
-        )
+
+        def wrapper(cmd: list[str], runtime_dir: Path, launcher: list[str]) -> list[str]:
+            return wrap_command(cmd, env, replace(config, runtime_dir=runtime_dir), launcher)[0]
+
+        return LaunchOptions(env=sandbox_env, command_wrapper=wrapper, sandbox=f"bubblewrap ({network})", limits=limits)
 
     # ---- the loop's host (agent/host.py) -----------------------------------------------------------------
 
@@ -206,7 +253,10 @@ class Workspace:
         )
 
     async def call_model(self, messages: list[dict[str, Any]], on_delta: Callable[[str], None]) -> Completion:
-        return await stream_completion(messages, await self.model_config(), on_delta)
+        # The one way out to the model: secrets in the conversation (a key a run printed) are masked here,
+        # off the loop (a long conversation is hundreds of KB).
+        masked = await asyncio.to_thread(self.ctx.redact, messages)
+        return await stream_completion(masked, await self.model_config(), on_delta)
 
     async def rate(self, code: str, language: str) -> p.Risk:
         from .safety.risk import rate  # its rule tables load on the first proposal, not at start-up
@@ -225,7 +275,9 @@ class Workspace:
         try:
             config = replace(await self.model_config(), model=model, max_tokens=200, temperature=0.0, max_retries=0)
             answer = await asyncio.wait_for(
-                stream_completion(review.messages(code, language, risk, str(self.root)), config, lambda _d: None),
+                stream_completion(
+                    self.ctx.redact(review.messages(code, language, risk, str(self.root))), config, lambda _d: None
+                ),
                 review.REVIEW_TIMEOUT,
             )
         except (ModelError, asyncio.TimeoutError) as exc:
@@ -320,15 +372,17 @@ class Workspace:
 
     def export_notebook(self, path: str, *, overwrite: bool = False) -> Path:
         from . import notebook
-        from .safety.paths import resolve_inside
+        from .safety.paths import check_path_text, resolve_inside, write_inside
 
+        check_path_text(path)
         target = resolve_inside(self.root, path)
         if target.suffix != ".ipynb":
             raise UserError(f"{path}: a notebook path must end in .ipynb")
-        if target.exists() and not overwrite:
+        if target.exists() and not target.is_dir() and not overwrite:
             raise UserError(f"{path} exists already: choose another name, or export with overwrite: true")
-        notebook.write(notebook.build(self.conversation.events), target)
-        return target
+        data = notebook.dumps(notebook.build(self.ctx.redact(self.conversation.events)))
+        # Opened component by component without following links: kernel code cannot redirect the write.
+        return write_inside(self.root, path, data, overwrite=overwrite)
 
     def status(self) -> dict[str, Any]:
         model = self.settings.model or (self._discovered[0] if self._discovered else None)

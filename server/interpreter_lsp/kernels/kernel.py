@@ -2,6 +2,9 @@
 every channel and routes each message by its parent msg_id. No threads (the heartbeat thread is not
 started: process death is watched from the event loop, see process_watch.py), no sleep-polling.
 
+Every kernel has a runtime directory of its own (its connection file and sockets: a sandboxed kernel sees
+only its own) and, on POSIX, runs under launcher.py (resource limits; every process it starts ends with it).
+
 Kernels are reached over IPC (Unix sockets in the runtime directory) on Linux and macOS; over TCP on
 127.0.0.1 where IPC is unavailable (Windows) or when the portable paths are forced. Either way every message
 is signed with the connection file's key."""
@@ -23,6 +26,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import UserError
 from ..portable import portable_forced
+from . import launcher
+from .launcher import Limits
 from .process_watch import ProcessWatch
 from .specs import KernelChoice
 
@@ -70,7 +75,8 @@ class _Pending:
 
 
 StateCallback = Callable[[str, str | None], None]
-CommandWrapper = Callable[[list[str]], list[str]]
+# (the kernel's command, its runtime directory, the launcher's prefix) -> the command to run (the sandbox)
+CommandWrapper = Callable[[list[str], Path, list[str]], list[str]]
 
 
 @cache
@@ -80,7 +86,7 @@ def _manager_class() -> type:
     from jupyter_client.manager import AsyncKernelManager
 
     class Manager(AsyncKernelManager):
-        command_wrapper: CommandWrapper | None = None
+        command_wrapper: Callable[[list[str]], list[str]] | None = None
 
         def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
             cmd = super().format_kernel_cmd(extra_arguments)
@@ -110,6 +116,7 @@ class Kernel:
         on_state: StateCallback,
         on_death: Callable[[Kernel], Awaitable[None]] | None = None,
         command_wrapper: CommandWrapper | None = None,
+        limits: Limits | None = None,
     ) -> None:
         self.choice = choice
         self.language = choice.language
@@ -119,6 +126,7 @@ class Kernel:
         self._on_state = on_state
         self._on_death = on_death
         self._command_wrapper = command_wrapper
+        self.limits = limits or Limits()
         self.state = "stopped"
         self.started_at: float | None = None
         self.transport = "ipc"
@@ -139,8 +147,15 @@ class Kernel:
             self.state = state
             self._on_state(state, message)
 
+    def _wrap(self, cmd: list[str]) -> list[str]:
+        prefix = launcher.command(self.limits) if os.name == "posix" else []
+        if self._command_wrapper is not None:
+            return self._command_wrapper(cmd, self._runtime_dir, prefix)
+        return [*prefix, *cmd]
+
     async def start(self) -> None:
         self._set_state("starting")
+        self._runtime_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         tag = f"{self.language}-{os.getpid()}-{id(self):x}"
         self.transport = self._transport()
         km = _manager_class()(
@@ -156,13 +171,11 @@ class Kernel:
             km.kernel_spec_manager = KernelSpecManager(kernel_dirs=list(self.choice.kernel_dirs))
         if self.transport == "tcp":
             _encrypt(km)
-        km.command_wrapper = self._command_wrapper
+        km.command_wrapper = self._wrap
         self._km = km
         try:
             # stdout is the LSP wire: the kernel (and everything it spawns) must never inherit it.
-            await km.start_kernel(
-                cwd=str(self.cwd), env=self._env, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL
-            )
+            await km.start_kernel(cwd=str(self.cwd), env=self._env, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
         except Exception as exc:
             self._set_state("dead", f"could not start: {exc}")
             raise KernelStartError(f"The {self.language} kernel could not start: {exc}") from exc
@@ -229,17 +242,25 @@ class Kernel:
         self._unwatch_process()
         if self._expect_exit:
             return
-        log.warning("%s kernel process exited", self.language)
-        self._fail_pending("died")
-        self._set_state("dead", "the kernel process exited")
+        process = getattr(getattr(self._km, "provisioner", None), "process", None)
+        cause = exit_cause(process.poll() if process is not None else None, self.limits)
+        log.warning("%s kernel process exited: %s", self.language, cause)
+        self._fail_pending("died", cause)
+        self._set_state("dead", cause)
         if self._on_death is not None:
             self._death_task = asyncio.create_task(self._on_death(self))
 
-    def _fail_pending(self, status: str) -> None:
+    def _fail_pending(self, status: str, cause: str | None = None) -> None:
         for pending in list(self._pending.values()):
             if not pending.done.done():
-                pending.done.set_result(ExecuteReply(status))
+                pending.done.set_result(ExecuteReply(status, {"cause": cause} if cause else {}))
         self._pending.clear()
+
+    async def _end_descendants(self) -> None:
+        """Kill every process the kernel started (detached ones included) before the kernel itself goes:
+        jupyter_client kills only the process group, which a `setsid` process has left."""
+        if (pid := self.pid()) is not None:
+            await asyncio.to_thread(launcher.kill_descendants, pid)
 
     async def restart(self, reason: str = "interrupted") -> None:
         """Restart the process; runs in flight end with `reason`. Keeps connection paths."""
@@ -249,6 +270,7 @@ class Kernel:
         self._fail_pending(reason)
         self._set_state("restarting")
         try:
+            await self._end_descendants()
             await self._km.restart_kernel(now=True)
         except Exception as exc:
             self._set_state("dead", f"could not restart: {exc}")
@@ -274,9 +296,13 @@ class Kernel:
             self._kc = None
         if self._km is not None:
             with contextlib.suppress(Exception):
+                await self._end_descendants()
+            with contextlib.suppress(Exception):
                 await self._km.shutdown_kernel(now=True)
             with contextlib.suppress(Exception):
                 await self._km._async_cleanup_resources()
+        with contextlib.suppress(OSError):
+            self._runtime_dir.rmdir()  # empty once jupyter_client removed the connection file and sockets
 
     async def shutdown(self) -> None:
         await self._kill()
@@ -306,9 +332,7 @@ class Kernel:
         silent: bool = False,
         user_expressions: dict[str, str] | None = None,
     ) -> ExecuteReply:
-        return await self.submit(
-            code, sink, allow_stdin=allow_stdin, silent=silent, user_expressions=user_expressions
-        )
+        return await self.submit(code, sink, allow_stdin=allow_stdin, silent=silent, user_expressions=user_expressions)
 
     def submit(
         self,
@@ -442,3 +466,31 @@ class Kernel:
         else:
             self._kc.input(value)
             self._sent("stdin")
+
+
+def exit_cause(returncode: int | None, limits: Limits) -> str:
+    """Why a kernel process ended, in words for the user: a limit it reached names its setting."""
+    import signal
+
+    if returncode is None or returncode >= 0:
+        return "the kernel process exited" + (f" (exit code {returncode})" if returncode else "")
+    number = -returncode
+    if number == signal.SIGKILL and limits.memory_mib:
+        return (
+            f"the kernel was killed (SIGKILL), most likely it ran out of memory "
+            f"(limit {limits.memory_mib} MiB, kernel.memoryLimit)"
+        )
+    if number == getattr(signal, "SIGXCPU", -1):
+        return f"the kernel used up its CPU time (limit {limits.cpu_seconds} s, kernel.cpuTimeLimit)"
+    try:
+        name = signal.Signals(number).name
+    except ValueError:
+        name = f"signal {number}"
+    return f"the kernel process was killed by {name}"
+
+
+def out_of_memory(limits: Limits) -> str:
+    """Said when code in a kernel failed to allocate memory (MemoryError)."""
+    if limits.memory_mib:
+        return f"the kernel ran out of memory (limit {limits.memory_mib} MiB, kernel.memoryLimit)"
+    return "the kernel ran out of memory"

@@ -8,14 +8,15 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..languages import canonical_language
 from .backend import KernelBackend
 from .gateway import GatewayKernel
 from .gateway_client import GatewayClient, GatewayConfig
-from .kernel import CommandWrapper, Kernel, KernelStartError
+from .kernel import CommandWrapper, Kernel, KernelStartError, out_of_memory
+from .launcher import Limits
 from .specs import KernelChoice, choose_kernel
 
 log = logging.getLogger(__name__)
@@ -28,6 +29,7 @@ class LaunchOptions:
     env: dict[str, str]
     command_wrapper: CommandWrapper | None = None
     sandbox: str | None = None  # a sentence for status, e.g. "bubblewrap (no network)"
+    limits: Limits = field(default_factory=Limits)
 
 
 KernelStateListener = Callable[[str, str, str | None], None]  # (language, state, message)
@@ -74,6 +76,7 @@ class KernelPool:
         self._gateway = gateway
         self._gateway_client: GatewayClient | None = None
         self._old_clients: list[GatewayClient] = []
+        self._started = 0  # kernels started: each gets a runtime directory of its own
 
     def gateway_client(self) -> GatewayClient | None:
         """The client of the configured gateway (None: kernels are local); a new one when settings change."""
@@ -158,14 +161,17 @@ class KernelPool:
             return remote
         choice = self.choice(lang)
         options = self._launch_options()
+        self._started += 1
         kernel = Kernel(
             choice,
             cwd=self.root,
-            runtime_dir=self._runtime_dir,
+            # Its own directory: a sandboxed kernel sees its connection file, not another kernel's.
+            runtime_dir=self._runtime_dir / f"{lang[:8]}-{self._started}",
             env=options.env,
             on_state=lambda state, message: self._on_state(lang, state, message),
             on_death=self._restart_after_death,
             command_wrapper=options.command_wrapper,
+            limits=options.limits,
         )
         self._kernels[lang] = kernel
         self._sandbox[lang] = options.sandbox
@@ -223,6 +229,11 @@ class KernelPool:
         clients = [*self._old_clients, *([self._gateway_client] if self._gateway_client else [])]
         self._gateway_client, self._old_clients = None, []
         await asyncio.gather(*(c.close() for c in clients), return_exceptions=True)
+
+    def out_of_memory(self, language: str) -> str:
+        """What to say when code ran out of memory in this language's kernel (names the limit in force)."""
+        kernel = self._kernels.get(canonical_language(language))
+        return out_of_memory(getattr(kernel, "limits", None) or Limits())
 
     def status(self) -> list[dict[str, object]]:
         out: list[dict[str, object]] = []

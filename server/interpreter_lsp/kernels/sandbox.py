@@ -1,10 +1,18 @@
 """The bubblewrap sandbox for kernels: the command line that starts a kernel inside it.
 
-Inside: the file system is read-only except the workspace and the runtime directory (the 0700 directory
-holding the kernel's IPC sockets and connection file); /tmp is private; home directories are empty
+Inside: the file system is read-only except the workspace and the kernel's own runtime directory (the 0700
+directory holding its IPC sockets and connection file; other kernels' directories and the kernelspecs, in
+the server's runtime directory, are out of sight); /tmp is private; home directories are empty
 except what the kernel needs to start; no network unless allowed (the kernel is reached through its
 unix sockets, which need none), and other daemons' sockets under /run are hidden; its own PID namespace,
 so it cannot see or signal the server; it dies when the server dies.
+
+Kernel code must not loosen its own sandbox, or plant code that runs outside it later: inside the
+workspace, its settings file (.interpreter-lsp.toml), its virtualenvs (.venv, venv: a .pth file there runs
+in every later interpreter), git's hooks and config (a hook runs at the user's next commit), and the user's
+settings file are mounted read-only. A file that does not exist yet cannot be mounted (bubblewrap would
+create it in the workspace): a settings file the kernel creates is a workspace file like any other, whose
+sensitive settings need the user's consent (settings.py).
 
 Interrupts: jupyter_client interrupts a kernel with SIGINT to its whole process group, which includes
 bwrap itself, and bwrap dies of SIGINT (taking the kernel with it, through --die-with-parent). So bwrap
@@ -33,8 +41,12 @@ _TEMP_DIRS = ("/tmp", "/var/tmp")
 # /run stays (DNS often lives there) but per-user sockets and container daemons are hidden.
 _RUN_DIR = "/run"
 _USER_RUN_DIR = "/run/user"
-_DAEMON_SOCKETS = ("/run/docker.sock", "/run/containerd/containerd.sock", "/run/podman/podman.sock",
-                   "/run/snapd.socket")
+_DAEMON_SOCKETS = (
+    "/run/docker.sock",
+    "/run/containerd/containerd.sock",
+    "/run/podman/podman.sock",
+    "/run/snapd.socket",
+)
 
 
 @dataclass(frozen=True)
@@ -44,6 +56,72 @@ class SandboxConfig:
     network: bool = False
     extra_ro_binds: tuple[Path, ...] = ()
     home_keep: tuple[str, ...] = ()  # paths relative to $HOME to keep readable, e.g. ".ipython"
+    read_only: tuple[Path, ...] = ()  # files the kernel must not change even inside the workspace (user config)
+
+
+# Inside the workspace: what would let kernel code change settings or run code outside the sandbox later.
+_PROTECTED = (".interpreter-lsp.toml",)
+_VENVS = (".venv", "venv", ".env", "env")  # where specs.workspace_python looks for the workspace's interpreter
+_GIT_PROTECTED = ("hooks", "config")
+
+
+def protected_binds(workspace: Path, extra: tuple[Path, ...] = ()) -> list[str]:
+    """bwrap arguments, to follow the workspace's bind, that make the paths kernel code must not change
+    read-only. A mount point cannot be renamed or removed (EBUSY), so neither can these; git's directory is
+    bound onto itself (writable: commits still work) so that it cannot be moved aside and replaced by one
+    with hooks of the kernel's making."""
+    root = os.path.realpath(workspace)
+    args: list[str] = []
+    done: set[str] = set()
+
+    def bind(option: str, path: str) -> None:
+        real = os.path.realpath(path)
+        if real not in done and real != root and _under_any(real, (root,)) and os.path.exists(real):
+            done.add(real)
+            args.extend([option, real, real])
+
+    for name in _PROTECTED:
+        bind("--ro-bind", os.path.join(root, name))
+    for name in _VENVS:
+        venv = os.path.join(root, name)
+        if os.path.isfile(os.path.join(venv, "pyvenv.cfg")) or os.path.exists(os.path.join(venv, "bin", "python")):
+            bind("--ro-bind", venv)
+    for git_dir in _git_dirs(root):
+        bind("--bind", git_dir)
+        for name in _GIT_PROTECTED:
+            bind("--ro-bind", os.path.join(git_dir, name))
+    for path in extra:
+        bind("--ro-bind", str(path))
+    return args
+
+
+def _git_dirs(root: str) -> list[str]:
+    """The workspace's git directory; a worktree's or submodule's `.git` is a file naming the real one (and
+    its common directory); submodules' directories under .git/modules."""
+    dot_git = os.path.join(root, ".git")
+    dirs: list[str] = []
+    if os.path.isdir(dot_git):
+        dirs.append(dot_git)
+    elif os.path.isfile(dot_git):
+        try:
+            with open(dot_git, encoding="utf-8", errors="replace") as handle:
+                line = handle.readline().strip()
+        except OSError:
+            line = ""
+        if line.startswith("gitdir:"):
+            git_dir = os.path.normpath(os.path.join(root, line[len("gitdir:") :].strip()))
+            dirs.append(git_dir)
+            try:
+                with open(os.path.join(git_dir, "commondir"), encoding="utf-8", errors="replace") as handle:
+                    dirs.append(os.path.normpath(os.path.join(git_dir, handle.read().strip())))
+            except OSError:
+                pass
+    for git_dir in list(dirs):
+        for current, subdirs, files in os.walk(os.path.join(git_dir, "modules")):
+            if "HEAD" in files and "config" in files:
+                dirs.append(current)
+            subdirs[:] = [d for d in subdirs if d not in ("objects", "refs", "logs")]
+    return dirs
 
 
 @functools.lru_cache(maxsize=1)
@@ -53,9 +131,25 @@ def bwrap_available() -> str | None:
     if bwrap is None:
         return f"bubblewrap (bwrap) is not installed: apt-get install bubblewrap, {_OFF_HINT}"
     env_command = shutil.which("env") or "/usr/bin/env"
-    probe = [env_command, "--ignore-signal=INT", bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-             "--unshare-pid", "--unshare-net", "--die-with-parent", "--", env_command, "--default-signal=INT",
-             "true"]
+    probe = [
+        env_command,
+        "--ignore-signal=INT",
+        bwrap,
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--unshare-pid",
+        "--unshare-net",
+        "--die-with-parent",
+        "--",
+        env_command,
+        "--default-signal=INT",
+        "true",
+    ]
     try:
         result = subprocess.run(probe, capture_output=True, text=True, timeout=20, check=False)
     except (OSError, subprocess.TimeoutExpired) as error:
@@ -73,8 +167,11 @@ def bwrap_available() -> str | None:
     )
 
 
-def wrap_command(argv: list[str], env: Mapping[str, str], config: SandboxConfig) -> tuple[list[str], dict[str, str]]:
-    """The command line that runs `argv` (a kernel) inside the sandbox, and the environment to start it with."""
+def wrap_command(
+    argv: list[str], env: Mapping[str, str], config: SandboxConfig, launcher: list[str] | None = None
+) -> tuple[list[str], dict[str, str]]:
+    """The command line that runs `argv` (a kernel) inside the sandbox, under `launcher` (launcher.py's
+    command prefix) when given, and the environment to start it with."""
     bwrap = shutil.which("bwrap") or "bwrap"
     env_command = shutil.which("env") or "/usr/bin/env"
     workspace = os.path.realpath(config.workspace)
@@ -93,17 +190,29 @@ def wrap_command(argv: list[str], env: Mapping[str, str], config: SandboxConfig)
             if os.path.exists(socket_path):
                 args += ["--ro-bind", "/dev/null", socket_path]
     covered = (*_TEMP_DIRS, *run_dirs, *hidden)
-    for path in _paths_the_kernel_reads(argv, env, config, home):
+    readable = _paths_the_kernel_reads(argv, env, config, home)
+    if launcher:
+        readable += [
+            p
+            for p in _paths_the_kernel_reads(launcher[:1], env, SandboxConfig(workspace, runtime_dir), home)
+            if p not in readable
+        ]
+        script = next((a for a in launcher[1:] if a.endswith(".py")), None)
+        if script is not None:
+            readable.append(os.path.realpath(script))
+    for path in readable:
         if _under_any(path, covered) and not _under_any(path, (workspace, runtime_dir)):
             args += ["--ro-bind-try", path, path]
     args += ["--bind", workspace, workspace, "--bind", runtime_dir, runtime_dir]
+    # After the workspace's bind, on top of it: what kernel code must not change.
+    args += protected_binds(config.workspace, config.read_only)
     args += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
     if not config.network:
         args.append("--unshare-net")
     args += ["--die-with-parent", "--unsetenv", _PARENT_PID_VARIABLE, "--chdir", workspace]
     if os.geteuid() == 0:
         args += ["--cap-drop", "ALL"]  # root inside would otherwise keep every capability
-    args += ["--", env_command, "--default-signal=INT", *argv]
+    args += ["--", env_command, "--default-signal=INT", *(launcher or []), *argv]
     kernel_env = {name: value for name, value in env.items() if name != _PARENT_PID_VARIABLE}
     return args, kernel_env
 

@@ -335,10 +335,8 @@ def _capital(text: str) -> str:
 
 
 def redact(message: str, config: ModelConfig) -> str:
-    """Remove the configured key and every *_API_KEY / *_TOKEN value of the environment from `message`."""
-    secrets = {config.api_key or ""}
-    secrets.update(value for name, value in os.environ.items() if name.endswith(("_API_KEY", "_TOKEN", "_SECRET")))
-    for secret in sorted(secrets, key=len, reverse=True):
-        if len(secret) >= 6:
-            message = message.replace(secret, "[redacted]")
-    return message
+    """Remove the configured key and every secret of the environment from `message` (what a secret is:
+    safety/secrets.py)."""
+    from interpreter_lsp.safety.secrets import Redactor
+
+    return Redactor(os.environ, extra=(config.api_key,)).redact(message)

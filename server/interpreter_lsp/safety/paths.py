@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -60,3 +61,130 @@ def _inside_given_root(lexical: Path, root: Path) -> bool:
     """The workspace as the client named it may itself be reached through a symlink."""
     given = Path(os.path.normpath(os.path.abspath(root)))
     return lexical == given or given in lexical.parents
+
+
+# ---- writing without following a link that appeared after the check -----------------------------------------
+
+NAME_MAX = 255
+PATH_MAX = 4096
+
+
+class CannotWrite(UserError):
+    """A path inside the workspace that cannot be written: a directory, too long, changed while writing."""
+
+
+def check_path_text(path: str) -> None:
+    """Refuse what cannot be a path in the workspace before anything is resolved: URLs other than file://,
+    names the file system would refuse for length."""
+    scheme = urlsplit(path).scheme if "://" in path else ""
+    if scheme and scheme != "file":
+        raise PathOutsideWorkspace(
+            f"Refusing to write {path}: it is a URL ({scheme}://), not a path. Choose a path inside the workspace, "
+            "e.g. notebooks/session.ipynb."
+        )
+    if len(path.encode()) > PATH_MAX or any(len(part.encode()) > NAME_MAX for part in path.split("/")):
+        raise CannotWrite(
+            f"Refusing to write {path[:80]}…: the path is too long (at most {NAME_MAX} bytes per name, "
+            f"{PATH_MAX} in all). Choose a shorter path."
+        )
+
+
+def write_inside(root: Path, path: str, data: bytes, *, overwrite: bool = False) -> Path:
+    """Write `data` to `path` inside the workspace, race-free: the directories are opened one by one from
+    the workspace's root without following symbolic links (O_NOFOLLOW, relative to the parent's descriptor),
+    created where missing, and the file is written to a temporary name in the final directory, then
+    renamed (or linked, without overwrite: an existing file is never replaced) relative to that descriptor.
+    Kernel code that swaps a directory for a link to elsewhere meanwhile makes the write fail; it can never
+    redirect it. The file gets the workspace's usual mode (0666 less the umask, as any editor would)."""
+    check_path_text(path)
+    target = resolve_inside(root, path)
+    real_root = Path(os.path.realpath(root))
+    parts = target.relative_to(real_root).parts
+    if not parts:
+        raise CannotWrite(f"Refusing to write {path}: it is the workspace folder itself. Name a file in it.")
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        directory = os.open(real_root, flags)
+    except OSError as error:
+        raise CannotWrite(f"Cannot write {path}: the workspace folder cannot be opened ({error.strerror}).") from None
+    try:
+        for part in parts[:-1]:
+            try:
+                child = os.open(part, flags, dir_fd=directory)
+            except FileNotFoundError:
+                _mkdir(part, directory)
+                child = _open_dir(part, flags, directory, path)
+            except OSError as error:
+                raise _refusal(path, part, error) from None
+            os.close(directory)
+            directory = child
+        _write_file(parts[-1], data, directory, path, overwrite)
+    finally:
+        os.close(directory)
+    return target
+
+
+def _mkdir(name: str, directory: int) -> None:
+    try:
+        os.mkdir(name, dir_fd=directory)
+    except FileExistsError:
+        pass  # made meanwhile: opened (without following links) next
+
+
+def _open_dir(name: str, flags: int, directory: int, path: str) -> int:
+    try:
+        return os.open(name, flags, dir_fd=directory)
+    except OSError as error:
+        raise _refusal(path, name, error) from None
+
+
+def _refusal(path: str, part: str, error: OSError) -> UserError:
+    import errno
+
+    if error.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+        return PathOutsideWorkspace(
+            f"Refusing to write {path}: {part} is not a directory of the workspace (a file, or a symbolic link "
+            "made while writing). Choose another path."
+        )
+    if error.errno == errno.ENAMETOOLONG:
+        return CannotWrite(f"Refusing to write {path[:80]}…: the path is too long. Choose a shorter path.")
+    return CannotWrite(f"Cannot write {path}: {part}: {error.strerror}.")
+
+
+def _is_dir(name: str, directory: int) -> bool:
+    import stat
+
+    try:
+        return stat.S_ISDIR(os.stat(name, dir_fd=directory, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def _write_file(name: str, data: bytes, directory: int, path: str, overwrite: bool) -> None:
+    import errno
+    import secrets
+
+    temporary = f".{name[:200]}.{secrets.token_hex(6)}.tmp"
+    create = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(temporary, create, 0o666, dir_fd=directory)
+    except OSError as error:
+        raise _refusal(path, temporary, error) from None
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        if overwrite:
+            os.rename(temporary, name, src_dir_fd=directory, dst_dir_fd=directory)
+        else:
+            os.link(temporary, name, src_dir_fd=directory, dst_dir_fd=directory, follow_symlinks=False)
+            os.unlink(temporary, dir_fd=directory)
+    except BaseException as error:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary, dir_fd=directory)
+        if isinstance(error, FileExistsError) and not _is_dir(name, directory):
+            raise CannotWrite(f"{path} exists already: choose another name, or export with overwrite: true") from None
+        if isinstance(error, OSError) and error.errno in (errno.EISDIR, errno.ENOTEMPTY, errno.EEXIST):
+            raise CannotWrite(f"Refusing to write {path}: it is a directory. Choose a file name.") from None
+        if isinstance(error, OSError):
+            raise _refusal(path, name, error) from None
+        raise

@@ -8,15 +8,9 @@ from __future__ import annotations
 
 from interpreter_lsp.safety.secrets import is_secret_name
 
-# Besides the names the kernel environment withholds (secrets.is_secret_name): database passwords and URLs
-# that carry one (PGPASSWORD, DATABASE_URL), which are worth an alarm when they leave the machine.
-_SECRET_VARIABLE_WORDS = ("PASSWORD", "PASSWD", "SECRET", "TOKEN", "DATABASE_URL", "_DSN", "PRIVATE")
-
-
-def is_secret_variable(name: str) -> bool:
-    """Does an environment variable's name say its value is a secret?"""
-    upper = name.upper()
-    return is_secret_name(name) or any(word in upper for word in _SECRET_VARIABLE_WORDS)
+# One definition of a secret (safety/secrets.py): the names the kernel's environment withholds are the
+# ones whose value leaving the machine is an alarm (PGPASSWORD, DATABASE_URL, *_TOKEN, ...).
+is_secret_variable = is_secret_name
 
 
 PRIVILEGE_COMMANDS = frozenset({"sudo", "doas", "su", "pkexec", "runuser", "gosu", "run0"})

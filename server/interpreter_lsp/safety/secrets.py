@@ -1,5 +1,14 @@
-"""Secrets kept out of reach: model-provider keys stay out of the kernel's environment, and no secret
-value appears in logs, notifications, error messages or history.
+"""What a secret is, in one place, and secrets kept out of reach: they stay out of the kernel's
+environment, and no secret value appears in logs, notifications, error messages, history, exported
+notebooks or what the model is sent.
+
+A secret is (1) the value of a variable whose name says so (`is_secret_name`: `*_API_KEY`, `*_TOKEN`,
+`PGPASSWORD`, `DATABASE_URL`, `AWS_SECRET_ACCESS_KEY`, `apiKey`, ...), from the server's environment, the
+workspace's `.env` files or the settings (`apiKey`); (2) whatever text shows as one: a password in a URL
+(`postgres://user:***@host/db`), the value in `NAME=value` / `NAME: value` / `"name": "value"` when NAME
+is a secret name (a value seen that way is remembered and masked wherever it appears later), and keys of
+well-known formats (`sk-…`, `ghp_…`, `AKIA…`, `xoxb-…`, private key blocks). The risk rules
+(safety/rules.py), the model's error messages (llm/failures.py) and output masking all use this module.
 """
 
 from __future__ import annotations
@@ -8,15 +17,20 @@ import logging
 import re
 import sys
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 MIN_SECRET_LENGTH = 8  # shorter values ("1", "true") would redact ordinary text
 MASK = "***"
+MAX_LEARNED = 200  # values remembered from output (NAME=value seen); each is still masked where it is seen
 
-# Name parts that mark a variable as secret: OPENAI_API_KEY, GH_TOKEN, DB_PASSWORD, ...
+# Name parts that mark a variable as secret: OPENAI_API_KEY, GH_TOKEN, DB_PASSWORD, MYSQL_PWD, ...
 _SECRET_PARTS = frozenset({"KEY", "APIKEY", "ZENAPIKEY", "TOKEN", "PASSWORD", "PASSWD", "PASSPHRASE",
-                           "CREDENTIAL", "CREDENTIALS", "PAT"})
-_SECRET_SUBSTRINGS = ("SECRET", "API_KEY", "APIKEY", "ACCESS_KEY", "PRIVATE_KEY", "AUTH_TOKEN")
+                           "CREDENTIAL", "CREDENTIALS", "PAT", "PWD", "DSN"})
+# ... and substrings: PGPASSWORD, AWS_SECRET_ACCESS_KEY, DATABASE_URL (a URL that carries a password).
+_SECRET_SUBSTRINGS = ("SECRET", "PASSWORD", "PASSWD", "API_KEY", "APIKEY", "ACCESS_KEY", "PRIVATE_KEY",
+                      "AUTH_TOKEN", "ACCESSTOKEN", "AUTHTOKEN", "DATABASE_URL", "CONNECTION_STRING")
+_NOT_SECRET = frozenset({"PWD", "OLDPWD"})  # the shell's working directories
 # Variables litellm reads for providers (litellm 1.x source) that the patterns above would not all catch,
 # listed so the rule is visible: every one of these is kept from kernels unless allowed by name.
 LITELLM_SECRET_NAMES = frozenset({
@@ -43,7 +57,9 @@ LITELLM_SECRET_NAMES = frozenset({
 
 def is_secret_name(name: str) -> bool:
     """Does an environment variable's name say it holds a secret (a key, token, password)?"""
-    upper = name.upper()
+    upper = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).upper().replace("-", "_")  # apiKey: API_KEY
+    if upper in _NOT_SECRET:
+        return False
     if upper in LITELLM_SECRET_NAMES:
         return True
     if any(part in _SECRET_PARTS for part in upper.split("_")):
@@ -57,18 +73,53 @@ def kernel_environment(env: Mapping[str, str], allowed: Iterable[str] = ()) -> d
     return {name: value for name, value in env.items() if name in keep or not is_secret_name(name)}
 
 
+def secret_values(env: Mapping[str, str]) -> list[str]:
+    """The secret values of an environment (or a .env file): those of secret names, and URL passwords."""
+    values = [value for name, value in env.items() if is_secret_name(name)]
+    values += [match.group(2) for value in env.values() for match in _URL_PASSWORD.finditer(value)]
+    return values
+
+
+# scheme://user:PASSWORD@host
+# Every pattern starts only where a run of its characters starts (a lookbehind) and bounds its parts, so
+# masking stays linear on long runs of letters, dots or base64 (a run's output may hold megabytes of them).
+_URL_PASSWORD = re.compile(r"((?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s:/@]{0,256}:)([^\s@/]{1,256})(?=@)")
+# NAME=value, NAME: value, export NAME="value", "name": "value", name = 'value' (the name is judged by
+# is_secret_name; the value must look like a secret: no spaces, 8+ characters, letters and digits, so that code
+# such as `token = get_token()` or `api_key = args.key` is left as written).
+_ASSIGNMENT = re.compile(
+    r"""(?<![A-Za-z0-9_.-])(?P<name>[A-Za-z_][A-Za-z0-9_.-]{0,63})(?P<quote1>["']?)(?P<sep>[ \t]{0,4}[:=][ \t]{0,4})"""
+    r"""(?P<quote2>["']?)(?P<value>[^\s"'`,;(){}\[\]<>]{8,})(?=["'`,;)}\]]|\s|$)"""
+)
+# Keys whose format gives them away, whatever they are called.
+_KNOWN_FORMATS = re.compile(
+    r"\b(?:sk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}"
+    r"|AKIA[0-9A-Z]{16}|ASIA[0-9A-Z]{16}|xox[abprs]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35}|hf_[A-Za-z0-9]{30,}"
+    r"|glpat-[A-Za-z0-9_-]{20,}|sk_live_[A-Za-z0-9]{16,}|rk_live_[A-Za-z0-9]{16,}|pk_live_[A-Za-z0-9]{16,})"
+    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)"
+)
+
+
+def _mixed(value: str) -> bool:
+    """Letters and digits both: how keys and passwords look, unlike `12345678` or `args.token`."""
+    return any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
+
+
 class Redactor:
-    """Replaces every known secret value in text with ***: for logs, notifications, errors and history."""
+    """Masks secrets in text with ***: every known secret value, and whatever shows as one (module
+    docstring). One instance per server, for logs, notifications, errors, history, exports and what the
+    model is sent."""
 
     def __init__(self, env: Mapping[str, str] | None = None, extra: Iterable[str | None] = ()) -> None:
         self._secrets: set[str] = set()
         self._pattern: re.Pattern[str] | None = None
-        self.add(*(value for name, value in (env or {}).items() if is_secret_name(name)))
+        self._learned = 0
+        self.add(*secret_values(env or {}))
         self.add(*extra)
 
     def add(self, *secrets: str | None) -> None:
         """Also redact these values (e.g. an apiKey set in the settings)."""
-        fresh = {s for s in secrets if isinstance(s, str) and len(s.strip()) >= MIN_SECRET_LENGTH}
+        fresh = {s for s in secrets if isinstance(s, str) and len(s.strip()) >= MIN_SECRET_LENGTH and MASK not in s}
         if not fresh - self._secrets:
             return
         self._secrets |= fresh
@@ -76,10 +127,48 @@ class Redactor:
         ordered = sorted(self._secrets, key=len, reverse=True)
         self._pattern = re.compile("|".join(re.escape(s) for s in ordered))
 
+    def add_env_file(self, path: Path) -> None:
+        """Also redact the secrets of a dotenv file (NAME=value lines; `export` and quotes allowed)."""
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return
+        env: dict[str, str] = {}
+        for line in text.splitlines():
+            line = line.strip()
+            if not line or line.startswith("#") or "=" not in line:
+                continue
+            name, _, value = line.removeprefix("export ").partition("=")
+            value = value.strip()
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+                value = value[1:-1]
+            env[name.strip()] = value
+        self.add(*secret_values(env))
+
     def redact(self, text: str) -> str:
-        if self._pattern is None or not text:
+        if not text:
             return text
-        return self._pattern.sub(MASK, text)
+        if self._pattern is not None:
+            text = self._pattern.sub(MASK, text)
+        learned: list[str] = []
+        text = _URL_PASSWORD.sub(lambda m: m.group(1) + MASK, text)
+        text = _KNOWN_FORMATS.sub(MASK, text)
+        text = _ASSIGNMENT.sub(lambda m: self._assignment(m, learned), text)
+        if learned and self._learned < MAX_LEARNED:
+            # Seen once with its name: masked wherever it appears alone later. Bounded: output listing
+            # thousands of tokens must not grow the pattern (recompiled on each addition) without end.
+            self._learned += len(learned)
+            self.add(*learned)
+        return text
+
+    @staticmethod
+    def _assignment(match: re.Match[str], learned: list[str]) -> str:
+        value = match.group("value")
+        name = match.group("name").rsplit(".", 1)[-1]
+        if MASK in value or not is_secret_name(name) or not _mixed(value):
+            return match.group(0)
+        learned.append(value)
+        return match.group(0)[: match.start("value") - match.start()] + MASK
 
     def redact_obj(self, obj: Any) -> Any:
         """A copy of a JSON-like value (dicts, lists, strings) with secrets masked; other values as they are."""

@@ -1,0 +1,230 @@
+"""The kernel launcher: the process every local kernel runs under (POSIX), and the walk that ends a kernel's
+whole process tree.
+
+Run as a script (`python -I -S launcher.py [--memory MiB] [--cpu S] [--processes N] -- argv...`), with the
+standard library only (inside the sandbox the server's packages may be out of sight), it
+
+- applies the resource limits to itself, so the kernel and everything it starts inherit them:
+  RLIMIT_DATA for memory (not RLIMIT_AS: a kernel's threads reserve far more address space than they use),
+  RLIMIT_CPU (CPU seconds of each process over its life), RLIMIT_NPROC (processes of this user: Linux counts
+  them per user, and ignores the limit for root or with CAP_SYS_RESOURCE);
+- makes itself a child subreaper (Linux): a process the kernel starts and detaches (`setsid`, a double
+  fork) is re-parented to the launcher, not to init, so it stays in the kernel's tree;
+- starts the kernel as its child and waits; when the kernel exits, or the server that started the launcher
+  exits (watched on a pidfd), every process left in its tree is stopped and killed, and the launcher exits
+  the way the kernel did (same exit code, or the same signal), so the server can tell why it ended.
+
+SIGINT (an interrupt: jupyter_client signals the whole process group) is ignored here and left to the
+kernel. The server calls `kill_descendants` itself before it kills or restarts a kernel: jupyter_client
+kills the process group with SIGKILL, which would take the launcher before it could clean up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import select
+import signal
+import sys
+from dataclasses import dataclass
+
+_PR_SET_CHILD_SUBREAPER = 36
+_MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What a kernel may use (None: no limit): kernel.memoryLimit, kernel.cpuTimeLimit, kernel.processLimit."""
+
+    memory_mib: int | None = None
+    cpu_seconds: int | None = None
+    processes: int | None = None
+
+    def arguments(self) -> list[str]:
+        out: list[str] = []
+        for flag, value in (
+            ("--memory", self.memory_mib),
+            ("--cpu", self.cpu_seconds),
+            ("--processes", self.processes),
+        ):
+            if value:
+                out += [flag, str(int(value))]
+        return out
+
+
+def command(limits: Limits) -> list[str]:
+    """The prefix that runs a kernel's command line under the launcher (the server's interpreter, isolated
+    mode, no site: nothing of the workspace's or the user's Python set-up is imported by it)."""
+    return [sys.executable, "-I", "-S", os.path.abspath(__file__), *limits.arguments(), "--"]
+
+
+def children_of(pid: int) -> list[int]:
+    """The direct children of `pid` (Linux /proc; elsewhere none are known)."""
+    found: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as handle:
+                found.extend(int(child) for child in handle.read().split())
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def kill_descendants(root: int) -> list[int]:
+    """Stop every descendant of `root` (SIGSTOP: a stopped process cannot fork again while the tree is
+    walked), walk until no new one appears, then SIGKILL them all. `root` itself is left alone.
+    Returns the pids killed."""
+    stopped: list[int] = []
+    seen: set[int] = set()
+    for _round in range(100):
+        fresh = []
+        pending = [root]
+        while pending:
+            for child in children_of(pending.pop()):
+                pending.append(child)
+                if child not in seen:
+                    fresh.append(child)
+        if not fresh:
+            break
+        for pid in fresh:
+            seen.add(pid)
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGSTOP)
+                stopped.append(pid)
+    for pid in stopped:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    return stopped
+
+
+def _limit(resource_module, which: str, value: int | None) -> None:
+    kind = getattr(resource_module, which, None)
+    if value is None or kind is None:
+        return
+    _soft, hard = resource_module.getrlimit(kind)
+    if hard != resource_module.RLIM_INFINITY:
+        value = min(value, hard)
+    try:
+        resource_module.setrlimit(kind, (value, hard))
+    except (ValueError, OSError) as error:
+        sys.stderr.write(f"interpreter-lsp launcher: cannot set {which}: {error}\n")
+
+
+def apply_limits(memory_mib: int | None, cpu_seconds: int | None, processes: int | None) -> None:
+    import resource
+
+    _limit(resource, "RLIMIT_DATA", memory_mib * _MIB if memory_mib else None)
+    _limit(resource, "RLIMIT_CPU", cpu_seconds)
+    _limit(resource, "RLIMIT_NPROC", processes)
+
+
+def _become_subreaper() -> None:
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _watch_parent() -> int | None:
+    """A descriptor readable once the process that started us exits (Linux pidfd), or None."""
+    parent = os.getppid()
+    if parent <= 1 or not hasattr(os, "pidfd_open"):
+        return None
+    try:
+        return os.pidfd_open(parent)
+    except OSError:
+        return None
+
+
+def _wait(child: int, parent_fd: int | None) -> int:
+    """Reap every child (orphans re-parented here included) until `child` exits; its wait status.
+    If the parent exits first, the kernel's whole tree is killed."""
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_write, False)
+    os.set_blocking(wake_read, False)
+    signal.set_wakeup_fd(wake_write)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    watched = [wake_read] + ([parent_fd] if parent_fd is not None else [])
+    parent = os.getppid()
+    # Without a pidfd (macOS, Linux before 5.3) the parent is looked at once a second: not a hot path. A
+    # parent that is pid 1 is the sandbox's own init (its PID namespace ends with it): nothing to watch.
+    timeout = 1.0 if parent_fd is None and parent > 1 else None
+    while True:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return 0
+            if pid == 0:
+                break
+            if pid == child:
+                return status
+        ready, _, _ = select.select(watched, [], [], timeout)
+        with contextlib.suppress(OSError):
+            while os.read(wake_read, 512):
+                pass
+        gone = parent_fd in ready if parent_fd is not None else timeout is not None and os.getppid() != parent
+        if gone:
+            kill_descendants(os.getpid())
+            with contextlib.suppress(OSError):
+                os.kill(child, signal.SIGKILL)  # where there is no /proc to walk: the kernel at least
+            parent_fd, timeout, watched = None, None, [wake_read]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="launcher")
+    parser.add_argument("--memory", type=int, default=None)
+    parser.add_argument("--cpu", type=int, default=None)
+    parser.add_argument("--processes", type=int, default=None)
+    parser.add_argument("command", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        parser.error("no command")
+    apply_limits(args.memory, args.cpu, args.processes)
+    _become_subreaper()
+    parent_fd = _watch_parent()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    child = os.fork()
+    if child == 0:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        if parent_fd is not None:
+            os.close(parent_fd)
+        # The kernel's parent poller watches us, not the server (we watch the server).
+        os.environ["JPY_PARENT_PID"] = str(os.getppid())
+        try:
+            os.execvp(command[0], command)
+        except OSError as error:
+            sys.stderr.write(f"interpreter-lsp launcher: cannot run {command[0]}: {error}\n")
+            os._exit(127)
+    signal.signal(signal.SIGTERM, lambda signum, _frame: os.kill(child, signum))
+    status = _wait(child, parent_fd)
+    kill_descendants(os.getpid())
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, 0)[0]:
+            pass
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        with contextlib.suppress(Exception):
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # end as the kernel did, without a core file
+        if number not in (signal.SIGKILL, signal.SIGSTOP):  # these two cannot be caught anyway
+            signal.signal(number, signal.SIG_DFL)
+        os.kill(os.getpid(), number)
+        return 128 + number
+    return os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,349 @@
+"""Hostile kernel code, through the real server (real kernels, real bubblewrap): it cannot reach another
+kernel, cannot loosen its sandbox or plant code that runs outside it later, leaves no process behind, and
+meets its resource limits as a sentence the user can act on."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import uuid
+from pathlib import Path
+
+import pytest
+
+from harness import DEFAULT_WAIT, start_session, stop_session
+from interpreter_lsp import protocol as p
+
+needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+SANDBOX = {"sandbox": "bubblewrap"}
+
+
+def _command_line(pid: int) -> list[str]:
+    return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+
+
+def _pids_with(argument: str) -> list[int]:
+    """Host pids of the processes whose command line holds `argument` (a unique marker)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if argument in _command_line(int(entry)) and Path(f"/proc/{entry}/stat").read_text().split()[2] != "Z":
+                    found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+async def _exited(pids: list[int], timeout: float = DEFAULT_WAIT) -> None:
+    """Wait on each process's pidfd (readable once it exits), bounded generously."""
+    loop = asyncio.get_running_loop()
+    for pid in pids:
+        try:
+            fd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            continue
+        done = loop.create_future()
+        loop.add_reader(fd, lambda f=done: f.done() or f.set_result(None))
+        try:
+            await asyncio.wait_for(done, timeout)
+        except asyncio.TimeoutError:
+            raise AssertionError(f"process {pid} {_command_line(pid)} still runs {timeout:g} s later") from None
+        finally:
+            loop.remove_reader(fd)
+            os.close(fd)
+
+
+async def _kernel(session, language: str) -> dict:
+    status = await session.command(p.STATUS, {})
+    return next(k for k in status["kernels"] if k["language"] == language)
+
+
+# ---- 1. the sandbox cannot be loosened from inside ---------------------------------------------------------
+
+
+@needs_bwrap
+async def test_a_sandboxed_kernel_cannot_reach_another_kernel(workspace_root: Path, home: Path) -> None:
+    """Even given the other kernel's key and socket paths (read here, on the host), the python kernel finds
+    neither its connection file nor its sockets: it sees only its own runtime directory."""
+    s = await start_session(workspace_root, home, configuration=SANDBOX, env={"HOME": str(home)})
+    try:
+        run_id, status = await s.run_and_wait("echo shell-is-up", "shell")
+        assert status["state"] == "ok", s.text(run_id)
+        shell = await _kernel(s, "shell")
+        argv = _command_line(shell["pid"])
+        connection_file = argv[argv.index("-f") + 1]
+        info = json.loads(Path(connection_file).read_text())  # noqa: ASYNC240 (the host sees it)
+        shell_socket = f"{info['ip']}-{info['shell_port']}"
+        assert Path(shell_socket).exists()  # noqa: ASYNC240
+        attack = textwrap.dedent(f"""
+            import os, socket
+            from ipykernel import get_connection_file
+            own = get_connection_file()
+            try:
+                open({connection_file!r}).read()
+                print("READ the other kernel's connection file")
+            except OSError as error:
+                print(type(error).__name__)
+            client = socket.socket(socket.AF_UNIX)
+            try:
+                client.connect({shell_socket!r})
+                print("CONNECTED to the other kernel")
+            except OSError as error:
+                print(type(error).__name__)
+            print(sorted(os.listdir(os.path.dirname(os.path.dirname(own)))) == [os.path.basename(os.path.dirname(own))])
+        """)
+        run_id, status = await s.run_and_wait(attack)
+        assert status["state"] == "ok", s.text(run_id)
+        assert s.text(run_id).split() == ["FileNotFoundError", "FileNotFoundError", "True"]
+        run_id, status = await s.run_and_wait("echo shell-still-mine", "shell")
+        assert s.text(run_id).strip() == "shell-still-mine"
+    finally:
+        await stop_session(s)
+
+
+@needs_bwrap
+async def test_kernel_code_cannot_plant_code_or_rewrite_settings(workspace_root: Path, home: Path) -> None:
+    site = workspace_root / ".venv" / "lib" / "python3.12" / "site-packages"
+    site.mkdir(parents=True)
+    (workspace_root / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    subprocess.run(["git", "init", "-q", str(workspace_root)], check=True)  # noqa: ASYNC221
+    git_config = (workspace_root / ".git" / "config").read_text()
+    settings_file = workspace_root / ".interpreter-lsp.toml"
+    settings_file.write_text("maxSteps = 7\n")
+    user_config = home / "config" / "interpreter-lsp" / "config.toml"
+    user_config.parent.mkdir(parents=True)
+    user_config.write_text('sandbox = "bubblewrap"\n')
+    s = await start_session(workspace_root, home, env={"HOME": str(home)})  # the sandbox from the user file
+    try:
+        attack = textwrap.dedent(f"""
+            import json, os
+            results = {{}}
+            def attempt(name, action):
+                try:
+                    action()
+                    results[name] = "DONE"
+                except OSError as error:
+                    results[name] = error.strerror
+            def write(path, text, mode="w"):
+                with open(path, mode) as handle:
+                    handle.write(text)
+            attempt("pth", lambda: write({str(site / "evil.pth")!r}, "import os; os.system('touch /tmp/pwned')"))
+            attempt("hook", lambda: write(".git/hooks/pre-commit", "#!/bin/sh\\ntouch pwned\\n"))
+            attempt("git-config", lambda: write(".git/config", "[core]\\n\\thooksPath = evil\\n", "a"))
+            attempt("settings", lambda: write(".interpreter-lsp.toml", 'sandbox = "off"\\n'))
+            attempt("move-git", lambda: os.rename(".git", ".git-aside"))
+            attempt("move-venv", lambda: os.rename(".venv", ".venv-aside"))
+            attempt("move-settings", lambda: os.rename(".interpreter-lsp.toml", "aside.toml"))
+            attempt("user-config", lambda: write({str(user_config)!r}, 'sandbox = "off"\\n'))
+            write("ordinary.txt", "kernel code may still write the workspace")
+            print(json.dumps(results))
+        """)
+        run_id, status = await s.run_and_wait(attack)
+        assert status["state"] == "ok", s.text(run_id)
+        results = json.loads(s.text(run_id))
+        refused = ("Read-only file system", "Device or resource busy")
+        for name in ("pth", "hook", "git-config", "settings", "move-git", "move-venv", "move-settings"):
+            assert results[name] in refused, (name, results)
+        # The user's file is out of the sandbox's sight (in a hidden home): a write lands in a private tmpfs.
+        assert results["user-config"] in ("DONE", *refused, "No such file or directory")
+        assert user_config.read_text() == 'sandbox = "bubblewrap"\n'
+        assert not (site / "evil.pth").exists()
+        assert not (workspace_root / ".git" / "hooks" / "pre-commit").exists()
+        assert (workspace_root / ".git" / "config").read_text() == git_config
+        assert settings_file.read_text() == "maxSteps = 7\n"
+        assert (workspace_root / "ordinary.txt").exists()
+        kernel = await _kernel(s, "python")
+        assert kernel["sandbox"] == "bubblewrap (no network)"
+    finally:
+        await stop_session(s)
+
+
+# ---- 2. every process a kernel starts ends with it ----------------------------------------------------------
+
+DETACH = """
+import subprocess
+subprocess.Popen(["setsid", "sleep", "{marker}1"])
+subprocess.run(["sh", "-c", "(setsid sleep {marker}2 &) ; exit 0"], check=True)
+print("detached")
+"""
+
+
+async def _detached(session, marker: str) -> list[int]:
+    run_id, status = await session.run_and_wait(DETACH.format(marker=marker))
+    assert status["state"] == "ok", session.text(run_id)
+    pids = []
+    for suffix in ("1", "2"):
+        found = await session.wait_for(lambda suffix=suffix: _pids_with(f"{marker}{suffix}"), what="the detached sleep")
+        pids += found
+    return pids
+
+
+@pytest.mark.parametrize("sandbox", [False, pytest.param(True, marks=needs_bwrap)], ids=["plain", "sandboxed"])
+async def test_detached_processes_end_with_a_restart_and_a_shutdown(
+    workspace_root: Path, home: Path, sandbox: bool
+) -> None:
+    s = await start_session(workspace_root, home, configuration=SANDBOX if sandbox else {}, env={"HOME": str(home)})
+    try:
+        marker = f"{1000 + uuid.uuid4().int % 1000}.{uuid.uuid4().int % 10**6:06d}"
+        pids = await _detached(s, marker)
+        await s.command(p.RESTART_KERNEL, {"language": "python"})
+        await _exited(pids)
+        run_id, status = await s.run_and_wait("print('after restart')")
+        assert (status["state"], s.text(run_id).strip()) == ("ok", "after restart")
+        marker = f"{1000 + uuid.uuid4().int % 1000}.{uuid.uuid4().int % 10**6:06d}"
+        pids = await _detached(s, marker)
+    finally:
+        await stop_session(s)
+    await _exited(pids)
+
+
+async def test_detached_processes_end_when_the_server_is_killed(workspace_root: Path, home: Path) -> None:
+    s = await start_session(workspace_root, home)
+    marker = f"{1000 + uuid.uuid4().int % 1000}.{uuid.uuid4().int % 10**6:06d}"
+    try:
+        pids = await _detached(s, marker)
+        server = s.client._server
+        assert server is not None
+        server.send_signal(signal.SIGKILL)
+        await server.wait()
+        await _exited(pids)
+    finally:
+        await s.client.stop()
+
+
+# ---- 3. resource limits -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sandbox", [False, pytest.param(True, marks=needs_bwrap)], ids=["plain", "sandboxed"])
+async def test_memory_limit_is_said_and_the_next_run_works(workspace_root: Path, home: Path, sandbox: bool) -> None:
+    configuration = {"kernel": {"memoryLimit": 512}, **(SANDBOX if sandbox else {})}
+    s = await start_session(workspace_root, home, configuration=configuration, env={"HOME": str(home)})
+    try:
+        run_id, status = await s.run_and_wait("x = bytearray(3 * 1024**3)")
+        assert status["state"] == "error", s.text(run_id)
+        assert status["message"] == "the kernel ran out of memory (limit 512 MiB, kernel.memoryLimit)"
+        assert "MemoryError" in s.text(run_id)
+        run_id, status = await s.run_and_wait("y = bytearray(100 * 1024**2)\nprint('fine', len(y) // 1024**2)")
+        assert (status["state"], s.text(run_id).strip()) == ("ok", "fine 100")
+    finally:
+        await stop_session(s)
+
+
+async def test_a_kernel_killed_with_sigkill_under_a_memory_limit_is_said_to_have_run_out(
+    workspace_root: Path, home: Path
+) -> None:
+    """What the kernel's OOM killer does (SIGKILL), done by the code itself: the run says so, names the limit,
+    and the kernel is restarted."""
+    s = await start_session(workspace_root, home, configuration={"kernel": {"memoryLimit": 600}})
+    try:
+        run_id, status = await s.run_and_wait("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)")
+        assert status["state"] == "died"
+        assert (
+            "killed (SIGKILL), most likely it ran out of memory (limit 600 MiB, kernel.memoryLimit)"
+            in (status["message"])
+        )
+        assert "restarted" in status["message"]
+        run_id, status = await s.run_and_wait("print('back')")
+        assert (status["state"], s.text(run_id).strip()) == ("ok", "back")
+    finally:
+        await stop_session(s)
+
+
+async def test_cpu_time_limit_ends_the_kernel_and_says_why(workspace_root: Path, home: Path) -> None:
+    s = await start_session(workspace_root, home, configuration={"kernel": {"cpuTimeLimit": 8}})
+    try:
+        run_id, status = await s.run_and_wait("print('warm')")
+        assert status["state"] == "ok", s.text(run_id)
+        run_id, status = await s.run_and_wait("while True:\n    pass", timeout=DEFAULT_WAIT * 2)
+        assert status["state"] == "died"
+        assert "used up its CPU time (limit 8 s, kernel.cpuTimeLimit)" in status["message"]
+        run_id, status = await s.run_and_wait("print('restarted')")
+        assert (status["state"], s.text(run_id).strip()) == ("ok", "restarted")
+    finally:
+        await stop_session(s)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="Linux ignores RLIMIT_NPROC for root (docs/security.md says so)")
+async def test_process_limit_stops_a_fork_bomb(workspace_root: Path, home: Path) -> None:
+    s = await start_session(workspace_root, home, configuration={"kernel": {"processLimit": 20}})
+    try:
+        code = textwrap.dedent("""
+            import subprocess
+            children = []
+            try:
+                for _ in range(200):
+                    children.append(subprocess.Popen(["sleep", "60"]))
+                print("all started")
+            except OSError as error:
+                print("refused after", len(children), type(error).__name__)
+            finally:
+                for child in children:
+                    child.kill()
+                    child.wait()
+        """)
+        run_id, status = await s.run_and_wait(code)
+        assert s.text(run_id).startswith("refused after"), s.text(run_id)
+        run_id, status = await s.run_and_wait("print('fine')")
+        assert (status["state"], s.text(run_id).strip()) == ("ok", "fine")
+    finally:
+        await stop_session(s)
+
+
+# ---- 4. the runtime directory of a killed server -------------------------------------------------------------
+
+
+def _runtime_dirs_of(pid: int) -> list[Path]:
+    found = []
+    for directory in Path(tempfile.gettempdir()).glob("ilsp-*"):
+        try:
+            if (directory / "owner").read_text().split()[0] == str(pid):
+                found.append(directory)
+        except (OSError, IndexError):
+            continue
+    return found
+
+
+async def test_a_killed_servers_runtime_directory_is_removed_at_the_next_start(
+    workspace_root: Path, home: Path
+) -> None:
+    first = await start_session(workspace_root, home)
+    try:
+        await first.run_and_wait("print(1)")
+        server = first.client._server
+        assert server is not None
+        [stale] = _runtime_dirs_of(server.pid)
+        server.send_signal(signal.SIGKILL)
+        await server.wait()
+    finally:
+        await first.client.stop()
+    assert stale.exists()  # nobody could remove it
+    # A directory whose owner still runs (this test) is left alone.
+    alive = Path(tempfile.mkdtemp(prefix="ilsp-"))
+    (alive / "owner").write_text(f"{os.getpid()}\n")
+    second = await start_session(workspace_root, home)
+    try:
+        run_id, status = await second.run_and_wait("print(2)")
+        assert status["state"] == "ok", second.text(run_id)
+        assert not stale.exists()
+        assert alive.exists()  # noqa: ASYNC240
+    finally:
+        await stop_session(second)
+        shutil.rmtree(alive, ignore_errors=True)
+
+
+def test_the_launcher_ends_as_its_kernel_did(tmp_path: Path) -> None:
+    """The server tells an exit from a kill by the launcher's own end: it must mirror its child's."""
+    from interpreter_lsp.kernels.launcher import Limits, command
+
+    prefix = command(Limits())
+    assert subprocess.run([*prefix, sys.executable, "-c", "raise SystemExit(3)"], timeout=DEFAULT_WAIT).returncode == 3
+    killed = subprocess.run([*prefix, "sh", "-c", "kill -9 $$"], timeout=DEFAULT_WAIT)
+    assert killed.returncode == -signal.SIGKILL
