@@ -160,6 +160,8 @@ def test_a_failing_pip_shows_its_last_lines_and_leaves_nothing_used(
     assert not (venv / "interpreter-lsp-install.json").exists()
     ed.nvim.command(f"edit {ed.workspace / 'demo.py'}")
     assert any(NOT_FOUND in n["msg"] for n in notes(ed)), notes(ed)
+    text = "\n".join(ed.helper("checkhealth"))
+    assert f"WARNING {venv} is an install that did not complete: it is not used" in text, text
 
 
 @pytest.mark.install
@@ -172,10 +174,18 @@ def test_install_then_run_then_restart_uses_it(start_editor, monkeypatch, editor
     assert "ERROR " + NOT_FOUND in "\n".join(ed.helper("checkhealth"))
     ed.nvim.command(f"edit {ed.workspace / 'demo.py'}")
 
-    # The editor stays responsive while pip works: a 10 ms timer keeps running on the main loop.
+    # The editor stays responsive while pip works: a 10 ms timer keeps running on the main loop, and a
+    # file opened meanwhile is told the server is coming.
     ed.helper("start_lag_probe")
-    seconds = install(ed)
+    started = time.monotonic()
+    ed.nvim.command("InterpreterInstall")
+    (ed.workspace / "other.py").write_text("print('other file ran')\n")
+    ed.nvim.command(f"edit {ed.workspace / 'other.py'}")
+    assert "is being installed (:InterpreterInstall); it starts when the install is done" in note_text(ed)
+    install(ed)  # a second :InterpreterInstall while the first runs: "already running"; waits for the end
+    seconds = time.monotonic() - started
     lag = ed.helper("stop_lag_probe")
+    assert "an install is already running" in note_text(ed)
     text = note_text(ed)
     print(f"\n:InterpreterInstall took {seconds:.0f} s; the longest main-loop stall was {lag['max_ms']:.0f} ms")
     assert "creating the server's environment" in text, text
@@ -189,8 +199,10 @@ def test_install_then_run_then_restart_uses_it(start_editor, monkeypatch, editor
     assert (venv / "bin" / "interpreter-lsp").exists()
     assert not (ed.workspace / ".venv").exists()
 
-    # The open buffer got the server when the install ended; a cell runs.
-    assert ed.helper("wait_client", SLOW_MS), "the managed server did not start"
+    # The open buffers got the server when the install ended; a cell runs.
+    assert ed.helper("wait_client", SLOW_MS), "the managed server did not start for other.py"
+    ed.nvim.command(f"buffer {ed.workspace / 'demo.py'}")
+    assert ed.helper("wait_client", SLOW_MS), "the managed server did not start for demo.py"
     ed.nvim.command("call cursor(3, 1)")
     ed.nvim.command("InterpreterRun")
     assert "x is 42" in "\n".join(ed.wait_panel("✓ **Run**"))
@@ -204,6 +216,8 @@ def test_install_then_run_then_restart_uses_it(start_editor, monkeypatch, editor
     client_cmd = ed2.lua("return vim.lsp.get_clients({ name = 'interpreter_lsp' })[1].config.cmd")
     assert client_cmd[0] == f"{venv}/bin/interpreter-lsp", client_cmd
     assert not any("InterpreterInstall" in n["msg"] for n in notes(ed2)), notes(ed2)
+    install(ed2)  # up to date: nothing to do
+    assert "interpreter-lsp 0.1.0 is installed" in notes(ed2)[-1]["msg"], notes(ed2)
 
     # The plugin moved on (here: the install says it is older): the next start says so, and
     # :InterpreterInstall updates it in place.

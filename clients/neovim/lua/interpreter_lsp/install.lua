@@ -56,7 +56,7 @@ function M.checkout()
   return { root = root, version = init:match('__version__%s*=%s*"([^"]+)"') or "?" }
 end
 
---- What the last complete install wrote: {version, source, python, pythonVersion, installed}.
+--- What the last complete install wrote: {version, source, python, installed}.
 ---@return table|nil
 function M.installed()
   local text = read_file(M.venv() .. "/" .. MARKER)
@@ -67,18 +67,13 @@ function M.installed()
   return ok and type(info) == "table" and info or nil
 end
 
---- The version the plugin wants (its checkout's), or nil when it cannot know (installed from the index).
-function M.wanted_version()
-  local co = M.checkout()
-  return co and co.version or nil
-end
-
---- A one-line notice when the managed install is older than the plugin, else nil.
+--- A one-line notice when the managed install is not the version of the plugin's checkout, else nil.
+--- (A plugin installed on its own, without the server's sources, cannot know: no notice.)
 function M.update_notice()
-  local info, wanted = M.installed(), M.wanted_version()
-  if info and wanted and info.version ~= wanted then
+  local info, checkout = M.installed(), M.checkout()
+  if info and checkout and info.version ~= checkout.version then
     return string.format("the installed server is %s, the plugin is %s: run :InterpreterInstall to update it",
-      tostring(info.version), wanted)
+      tostring(info.version), checkout.version)
   end
   return nil
 end
@@ -256,12 +251,12 @@ local function install_steps(state, force)
   os.remove(venv .. "/" .. MARKER)
   if not info then
     if vim.fn.isdirectory(venv) == 1 then
-      vim.fn.delete(venv, "rf") -- a half-done install from before
+      run({ "rm", "-rf", venv }, state, true) -- a half-done install from before (thousands of files)
     end
     notify(string.format("creating the server's environment %s (Python %s, %s)", venv, version, python))
     local res = run({ python, "-m", "venv", venv }, state)
     if res.code ~= 0 then
-      vim.fn.delete(venv, "rf")
+      run({ "rm", "-rf", venv }, state, true)
       return fail(state, "could not create the environment with " .. python .. " -m venv"
         .. " (on Debian and Ubuntu: apt install python3-venv)")
     end
@@ -375,6 +370,13 @@ end
 ---@return string[]|nil the server command, when there is one
 function M.check(health, opts)
   local cmd, source = M.find_server(opts, true)
+  if M.job then
+    health.info("an install is running (:InterpreterInstall)"
+      .. (#M.job.lines > 0 and (": " .. M.job.lines[#M.job.lines]) or ""))
+  elseif vim.fn.isdirectory(M.venv()) == 1 and not M.installed() then
+    health.warn(M.venv() .. " is an install that did not complete: it is not used",
+      { ":InterpreterInstall starts it again (" .. M.log_path() .. " says what went wrong)" })
+  end
   if not cmd then
     health.error(source, {
       ":InterpreterInstall installs it into " .. M.venv() .. " (its own environment; needs Python 3.10+)",
