@@ -230,4 +230,31 @@ def test_install_then_run_then_restart_uses_it(start_editor, monkeypatch, editor
     seconds = install(ed3)
     print(f":InterpreterInstall as an update took {seconds:.0f} s")
     assert "interpreter-lsp 0.1.0 installed in" in note_text(ed3), note_text(ed3)
+    assert "the running server keeps the version it started with until Neovim restarts" in note_text(ed3)
     assert json.loads((venv / "interpreter-lsp-install.json").read_text())["version"] == "0.1.0"
+
+
+@pytest.mark.install
+@pytest.mark.timeout(1200)
+def test_a_plugin_without_the_server_sources_installs_from_the_package_index(
+    start_editor, monkeypatch, tmp_path: Path, editor_env: Path
+) -> None:
+    # The plugin folder alone, as a plugin manager that copies only clients/neovim would leave it.
+    plugin = tmp_path / "interpreter_lsp.nvim"
+    shutil.copytree(PLUGIN, plugin)
+    monkeypatch.setenv("INTERPRETER_LSP_PLUGIN", str(plugin))
+    monkeypatch.setenv("PATH", SYSTEM_PATH)
+    ed: Editor = start_editor(cmd=None)
+    seconds = install(ed)
+    text = note_text(ed)
+    print(f"\n:InterpreterInstall from the package index ended after {seconds:.0f} s")
+    assert "installing interpreter-lsp from the package index with pip" in text, text
+    marker = managed(editor_env) / "interpreter-lsp-install.json"
+    if marker.exists():  # published: it installed, and from the index
+        assert json.loads(marker.read_text())["source"] == "index"
+        assert "installed in" in text
+    else:  # not published (yet): pip's own words say so, and nothing half-done is used
+        error = notes(ed)[-1]["msg"]
+        print(error)
+        assert "pip could not install interpreter-lsp" in error and "interpreter-lsp" in error.split(":\n", 1)[1]
+        assert "\n".join(ed.helper("checkhealth")).count("is an install that did not complete") == 1

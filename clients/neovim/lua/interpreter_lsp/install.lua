@@ -305,9 +305,19 @@ local function install_steps(state, force)
   })
   notify(string.format("interpreter-lsp %s installed in %s (%.0f s)", installed, venv,
     (vim.uv.hrtime() - state.started) / 1e9))
-  if vim.fn.exepath("interpreter-lsp") ~= "" then
+  -- Say so when this install is not what the plugin will start, or not yet.
+  local client = package.loaded["interpreter_lsp.client"]
+  if client and client.opts and client.opts.cmd then
+    notify("the setup option cmd (" .. client.opts.cmd[1] .. ") still comes first", vim.log.levels.WARN)
+  elseif vim.fn.exepath("interpreter-lsp") ~= "" then
     notify("interpreter-lsp on PATH (" .. vim.fn.exepath("interpreter-lsp") .. ") still comes first",
       vim.log.levels.WARN)
+  end
+  for _, c in ipairs(vim.lsp.get_clients({ name = "interpreter_lsp" })) do
+    if info and c.config.cmd and c.config.cmd[1] == managed_exe() then
+      notify("the running server keeps the version it started with until Neovim restarts", vim.log.levels.WARN)
+      break
+    end
   end
   return true
 end
