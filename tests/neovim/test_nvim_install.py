@@ -218,6 +218,11 @@ def test_install_then_run_then_restart_uses_it(start_editor, monkeypatch, editor
     assert not any("InterpreterInstall" in n["msg"] for n in notes(ed2)), notes(ed2)
     install(ed2)  # up to date: nothing to do
     assert "interpreter-lsp 0.1.0 is installed" in notes(ed2)[-1]["msg"], notes(ed2)
+    before = (venv / "interpreter-lsp-install.json").stat().st_mtime_ns
+    seconds = install(ed2, "!")  # reinstall all the same, in place
+    print(f":InterpreterInstall! took {seconds:.0f} s")
+    assert "interpreter-lsp 0.1.0 installed in" in note_text(ed2), note_text(ed2)
+    assert (venv / "interpreter-lsp-install.json").stat().st_mtime_ns > before
 
     # The plugin moved on (here: the install says it is older): the next start says so, and
     # :InterpreterInstall updates it in place.

@@ -150,7 +150,10 @@ local function run(argv, state, quiet)
   if state.log and not quiet then
     state.log:write("$ ", table.concat(argv, " "), "\n")
   end
-  local opts = { text = true, stdout = on_output(true), stderr = on_output(false) }
+  -- The user's shell may add a project's folders to every Python (PYTHONPATH; empty means none) or ask
+  -- pip for --user installs, which a venv refuses; the package index settings (PIP_INDEX_URL...) stay.
+  local env = { PYTHONPATH = "", PIP_USER = "0" }
+  local opts = { text = true, env = env, stdout = on_output(true), stderr = on_output(false) }
   local ok, proc = pcall(vim.system, argv, opts, function(res)
     vim.schedule(function()
       state.proc = nil
