@@ -26,8 +26,8 @@ def test_checkhealth_says_how_to_fix_a_missing_server(start_editor, monkeypatch)
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
     ed: Editor = start_editor(cmd=None)
     text = "\n".join(ed.helper("checkhealth"))
-    assert "ERROR interpreter-lsp is not on PATH" in text, text
-    assert "scripts/setup.sh" in text
+    assert "ERROR interpreter-lsp server not found: run :InterpreterInstall (or set cmd)" in text, text
+    assert ":InterpreterInstall installs it into" in text
 
 
 def test_checkhealth_with_a_model_reports_it_reachable(start_editor) -> None:

@@ -55,6 +55,10 @@ local commands = {
     function(cmd) api().export(cmd.args) end,
     { nargs = 1, complete = "file", desc = "Export the conversation as a notebook" },
   },
+  InterpreterInstall = {
+    function(cmd) require("interpreter_lsp.install").install({ force = cmd.bang }) end,
+    { bang = true, desc = "Install the server into its own environment (! reinstalls)" },
+  },
 }
 
 for name, spec in pairs(commands) do

@@ -17,23 +17,14 @@ M.opts = nil
 ---@type table<integer, fun()[]>
 local waiting = {}
 
---- The server command, or nil and a message saying how to fix it.
+--- The server command (setup option cmd, else PATH, else the managed install: install.lua), or nil and
+--- a message saying how to fix it.
 ---@param opts interpreter_lsp.Options
 ---@return string[]|nil, string|nil
 function M.server_cmd(opts)
-  local cmd
-  if opts.cmd then
-    cmd = vim.deepcopy(opts.cmd)
-    if vim.fn.executable(cmd[1]) ~= 1 then
-      return nil, string.format("the server command %q (setup option cmd) is not executable", cmd[1])
-    end
-  else
-    local path = vim.fn.exepath("interpreter-lsp")
-    if path == "" then
-      return nil, "interpreter-lsp is not on PATH: install it (pip install interpreter-lsp) or give its path"
-        .. " in setup({ cmd = { '/path/to/.venv/bin/interpreter-lsp' } })"
-    end
-    cmd = { path }
+  local cmd, why = require("interpreter_lsp.install").find_server(opts)
+  if not cmd then
+    return nil, why
   end
   if opts.log_file then
     vim.list_extend(cmd, { "--log-file", opts.log_file })

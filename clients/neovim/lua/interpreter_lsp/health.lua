@@ -101,12 +101,8 @@ function M.check()
   end
 
   health.start("interpreter_lsp: server")
-  local cmd, why = client_mod.server_cmd(opts)
+  local cmd = require("interpreter_lsp.install").check(health, opts)
   if not cmd then
-    health.error(why, {
-      "bash scripts/setup.sh in the interpreter-lsp checkout makes .venv/bin/interpreter-lsp",
-      "then setup({ cmd = { '/path/to/.venv/bin/interpreter-lsp' } }) or put that bin directory on PATH",
-    })
     return
   end
   local version, err = run({ cmd[1], "--version" }, 15000)

@@ -65,12 +65,16 @@ function M.setup(user)
   })
   set_global_keys(opts.keymaps)
   session_mod.on_new = set_panel_keys
-  -- Buffers opened before setup() (lazy loading) get a client too.
-  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
-    if vim.api.nvim_buf_is_loaded(buf) and wants(buf) then
-      client.attach(buf)
+  -- Buffers opened before setup() (lazy loading), or before :InterpreterInstall, get a client too.
+  local function attach_loaded()
+    for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+      if vim.api.nvim_buf_is_loaded(buf) and wants(buf) then
+        client.attach(buf)
+      end
     end
   end
+  vim.api.nvim_create_autocmd("User", { group = augroup, pattern = "InterpreterInstalled", callback = attach_loaded })
+  attach_loaded()
   M._configured = true
 end
 

@@ -1,0 +1,419 @@
+-- The server's own environment: where the plugin finds the server (setup option cmd, else PATH, else the
+-- managed install) and :InterpreterInstall, which makes that managed install. The server never goes into
+-- the user's project environment: it gets a virtualenv of its own under stdpath("data"), made from a
+-- Python >= 3.10 and filled by pip, from this plugin's checkout when the plugin sits in the repository,
+-- else from the package index. Every step runs with vim.system and a callback: the editor never waits.
+local M = {}
+
+local MIN_PYTHON = { 3, 10 }
+-- Written last: a venv without it is a half-done install and is never used.
+local MARKER = "interpreter-lsp-install.json"
+
+local function notify(msg, level)
+  vim.notify("interpreter_lsp: " .. msg, level or vim.log.levels.INFO)
+end
+
+--- Where the managed install lives.
+function M.dir()
+  return vim.fn.stdpath("data") .. "/interpreter-lsp"
+end
+
+function M.venv()
+  return M.dir() .. "/venv"
+end
+
+function M.log_path()
+  return M.dir() .. "/install.log"
+end
+
+local function managed_exe()
+  return M.venv() .. "/bin/interpreter-lsp"
+end
+
+local function read_file(path)
+  local fd = io.open(path, "r")
+  if not fd then
+    return nil
+  end
+  local text = fd:read("*a")
+  fd:close()
+  return text
+end
+
+--- The repository checkout the plugin lives in (clients/neovim of it), or nil when the plugin was
+--- installed on its own. The server's sources must be there: pyproject.toml naming the package and
+--- server/interpreter_lsp.
+---@return {root: string, version: string}|nil
+function M.checkout()
+  local here = debug.getinfo(1, "S").source:gsub("^@", "")
+  -- lua/interpreter_lsp/install.lua -> the plugin root -> the repository root two levels up.
+  local root = vim.fs.normalize(vim.fn.fnamemodify(here, ":p:h:h:h:h:h"))
+  local pyproject = read_file(root .. "/pyproject.toml")
+  local init = read_file(root .. "/server/interpreter_lsp/__init__.py")
+  if not pyproject or not init or not pyproject:find('name%s*=%s*"interpreter%-lsp"') then
+    return nil
+  end
+  return { root = root, version = init:match('__version__%s*=%s*"([^"]+)"') or "?" }
+end
+
+--- What the last complete install wrote: {version, source, python, installed}.
+---@return table|nil
+function M.installed()
+  local text = read_file(M.venv() .. "/" .. MARKER)
+  if not text or vim.fn.executable(managed_exe()) ~= 1 then
+    return nil
+  end
+  local ok, info = pcall(vim.json.decode, text)
+  return ok and type(info) == "table" and info or nil
+end
+
+--- A one-line notice when the managed install is not the version of the plugin's checkout, else nil.
+--- (A plugin installed on its own, without the server's sources, cannot know: no notice.)
+function M.update_notice()
+  local info, checkout = M.installed(), M.checkout()
+  if info and checkout and info.version ~= checkout.version then
+    return string.format("the installed server is %s, the plugin is %s: run :InterpreterInstall to update it",
+      tostring(info.version), checkout.version)
+  end
+  return nil
+end
+
+M.NOT_FOUND = "interpreter-lsp server not found: run :InterpreterInstall (or set cmd)"
+
+--- The server: setup option cmd, else `interpreter-lsp` on PATH, else the managed install.
+--- Returns the argv (a new table), where it came from ("setting", "PATH", "managed"), or nil and why.
+---@param opts {cmd: string[]|nil}
+---@param quiet boolean|nil no "update available" notice (for :checkhealth)
+---@return string[]|nil, string, string|nil
+function M.find_server(opts, quiet)
+  if opts.cmd then
+    if vim.fn.executable(opts.cmd[1]) ~= 1 then
+      return nil, string.format("the server command %q (setup option cmd) is not executable", opts.cmd[1])
+    end
+    return vim.deepcopy(opts.cmd), "setting"
+  end
+  local path = vim.fn.exepath("interpreter-lsp")
+  if path ~= "" then
+    return { path }, "PATH"
+  end
+  if M.installed() then
+    local notice = not quiet and M.update_notice()
+    if notice then
+      vim.notify_once("interpreter_lsp: " .. notice, vim.log.levels.WARN)
+    end
+    return { managed_exe() }, "managed"
+  end
+  if M.job then
+    return nil, "interpreter-lsp is being installed (:InterpreterInstall); it starts when the install is done"
+  end
+  return nil, M.NOT_FOUND
+end
+
+-- Steps ---------------------------------------------------------------------------------------------
+
+-- Run argv without blocking; resumes the install's coroutine with the vim.system result (stdout: what
+-- the process wrote there). Unless quiet, output lines go to the log and, throttled, to the message line,
+-- so a long pip run shows it is alive.
+local function run(argv, state, quiet)
+  local co = coroutine.running()
+  local last_echo, out = 0, {}
+  local function on_output(is_stdout)
+    return function(_, data)
+      if not data then
+        return
+      end
+      if is_stdout then
+        table.insert(out, data)
+      end
+      if quiet then
+        return
+      end
+      vim.schedule(function()
+        for _, line in ipairs(vim.split(data, "\n", { trimempty = true })) do
+          table.insert(state.lines, line)
+          if state.log then
+            state.log:write(line, "\n")
+          end
+        end
+        if #state.lines > 200 then
+          state.lines = vim.list_slice(state.lines, #state.lines - 99)
+        end
+        local now = vim.uv.now()
+        if now - last_echo > 1000 and #state.lines > 0 then
+          last_echo = now
+          local line = state.lines[#state.lines]:sub(1, math.max(20, vim.o.columns - 30))
+          vim.api.nvim_echo({ { "interpreter_lsp: " .. line } }, false, {})
+        end
+      end)
+    end
+  end
+  if state.log and not quiet then
+    state.log:write("$ ", table.concat(argv, " "), "\n")
+  end
+  -- The user's shell may add a project's folders to every Python (PYTHONPATH; empty means none) or ask
+  -- pip for --user installs, which a venv refuses; the package index settings (PIP_INDEX_URL...) stay.
+  local env = { PYTHONPATH = "", PIP_USER = "0" }
+  local opts = { text = true, env = env, stdout = on_output(true), stderr = on_output(false) }
+  local ok, proc = pcall(vim.system, argv, opts, function(res)
+    vim.schedule(function()
+      state.proc = nil
+      state.resume({ code = res.code, signal = res.signal, stdout = table.concat(out) })
+    end)
+  end)
+  if not ok then
+    table.insert(state.lines, tostring(proc))
+    return { code = -1, stdout = "" }
+  end
+  state.proc = proc
+  return coroutine.yield()
+end
+
+local function version_of(python, state)
+  local res = run({ python, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])" }, state, true)
+  return res.code == 0 and vim.trim(res.stdout or ""):match("^%d+%.%d+%.%d+$") or nil
+end
+
+local function new_enough(version)
+  local major, minor = version:match("^(%d+)%.(%d+)")
+  major, minor = tonumber(major), tonumber(minor)
+  return major > MIN_PYTHON[1] or major == MIN_PYTHON[1] and minor >= MIN_PYTHON[2]
+end
+
+--- A Python >= 3.10 to make the environment from: python3 on PATH, g:python3_host_prog, then
+--- python3.13 .. python3.10 on PATH. Returns path, version, or nil and a message naming what was found.
+local function find_python(state)
+  local candidates, seen, found = {}, {}, {}
+  local function add(name, label)
+    local path = name and name ~= "" and vim.fn.exepath(vim.fn.expand(name)) or ""
+    if path ~= "" and not seen[path] then
+      seen[path] = true
+      table.insert(candidates, { path = path, label = label })
+    end
+  end
+  add("python3", "python3 on PATH")
+  add(vim.g.python3_host_prog, "g:python3_host_prog")
+  for minor = 13, 10, -1 do
+    add("python3." .. minor, "python3." .. minor .. " on PATH")
+  end
+  for _, c in ipairs(candidates) do
+    local version = version_of(c.path, state)
+    if version and new_enough(version) then
+      return c.path, version
+    end
+    table.insert(found, string.format("%s is %s (%s)", c.label, version or "not a working Python", c.path))
+  end
+  if vim.fn.exepath("python3") == "" then
+    table.insert(found, 1, "no python3 on PATH")
+  end
+  if not vim.g.python3_host_prog then
+    table.insert(found, "g:python3_host_prog is not set")
+  end
+  return nil, "the server needs Python 3.10 or newer, and none was found: " .. table.concat(found, "; ")
+    .. ". Install one, or set g:python3_host_prog to it."
+end
+
+local function fail(state, what)
+  local tail = vim.list_slice(state.lines, math.max(1, #state.lines - 14))
+  notify(what .. (#tail > 0 and (":\n" .. table.concat(tail, "\n")) or "") .. "\n(the whole output: "
+    .. M.log_path() .. ")", vim.log.levels.ERROR)
+  return false
+end
+
+local function write_marker(info)
+  local path = M.venv() .. "/" .. MARKER
+  local fd = assert(io.open(path .. ".tmp", "w"))
+  fd:write(vim.json.encode(info))
+  fd:close()
+  assert(vim.uv.fs_rename(path .. ".tmp", path))
+end
+
+-- The install itself, in a coroutine: each `run` yields until its process ends.
+local function install_steps(state, force)
+  local venv = M.venv()
+  local checkout = M.checkout()
+  local info = M.installed()
+  if info and not force and not (checkout and info.version ~= checkout.version) then
+    notify(string.format("interpreter-lsp %s is installed (%s); :InterpreterInstall! reinstalls it",
+      tostring(info.version), venv))
+    return true
+  end
+  vim.fn.mkdir(M.dir(), "p")
+  state.log = io.open(M.log_path(), "w")
+
+  local python, version
+  if info then
+    python = venv .. "/bin/python"
+  else
+    python, version = find_python(state)
+    if not python then
+      notify(version, vim.log.levels.ERROR)
+      return false
+    end
+  end
+  -- From here on the marker is gone: an install that stops half-way is not used.
+  os.remove(venv .. "/" .. MARKER)
+  if not info then
+    if vim.fn.isdirectory(venv) == 1 then
+      run({ "rm", "-rf", venv }, state, true) -- a half-done install from before (thousands of files)
+    end
+    notify(string.format("creating the server's environment %s (Python %s, %s)", venv, version, python))
+    local res = run({ python, "-m", "venv", venv }, state)
+    if res.code ~= 0 then
+      run({ "rm", "-rf", venv }, state, true)
+      return fail(state, "could not create the environment with " .. python .. " -m venv"
+        .. " (on Debian and Ubuntu: apt install python3-venv)")
+    end
+    python = venv .. "/bin/python"
+  end
+
+  local spec, source = "interpreter-lsp", "the package index"
+  if checkout then
+    -- Build from a copy: pip and setuptools write build files next to the sources, and the plugin's
+    -- folder may be read-only.
+    local src = M.dir() .. "/src"
+    vim.fn.delete(src, "rf")
+    vim.fn.mkdir(src .. "/server", "p")
+    local res = run({ "cp", "-R", checkout.root .. "/pyproject.toml", checkout.root .. "/LICENSE", src }, state)
+    if res.code == 0 then
+      res = run({ "cp", "-R", checkout.root .. "/server/interpreter_lsp", checkout.root .. "/server/README.md",
+        src .. "/server" }, state)
+    end
+    if res.code ~= 0 then
+      return fail(state, "could not copy the server's sources from " .. checkout.root)
+    end
+    vim.fn.delete(src .. "/server/interpreter_lsp.egg-info", "rf")
+    spec, source = src, "this plugin's checkout " .. checkout.root
+  end
+  notify(string.format("installing interpreter-lsp from %s with pip (its dependencies come from the package"
+    .. " index: a minute or more)", source))
+  local res = run({ python, "-m", "pip", "install", "--upgrade", "--no-input", "--disable-pip-version-check",
+    "--progress-bar", "off", spec }, state)
+  if checkout then
+    vim.fn.delete(M.dir() .. "/src", "rf")
+  end
+  if res.code ~= 0 then
+    return fail(state, "pip could not install interpreter-lsp (exit " .. res.code .. ")")
+  end
+
+  res = run({ managed_exe(), "--version" }, state)
+  local installed = res.code == 0 and vim.trim(res.stdout or ""):match("^interpreter%-lsp%s+(%S+)")
+  if not installed then
+    return fail(state, "the installed server does not start (" .. managed_exe() .. " --version)")
+  end
+  write_marker({
+    version = installed,
+    source = checkout and ("checkout:" .. checkout.root) or "index",
+    python = python,
+    installed = os.date("!%Y-%m-%dT%H:%M:%SZ"),
+  })
+  notify(string.format("interpreter-lsp %s installed in %s (%.0f s)", installed, venv,
+    (vim.uv.hrtime() - state.started) / 1e9))
+  -- Say so when this install is not what the plugin will start, or not yet.
+  local client = package.loaded["interpreter_lsp.client"]
+  if client and client.opts and client.opts.cmd then
+    notify("the setup option cmd (" .. client.opts.cmd[1] .. ") still comes first", vim.log.levels.WARN)
+  elseif vim.fn.exepath("interpreter-lsp") ~= "" then
+    notify("interpreter-lsp on PATH (" .. vim.fn.exepath("interpreter-lsp") .. ") still comes first",
+      vim.log.levels.WARN)
+  end
+  for _, c in ipairs(vim.lsp.get_clients({ name = "interpreter_lsp" })) do
+    if info and c.config.cmd and c.config.cmd[1] == managed_exe() then
+      notify("the running server keeps the version it started with until Neovim restarts", vim.log.levels.WARN)
+      break
+    end
+  end
+  return true
+end
+
+--- :InterpreterInstall[!]. Installs the server into its own environment, or updates it when the
+--- plugin's version moved on; `force` reinstalls. `on_done(ok)` runs at the end.
+---@param args {force: boolean|nil, on_done: fun(ok: boolean)|nil}|nil
+function M.install(args)
+  args = args or {}
+  if M.job then
+    notify("an install is already running" .. (#M.job.lines > 0 and (": " .. M.job.lines[#M.job.lines]) or ""),
+      vim.log.levels.WARN)
+    return
+  end
+  local state = { lines = {}, started = vim.uv.hrtime() }
+  M.job = state
+  if not M.leave_hook then
+    M.leave_hook = vim.api.nvim_create_autocmd("VimLeavePre", { callback = M.cancel })
+  end
+  local co
+  local function finish(ok)
+    M.job = nil
+    if state.log then
+      state.log:close()
+    end
+    if ok then
+      -- Buffers opened while the server was missing get it now (init.lua listens).
+      vim.api.nvim_exec_autocmds("User", { pattern = "InterpreterInstalled", modeline = false })
+    end
+    if args.on_done then
+      args.on_done(ok)
+    end
+  end
+  function state.resume(...)
+    local ok, result = coroutine.resume(co, ...)
+    if not ok then
+      notify("the install failed: " .. tostring(result), vim.log.levels.ERROR)
+      finish(false)
+    elseif coroutine.status(co) == "dead" then
+      finish(result == true)
+    end
+  end
+  co = coroutine.create(function()
+    return install_steps(state, args.force)
+  end)
+  state.resume()
+end
+
+--- Stop a running install (Neovim is quitting): pip would otherwise outlive the editor.
+function M.cancel()
+  local job = M.job
+  if job and job.proc then
+    job.proc:kill(15)
+  end
+end
+
+--- The :checkhealth lines about where the server comes from.
+---@param health table vim.health
+---@param opts table resolved options
+---@return string[]|nil the server command, when there is one
+function M.check(health, opts)
+  local cmd, source = M.find_server(opts, true)
+  if M.job then
+    health.info("an install is running (:InterpreterInstall)"
+      .. (#M.job.lines > 0 and (": " .. M.job.lines[#M.job.lines]) or ""))
+  elseif vim.fn.isdirectory(M.venv()) == 1 and not M.installed() then
+    health.warn(M.venv() .. " is an install that did not complete: it is not used",
+      { ":InterpreterInstall starts it again (" .. M.log_path() .. " says what went wrong)" })
+  end
+  if not cmd then
+    health.error(source, {
+      ":InterpreterInstall installs it into " .. M.venv() .. " (its own environment; needs Python 3.10+)",
+      "or setup({ cmd = { '/path/to/interpreter-lsp' } }), or put interpreter-lsp on PATH",
+    })
+    return nil
+  end
+  local from = ({
+    setting = "server from the setup option cmd",
+    PATH = "server found on PATH",
+    managed = "server from the managed install (:InterpreterInstall)",
+  })[source]
+  health.ok(string.format("%s: %s", from, cmd[1]))
+  local info = M.installed()
+  if source == "managed" then
+    local notice = M.update_notice()
+    if notice then
+      health.warn(notice, { ":InterpreterInstall" })
+    end
+  elseif info then
+    health.info(string.format("a managed install (%s, %s) is there too; %s comes first", tostring(info.version),
+      M.venv(), source == "PATH" and "PATH" or "the setting"))
+  end
+  return cmd
+end
+
+return M
