@@ -358,7 +358,10 @@ export async function installServer(options: InstallOptions): Promise<InstallRes
     }
     const tempPython = venvPython(temp, platform);
     options.report("pip");
-    result = await run(tempPython, ["-I", "-m", "pip", "install", "--no-input", "--disable-pip-version-check", options.wheel], timeouts.pip, (line) => {
+    // --no-compile: byte-compiling every module of every package (litellm alone has thousands) doubled the
+    // install on a busy machine; Python compiles what the server imports, once, on first use (as uv does).
+    const pipArgs = ["-I", "-m", "pip", "install", "--no-input", "--disable-pip-version-check", "--no-compile", options.wheel];
+    result = await run(tempPython, pipArgs, timeouts.pip, (line) => {
       const activity = pipActivity(line);
       if (activity) options.report("pip", activity);
     });

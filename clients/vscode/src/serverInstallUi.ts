@@ -21,7 +21,7 @@ import {
 const STEP_TEXT: Record<InstallStep, string> = {
   python: "Looking for Python 3.10 or newer…",
   venv: "Creating the server's environment",
-  pip: "Installing the server and its dependencies (from your package index)",
+  pip: "Installing the server and its dependencies from your package index",
   check: "Checking the server…",
 };
 const STEP_SHARE: Record<InstallStep, number> = { python: 5, venv: 15, pip: 65, check: 10 };
