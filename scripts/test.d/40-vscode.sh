@@ -52,7 +52,7 @@ count_tap "$artifacts/vscode-e2e.log"
 echo "vscode: end-to-end took $(($(date +%s) - start)) s; screenshot: test-artifacts/vscode-panel-after-loop.png"
 
 # No server anywhere: the extension's offer, its managed install from the .vsix's wheel with dependencies
-# from the package index (minutes: a venv and ~80 packages), a reload that uses it, an update.
+# from the package index (minutes: a venv and ~100 packages), a reload that uses it, an update.
 echo "--- vscode: managed server install in VS Code (log: test-artifacts/vscode-install-e2e.log)"
 start=$(date +%s)
 (cd "$ext" && INTERPRETER_LSP_ARTIFACTS="$artifacts" timeout -s TERM 1800 \

@@ -2,8 +2,10 @@
 // Uses the repository's .venv (`python -m build --wheel`, with uv as the build env's installer), else
 // `uv build --wheel`. Any older wheel in server/ is removed: the .vsix carries exactly one.
 import { execFileSync } from "node:child_process";
+import console from "node:console";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, copyFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
+import process from "node:process";
 import { delimiter, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 

@@ -9,7 +9,7 @@
 // Env: INTERPRETER_LSP_VSIX, INTERPRETER_LSP_ARTIFACTS (default <repo>/test-artifacts).
 
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync, accessSync, constants } from "node:fs";
+import { existsSync, mkdirSync, symlinkSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync, accessSync, constants } from "node:fs";
 import { tmpdir } from "node:os";
 import { delimiter, join, resolve } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -19,7 +19,7 @@ const REPO = resolve(EXT_DIR, "../..");
 const VSIX = process.env.INTERPRETER_LSP_VSIX ?? join(EXT_DIR, "interpreter-lsp.vsix");
 const ARTIFACTS = process.env.INTERPRETER_LSP_ARTIFACTS ?? join(REPO, "test-artifacts");
 const STEP = 60_000;
-const INSTALL = 10 * 60_000; // a venv and ~80 packages from the index, on a busy machine
+const INSTALL = 10 * 60_000; // a venv and ~100 packages from the index, on a busy machine
 
 const started = Date.now();
 const log = (line) => console.log(`# [${((Date.now() - started) / 1000).toFixed(1)}s] ${line}`);
@@ -41,6 +41,31 @@ function pathWithoutServer(value) {
     .join(delimiter);
 }
 
+/** An interpreter older than 3.10 on this machine (pyenv's), or undefined. */
+function oldPython() {
+  const root = join(process.env.PYENV_ROOT ?? join(process.env.HOME ?? "/root", ".pyenv"), "versions");
+  const versions = existsSync(root) ? readdirSync(root).filter((v) => /^3\.[6-9]\./.test(v)) : [];
+  const version = versions.sort().pop();
+  return version && join(root, version, "bin/python3");
+}
+
+/**
+ * A PATH like this machine's, whose only Python is `python`: one folder of links to every other program
+ * on PATH (so code-server and Chromium's wrapper still find theirs), minus Pythons, pyenv and the server.
+ */
+function pathWithOnly(python, dir) {
+  mkdirSync(dir, { recursive: true });
+  symlinkSync(python, join(dir, "python3"));
+  for (const from of pathWithoutServer(process.env.PATH).split(delimiter)) {
+    if (from.includes("pyenv") || !existsSync(from)) continue;
+    for (const name of readdirSync(from)) {
+      if (/^python|^pip|^pydoc|^idle|^2to3|^interpreter-lsp/.test(name) || existsSync(join(dir, name))) continue;
+      if (isExecutable(join(from, name))) symlinkSync(join(from, name), join(dir, name));
+    }
+  }
+  return dir;
+}
+
 /** A notification toast whose text matches. */
 function toast(page, text) {
   return page.locator(".notifications-toasts .notification-toast", { hasText: text });
@@ -50,6 +75,53 @@ function toast(page, text) {
 function runWithStdout(panel, text) {
   return panel.locator(".entry.run", { has: panel.locator(".stdout", { hasText: text }) });
 }
+
+const SETTINGS = {
+  "workbench.startupEditor": "none",
+  "telemetry.telemetryLevel": "off",
+  "extensions.ignoreRecommendations": true,
+  "workbench.tips.enabled": false,
+  "chat.commandCenter.enabled": false,
+};
+
+describe("VS Code without a server, and only a Python older than 3.10", { timeout: 5 * 60_000, skip: oldPython() ? false : "no Python < 3.10 here" }, () => {
+  let vscode;
+  let workspace;
+
+  before(async () => {
+    workspace = mkdtempSync(join(tmpdir(), "ilsp-ws-oldpy-"));
+    vscode = new VsCode({ name: "oldpy", workspace, settings: SETTINGS, vsix: VSIX, trust: true, log });
+    vscode.env.PATH = pathWithOnly(oldPython(), join(vscode.root, "bin"));
+    delete vscode.env.VIRTUAL_ENV;
+    // The server would otherwise take the user's login shell environment (PATH) over this one.
+    vscode.env.VSCODE_CLI = "1";
+    await vscode.start();
+  });
+
+  after(async () => {
+    if (vscode?.page) await vscode.screenshot(join(ARTIFACTS, "vscode-install-old-python.png")).catch(() => undefined);
+    await vscode?.stop();
+    if (workspace) rmSync(workspace, { recursive: true, force: true });
+  });
+
+  it("Install says which Python it found and what it needs, and leaves nothing behind", async () => {
+    const page = vscode.page;
+    const offer = toast(page, "interpreter-lsp server was not found");
+    await offer.waitFor({ timeout: STEP });
+    await offer.getByRole("button", { name: "Install", exact: true }).click();
+    const error = toast(page, "installing the server failed");
+    await error.waitFor({ timeout: STEP });
+    const text = await error.locator(".notification-list-item-message").innerText();
+    log(`error shown: ${text}`);
+    assert.match(text, /needs Python 3\.10 or newer/);
+    const found = join(vscode.root, "bin/python3");
+    assert.ok(new RegExp(`found only (\\S+) \\(3\\.[6-9]\\.\\d+\\)`).exec(text)?.[1] === found, `the message names ${found} and its version: ${text}`);
+    assert.equal(await toast(page, "installing the server failed").count(), 1, "one message");
+    await toast(page, "Interpreter: installing the server:").waitFor({ state: "hidden", timeout: STEP }); // the progress ended
+    const storage = join(vscode.userData, "User/globalStorage/interpreter-lsp.interpreter-lsp");
+    assert.deepEqual(existsSync(storage) ? readdirSync(storage) : [], [], "a venv was left behind");
+  });
+});
 
 describe("VS Code without a server: the managed install", { timeout: 28 * 60_000 }, () => {
   let vscode;
@@ -65,13 +137,7 @@ describe("VS Code without a server: the managed install", { timeout: 28 * 60_000
     vscode = new VsCode({
       name: "install",
       workspace,
-      settings: {
-        "workbench.startupEditor": "none",
-        "telemetry.telemetryLevel": "off",
-        "extensions.ignoreRecommendations": true,
-        "workbench.tips.enabled": false,
-        "chat.commandCenter.enabled": false,
-      },
+      settings: SETTINGS,
       vsix: VSIX,
       trust: true,
       log,
@@ -79,6 +145,7 @@ describe("VS Code without a server: the managed install", { timeout: 28 * 60_000
     // The machine as a user without the server has it: not on PATH (python3 still is), no setting, no venv.
     vscode.env.PATH = pathWithoutServer(process.env.PATH);
     delete vscode.env.VIRTUAL_ENV;
+    vscode.env.VSCODE_CLI = "1"; // this PATH, not the login shell's
     for (const dir of vscode.env.PATH.split(delimiter)) assert.ok(!isExecutable(join(dir, "interpreter-lsp")), `interpreter-lsp is on PATH in ${dir}`);
     venv = join(vscode.userData, "User/globalStorage/interpreter-lsp.interpreter-lsp/server-venv");
     stampFile = join(venv, "interpreter-lsp-install.json");
