@@ -158,12 +158,12 @@ export class ServerInstaller {
       return undefined;
     }
     const started = Date.now();
+    const abort = new AbortController();
     this.output.appendLine(`${verb} the server from ${path.basename(wheel)} into ${this.venv}`);
     try {
       const result = await vscode.window.withProgress(
         { location: vscode.ProgressLocation.Notification, title: `Interpreter: ${verb.toLowerCase()} the server`, cancellable: true },
         (progress, token) => {
-          const abort = new AbortController();
           token.onCancellationRequested(() => abort.abort());
           let current: InstallStep | undefined;
           return installServer({
@@ -194,6 +194,7 @@ export class ServerInstaller {
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       this.output.appendLine(`${verb} the server failed: ${message}`);
+      if (abort.signal.aborted) return undefined; // the user pressed Cancel: no error to show
       if (error instanceof InstallError && error.outputTail) {
         this.output.appendLine("The last lines of its output:");
         this.output.appendLine(error.outputTail);

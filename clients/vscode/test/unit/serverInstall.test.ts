@@ -16,6 +16,7 @@ import {
   parsePythonVersion,
   pipActivity,
   pythonCandidates,
+  runProcess,
   shippedWheel,
   tailLines,
   type InstallStep,
@@ -121,6 +122,19 @@ test("pip's output: what it is doing, and the last lines for an error", () => {
   assert.equal(pipActivity("Installing collected packages: six, zmq"), "installing the packages");
   assert.equal(pipActivity("  Downloading foo.whl (1 MB)"), undefined);
   assert.equal(tailLines("a\n\nb\r\nc\n", 2), "b\nc");
+});
+
+test("a tool that hangs is stopped by the bound or by Cancel, and says so", async () => {
+  const options = { cwd: os.tmpdir(), env: process.env };
+  const slow = await runProcess("sh", ["-c", "echo started; exec sleep 600"], { ...options, timeoutMs: 1000 });
+  assert.notEqual(slow.code, 0);
+  assert.match(slow.tail, /started[\s\S]*\(stopped after 1 s\)/);
+  const abort = new AbortController();
+  const cancelled = runProcess("sh", ["-c", "echo started; exec sleep 600"], { ...options, timeoutMs: 600_000, signal: abort.signal, onLine: () => abort.abort() });
+  assert.match((await cancelled).tail, /\(cancelled\)/);
+  const missing = await runProcess("/nonexistent/python3", [], { ...options, timeoutMs: 10_000 });
+  assert.equal(missing.code, null);
+  assert.match(missing.tail, /ENOENT/);
 });
 
 // ---- a real install: a real Python makes a real venv, and pip installs a small wheel made here -----------
