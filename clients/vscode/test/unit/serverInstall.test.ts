@@ -140,16 +140,16 @@ test("a tool that hangs is stopped by the bound or by Cancel, and says so", asyn
 // ---- a real install: a real Python makes a real venv, and pip installs a small wheel made here -----------
 
 /** A wheel of a stand-in `interpreter_lsp` (no dependencies: pip needs no index): answers --version. */
-function makeWheel(dir: string, version: string, serverModule = ""): string {
+function makeWheel(dir: string, version: string, serverModule = "", requires = ""): string {
   const file = path.join(dir, `interpreter_lsp-${version}-py3-none-any.whl`);
   const script = `
 import sys, zipfile
-file, version, server = sys.argv[1:4]
+file, version, server, requires = sys.argv[1:5]
 files = {
   "interpreter_lsp/__init__.py": "__version__ = %r\\n" % version,
   "interpreter_lsp/__main__.py": "import sys\\nfrom . import __version__\\nif '--version' in sys.argv: print('interpreter-lsp', __version__)\\n",
   "interpreter_lsp/server.py": server,
-  "interpreter_lsp-%s.dist-info/METADATA" % version: "Metadata-Version: 2.1\\nName: interpreter-lsp\\nVersion: %s\\n" % version,
+  "interpreter_lsp-%s.dist-info/METADATA" % version: "Metadata-Version: 2.1\\nName: interpreter-lsp\\nVersion: %s\\n%s" % (version, "Requires-Dist: %s\\n" % requires if requires else ""),
   "interpreter_lsp-%s.dist-info/WHEEL" % version: "Wheel-Version: 1.0\\nGenerator: test\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n",
 }
 record = "interpreter_lsp-%s.dist-info/RECORD" % version
@@ -157,7 +157,7 @@ with zipfile.ZipFile(file, "w") as z:
   for name, text in files.items(): z.writestr(name, text)
   z.writestr(record, "".join("%s,,\\n" % n for n in list(files) + [record]))
 `;
-  execFileSync("python3", ["-c", script, file, version, serverModule]);
+  execFileSync("python3", ["-c", script, file, version, serverModule, requires]);
   return file;
 }
 
@@ -171,7 +171,7 @@ describe("a real install into a temporary global storage", { timeout: 10 * 60_00
   const leftovers = () => fs.readdirSync(storageDir).filter((n) => n !== MANAGED_DIR);
   after(() => fs.rmSync(root, { recursive: true, force: true }));
 
-  const install = (wheel: string, extensionVersion: string) => {
+  const install = (wheel: string, extensionVersion: string, env: NodeJS.ProcessEnv = process.env) => {
     const steps: InstallStep[] = [];
     const log: string[] = [];
     const promise = installServer({
@@ -179,7 +179,7 @@ describe("a real install into a temporary global storage", { timeout: 10 * 60_00
       wheel,
       extensionVersion,
       pythons,
-      env: process.env,
+      env,
       report: (step) => {
         if (steps[steps.length - 1] !== step) steps.push(step);
       },
@@ -204,12 +204,16 @@ describe("a real install into a temporary global storage", { timeout: 10 * 60_00
   });
 
   test("a failed install leaves the previous one in place and nothing half-made", async () => {
-    const broken = path.join(root, "interpreter_lsp-0.2.0-py3-none-any.whl");
-    fs.writeFileSync(broken, "not a zip file");
-    await assert.rejects(install(broken, "0.2.0").promise, (e: unknown) => {
+    // No network: the wheel needs a dependency, and the only package index does not answer (pip's own
+    // configuration, through its environment variables; the machine's pip.conf is left out).
+    const offline: NodeJS.ProcessEnv = { ...process.env, PIP_CONFIG_FILE: os.devNull, PIP_INDEX_URL: "http://127.0.0.1:9/simple", PIP_RETRIES: "0", PIP_TIMEOUT: "10" };
+    delete offline.PIP_FIND_LINKS;
+    delete offline.PIP_EXTRA_INDEX_URL;
+    const needsIndex = makeWheel(root, "0.2.0", "", "interpreter-lsp-test-dependency");
+    await assert.rejects(install(needsIndex, "0.2.0", offline).promise, (e: unknown) => {
       assert.ok(e instanceof InstallError);
-      assert.match(e.message, /pip could not install the server/);
-      assert.ok(e.outputTail.length > 0, "the error carries pip's last lines");
+      assert.match(e.message, /pip could not install the server.*package index reachable/);
+      assert.match(e.outputTail, /interpreter-lsp-test-dependency/, "the error carries pip's last lines");
       return true;
     });
     assert.equal(state("0.1.0").kind, "current", "the earlier install still serves");
