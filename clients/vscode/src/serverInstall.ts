@@ -266,6 +266,13 @@ export interface InstallResult {
   venv: string;
   command: string[];
   stamp: Stamp;
+  /** The replaced venv being removed (20,000 files): in the background, the new server need not wait. */
+  cleanup: Promise<void>;
+}
+
+/** Removes a folder without blocking the event loop (the extension host) while 20,000 files go. */
+function removeTree(dir: string): Promise<void> {
+  return fs.promises.rm(dir, { recursive: true, force: true }).catch(() => undefined);
 }
 
 /** Asks each Python its version (without -I: Python 2 has none; -E -s keep its environment out). */
@@ -286,7 +293,7 @@ export async function probePythons(pythons: readonly string[], options: Pick<Run
 }
 
 /** Removes what died installs left behind (temporary and replaced venvs), when old enough to be dead. */
-function removeLeftovers(storageDir: string, now: number): void {
+async function removeLeftovers(storageDir: string, now: number): Promise<void> {
   let names: string[];
   try {
     names = fs.readdirSync(storageDir);
@@ -297,7 +304,7 @@ function removeLeftovers(storageDir: string, now: number): void {
     if (!name.startsWith(`${MANAGED_DIR}.tmp-`) && !name.startsWith(`${MANAGED_DIR}.old-`)) continue;
     const full = path.join(storageDir, name);
     try {
-      if (now - fs.statSync(full).mtimeMs > STALE_MS || name.startsWith(`${MANAGED_DIR}.old-`)) fs.rmSync(full, { recursive: true, force: true });
+      if (now - fs.statSync(full).mtimeMs > STALE_MS || name.startsWith(`${MANAGED_DIR}.old-`)) await removeTree(full);
     } catch {
       // another window removed it first
     }
@@ -334,7 +341,7 @@ export async function installServer(options: InstallOptions): Promise<InstallRes
 
   fs.mkdirSync(storageDir, { recursive: true });
   if (!fs.existsSync(options.wheel)) throw new InstallError(`The server's wheel is missing from the extension: ${options.wheel}`);
-  removeLeftovers(storageDir, Date.now());
+  void removeLeftovers(storageDir, Date.now());
 
   options.report("python");
   const probes = await probePythons(options.pythons, { cwd: storageDir, env, signal });
@@ -391,16 +398,16 @@ export async function installServer(options: InstallOptions): Promise<InstallRes
       installedAt: new Date().toISOString(),
     };
     fs.writeFileSync(path.join(temp, STAMP_FILE), JSON.stringify(stamp, null, 2) + "\n");
-    swapIntoPlace(temp, target);
+    const old = swapIntoPlace(temp, target);
     log(`The server ${serverVersion} is installed in ${target}.`);
-    return { venv: target, command: managedCommand(target, platform), stamp };
+    return { venv: target, command: managedCommand(target, platform), stamp, cleanup: old ? removeTree(old) : Promise.resolve() };
   } finally {
-    fs.rmSync(temp, { recursive: true, force: true }); // gone already when it was renamed
+    await removeTree(temp); // gone already when it was renamed
   }
 }
 
-/** Puts the finished venv at `target`; the one there before (if any) is moved aside, then removed. */
-function swapIntoPlace(temp: string, target: string): void {
+/** Puts the finished venv at `target`; the one there before (if any) is moved aside: its path is returned. */
+function swapIntoPlace(temp: string, target: string): string | undefined {
   let old: string | undefined;
   if (fs.existsSync(target)) {
     old = `${target}.old-${process.pid}-${Date.now()}`;
@@ -410,10 +417,10 @@ function swapIntoPlace(temp: string, target: string): void {
     fs.renameSync(temp, target);
   } catch (error) {
     // Another window finished its own install in between: keep that one.
-    if (fs.existsSync(path.join(target, STAMP_FILE))) return;
+    if (fs.existsSync(path.join(target, STAMP_FILE))) return old;
     if (old) fs.renameSync(old, target);
     throw new InstallError(`Could not put the new environment in place at ${target}: ${String(error)}`);
   }
   // A server still running from the old venv keeps its open files; its next start uses the new one.
-  if (old) fs.rmSync(old, { recursive: true, force: true });
+  return old;
 }

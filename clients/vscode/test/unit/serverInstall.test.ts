@@ -225,8 +225,9 @@ describe("a real install into a temporary global storage", { timeout: 10 * 60_00
   });
 
   test("a new extension version replaces the install", async () => {
-    await install(makeWheel(root, "0.2.0"), "0.2.0").promise;
+    const result = await install(makeWheel(root, "0.2.0"), "0.2.0").promise;
     assert.equal(state("0.2.0").kind, "current");
+    await result.cleanup;
     assert.deepEqual(leftovers(), [], "the replaced venv is removed");
   });
 });
