@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The VS Code client: lint (tsc + eslint), unit tests (node's test runner), `vsce package` producing the
 # .vsix, then end-to-end tests in a real VS Code (code-server 4.100.3 in headless Chromium) with the real
-# server, real kernels and a scripted model. Exits non-zero on any failure; ends with "N passed, N failed".
+# server, real kernels and a scripted model, and of the extension's managed server install. Exits non-zero
+# on any failure; ends with "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 repo=$(pwd)
@@ -50,6 +51,18 @@ count_tap "$artifacts/vscode-e2e.log"
 [ $e2e_rc -eq 0 ] || grep -E -A12 '^\s*not ok' "$artifacts/vscode-e2e.log" | grep -vE 'duration_ms|^\s*---|\.\.\.' | head -80
 echo "vscode: end-to-end took $(($(date +%s) - start)) s; screenshot: test-artifacts/vscode-panel-after-loop.png"
 
+# No server anywhere: the extension's offer, its managed install from the .vsix's wheel with dependencies
+# from the package index (minutes: a venv and ~100 packages), a reload that uses it, an update.
+echo "--- vscode: managed server install in VS Code (log: test-artifacts/vscode-install-e2e.log)"
+start=$(date +%s)
+(cd "$ext" && INTERPRETER_LSP_ARTIFACTS="$artifacts" timeout -s TERM 1800 \
+    node --test-reporter=tap test/e2e/install.e2e.mjs) >"$artifacts/vscode-install-e2e.log" 2>&1
+install_rc=$?
+grep -E '^\s*(ok|not ok) |^# \[.*(took|ran in|server up)' "$artifacts/vscode-install-e2e.log" || true
+count_tap "$artifacts/vscode-install-e2e.log"
+[ $install_rc -eq 0 ] || grep -E -A12 '^\s*not ok' "$artifacts/vscode-install-e2e.log" | grep -vE 'duration_ms|^\s*---|\.\.\.' | head -60
+echo "vscode: managed install end-to-end took $(($(date +%s) - start)) s; screenshot: test-artifacts/vscode-install-progress.png"
+
 echo "vscode: $passed passed, $failed failed"
 echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ] && [ $unit_rc -eq 0 ] && [ $e2e_rc -eq 0 ]
+[ "$failed" -eq 0 ] && [ $unit_rc -eq 0 ] && [ $e2e_rc -eq 0 ] && [ $install_rc -eq 0 ]

@@ -25,7 +25,7 @@ import {
   type ServerCommand,
   type TurnStatusParams,
 } from "./protocol";
-import { resolveServerCommand } from "./serverCommand";
+import { resolveServerCommand, type ResolveInput, type ServerCommand as ServerArgv } from "./serverCommand";
 import { initializationOptions, plainSection, serverSettings } from "./settings";
 
 export interface ProtocolListener {
@@ -80,6 +80,8 @@ export class InterpreterClient implements vscode.Disposable {
   constructor(
     private readonly output: vscode.OutputChannel,
     private readonly listener: ProtocolListener,
+    /** Where the server comes from (the extension adds its managed install, serverInstallUi.ts). */
+    private readonly resolveServer: (input: ResolveInput) => ServerArgv | Promise<ServerArgv> = resolveServerCommand,
   ) {}
 
   get running(): boolean {
@@ -96,7 +98,7 @@ export class InterpreterClient implements vscode.Disposable {
   private async doStart(): Promise<void> {
     const folder = vscode.workspace.workspaceFolders?.[0];
     const config = vscode.workspace.getConfiguration("interpreter", folder?.uri);
-    const server = resolveServerCommand({
+    const server = await this.resolveServer({
       setting: config.get("server.command"),
       pythonPath: await selectedPython(folder),
       pathValue: process.env.PATH,

@@ -18,6 +18,8 @@ import {
   type Variable,
 } from "./protocol";
 import { ProposalDocuments } from "./proposals";
+import { ServerNotFoundError } from "./serverCommand";
+import { ServerInstaller } from "./serverInstallUi";
 import { KernelStatusBar } from "./statusBar";
 
 /** The protocol's language for a VS Code language id (for display; the server maps documents itself). */
@@ -44,6 +46,7 @@ class Extension implements vscode.Disposable {
   private readonly panel: ConversationPanel;
   private readonly statusBar: KernelStatusBar;
   private readonly client: InterpreterClient;
+  private readonly installer: ServerInstaller;
   private readonly disposables: vscode.Disposable[] = [];
   private awaitingFirstNews = false;
 
@@ -51,6 +54,7 @@ class Extension implements vscode.Disposable {
     this.panel = new ConversationPanel(context.extensionUri, (message) => this.onPanelMessage(message));
     this.statusBar = new KernelStatusBar((text, tooltip) => this.panel.setKernelLine(text, tooltip));
     const push = (event: PanelEvent): void => this.panel.push(event);
+    this.installer = new ServerInstaller(context, this.output, () => this.guard(() => this.client.restart()));
     this.client = new InterpreterClient(this.output, {
       message: (params) => push({ type: "message", params }),
       proposal: (params) => push({ type: "proposal", params }),
@@ -71,7 +75,7 @@ class Extension implements vscode.Disposable {
         this.statusBar.setServerRunning(false);
         push({ type: "serverStopped" });
       },
-    });
+    }, (input) => this.installer.resolve(input));
   }
 
   activate(): void {
@@ -110,6 +114,7 @@ class Extension implements vscode.Disposable {
     command("interpreterLsp.statusMenu", () => this.statusMenu());
     command("interpreterLsp.showLogs", () => this.output.show(true));
     command("interpreterLsp.restartServer", () => this.client.restart());
+    command("interpreterLsp.installServer", () => this.installer.installAndRestart());
     void this.guard(() => this.client.start());
   }
 
@@ -121,6 +126,7 @@ class Extension implements vscode.Disposable {
       const message = errorMessage(error);
       this.output.appendLine(`Error: ${message}`);
       this.panel.push({ type: "notice", level: "error", text: message });
+      if (error instanceof ServerNotFoundError) return void this.installer.offer(error); // its own notification
       // Not awaited: the toast stays until dismissed, and the caller must go on (e.g. restore buttons).
       void vscode.window.showErrorMessage(`Interpreter: ${message}`, "Show Log").then((choice) => {
         if (choice === "Show Log") this.output.show(true);

@@ -1,6 +1,7 @@
 // Where the language server's executable comes from: the `interpreter.server.command` setting, else the
-// `interpreter-lsp` beside the Python interpreter the user selected, else the one on PATH. Pure functions,
-// so the choice is unit-tested without VS Code.
+// `interpreter-lsp` beside the Python interpreter the user selected, else the one on PATH, else the
+// extension's own managed install (serverInstall.ts). Pure functions, so the choice is unit-tested without
+// VS Code.
 
 import * as path from "node:path";
 
@@ -9,9 +10,12 @@ export const SERVER_EXECUTABLE = "interpreter-lsp";
 export interface ServerCommand {
   command: string;
   args: string[];
-  /** Where it came from, for messages: "setting", "python", "path". */
-  source: "setting" | "python" | "path";
+  /** Where it came from, for messages: "setting", "python", "path", "managed" (the extension's own venv). */
+  source: "setting" | "python" | "path" | "managed";
 }
+
+/** No server anywhere: the extension offers to install one (serverInstall.ts) instead of a bare error. */
+export class ServerNotFoundError extends Error {}
 
 /** Splits a command line the way a POSIX shell would for plain words and quotes (no expansions). */
 export function splitCommandLine(line: string): string[] {
@@ -96,6 +100,8 @@ export interface ResolveInput {
   pathValue?: string;
   platform?: NodeJS.Platform;
   isExecutable: (file: string) => boolean;
+  /** The argv of the extension's own complete, up-to-date install, when there is one. */
+  managed?: string[];
 }
 
 /** Picks the server command, or throws an Error whose message tells the user what to do. */
@@ -112,9 +118,14 @@ export function resolveServerCommand(input: ResolveInput): ServerCommand {
   }
   const onPath = findOnPath(executableName(platform), input.pathValue, input.isExecutable, platform);
   if (onPath) return { command: onPath, args: [], source: "path" };
+  if (input.managed?.length) {
+    const [command, ...args] = input.managed;
+    return { command, args, source: "managed" };
+  }
   const where = input.pythonPath ? ` beside the selected Python (${input.pythonPath}) or` : "";
-  throw new Error(
-    `The interpreter-lsp server was not found${where} on PATH. Install it (pip install interpreter-lsp) ` +
-      `into your environment, or set interpreter.server.command to its path.`,
+  throw new ServerNotFoundError(
+    `The interpreter-lsp server was not found${where} on PATH. Install it into an environment of its own ` +
+      `(Interpreter: Install or Update the Server, or pipx install interpreter-lsp), ` +
+      `or set interpreter.server.command to its path.`,
   );
 }
