@@ -134,3 +134,45 @@ def test_model_error_is_shown_in_the_panel(start_editor, model) -> None:
     text = "\n".join(ed.wait_panel("⚠ "))
     assert "InterpreterError" in ed.helper("highlights_of", "⚠ ")
     assert "401" in text or "api key" in text.lower(), text
+
+
+def test_apply_at_the_cursor_writes_whole_lines_and_the_turn_goes_on(start_editor, model) -> None:
+    """`i` in the panel writes the proposal at the source window's cursor as whole lines (on a blank line:
+    in its place, the blank line kept after it), the turn ends with the server's message, the panel
+    shows the end, and the next request works; :InterpreterApply in the source puts code below the line."""
+    model.reply("```python\nz = 1\nprint(z)\n```\n")
+    model.reply("Another:\n```python\nw = 2\n```\n")
+    ed: Editor = start_editor(settings_for(model))
+    open_ready(ed, "demo.py")
+    source_win = ed.nvim.current.window
+    ed.nvim.command("call cursor(4, 1)")  # the blank line between the two cells
+    ed.nvim.command("Interpreter add z")
+    ed.wait_panel("pending: a approve")
+    ed.nvim.command("wincmd l")
+    ed.nvim.command("normal! gg")  # the user scrolled up to read
+    ed.nvim.input("i")
+    lines = ed.wait_panel("it did not run.")
+    assert "Written into demo.py; it did not run." in "\n".join(lines)
+    assert "· applied to demo.py" in "\n".join(lines)
+    source = "\n".join(source_win.buffer[:])
+    expected = '# %% first cell\nx = 6 * 7\nprint("x is", x)\nz = 1\nprint(z)\n\n# %% second cell\n'
+    assert source.startswith(expected), source
+    assert "z = 1" not in "\n".join(ed.panel()).split("it did not run.")[1], "applied code does not run"
+    # The panel shows its end: the cursor on the last line, and that line on screen.
+    view = ed.lua(
+        "local w = require('interpreter_lsp').session().panel:window() "
+        "return { cursor = vim.api.nvim_win_get_cursor(w)[1], bottom = vim.fn.line('w$', w), "
+        "count = vim.api.nvim_buf_line_count(vim.api.nvim_win_get_buf(w)), bar = vim.wo[w].winbar }"
+    )
+    assert view["cursor"] == view["count"] == view["bottom"], view
+    assert "awaiting" not in view["bar"], view
+    assert ed.lua("return require('interpreter_lsp').session().turn_state") is None
+
+    # The turn ended: a new request works; :InterpreterApply in the source writes below the cursor line.
+    ed.nvim.current.window = source_win
+    ed.nvim.command("Interpreter another")
+    ed.wait_panel("pending: a approve")
+    ed.nvim.command("call cursor(2, 3)")
+    ed.nvim.command("InterpreterApply")
+    ed.wait_panel("it did not run.", count=2)
+    assert source_win.buffer[1:4] == ["x = 6 * 7", "w = 2", 'print("x is", x)'], source_win.buffer[:]

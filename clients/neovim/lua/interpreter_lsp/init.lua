@@ -5,6 +5,9 @@ local client = require("interpreter_lsp.client")
 local cells = require("interpreter_lsp.cells")
 local session_mod = require("interpreter_lsp.session")
 local panel_mod = require("interpreter_lsp.panel")
+local protocol = require("interpreter_lsp.protocol")
+local trust = require("interpreter_lsp.trust")
+local history = require("interpreter_lsp.history")
 
 local M = {}
 
@@ -65,6 +68,7 @@ function M.setup(user)
   })
   set_global_keys(opts.keymaps)
   session_mod.on_new = set_panel_keys
+  client.on_ready = on_ready
   -- Buffers opened before setup() (lazy loading) get a client too.
   for _, buf in ipairs(vim.api.nvim_list_bufs()) do
     if vim.api.nvim_buf_is_loaded(buf) and wants(buf) then
@@ -125,7 +129,9 @@ function set_panel_keys(s)
   end
   map(keys.approve, function() M.approve() end, "Interpreter: approve the proposal")
   map(keys.edit, function() M.edit() end, "Interpreter: edit the proposal, :w approves it")
-  map(keys.reject, function() M.reject() end, "Interpreter: reject the proposal")
+  map(keys.reject, function() M.reject() end, "Interpreter: reject the proposal (the turn ends)")
+  map(keys.reject_reason, function() M.reject_with_reason() end,
+    "Interpreter: reject the proposal with a reason (the model is asked again)")
   map(keys.apply, function() M.apply() end, "Interpreter: write the proposal into the source buffer")
   map(keys.expand, function() M.show_output() end, "Interpreter: all output of the run under the cursor")
   map(keys.interrupt, function() M.interrupt() end, "Interpreter: interrupt")
@@ -170,7 +176,7 @@ function M.chat(args)
       params.uri = vim.uri_from_bufnr(buf)
     end
     s:user_chat(text, about)
-    client.execute(c, "interpreter.chat", params, function(result)
+    client.execute(c, protocol.CHAT, params, function(result)
       if result and result.turnId then
         s:bind_turn(result.turnId, context)
       end
@@ -185,7 +191,28 @@ function M.chat(args)
   end
 end
 
---- Run a 1-based line range; else the `# %%` cell at the cursor; else the cursor line.
+--- The character-wise visual selection that gave the range line1..line2, if that is where it came from:
+--- {first, last} 0-based rows and byte columns, `last_col` exclusive.
+---@return table|nil
+local function charwise_selection(buf, line1, line2)
+  if vim.fn.visualmode() ~= "v" then
+    return nil
+  end
+  local from, to = vim.fn.getpos("'<"), vim.fn.getpos("'>")
+  if from[2] ~= line1 or to[2] ~= line2 or from[2] == 0 then
+    return nil
+  end
+  local last_text = vim.api.nvim_buf_get_lines(buf, to[2] - 1, to[2], false)[1] or ""
+  local end_col = math.min(to[3], #last_text) -- 1-based byte of the last character (v$ gives MAXCOL)
+  if end_col > 0 then
+    end_col = end_col + vim.str_utf_end(last_text, end_col) -- the whole last character
+  end
+  local first_text = vim.api.nvim_buf_get_lines(buf, from[2] - 1, from[2], false)[1] or ""
+  return { first_row = from[2] - 1, first_col = math.min(from[3] - 1, #first_text), last_row = to[2] - 1, last_col = end_col }
+end
+
+--- Run a 1-based line range (exactly the selected characters after a character-wise selection); else the
+--- `# %%` cell at the cursor; else the cursor line.
 ---@param args {line1: integer|nil, line2: integer|nil}|nil
 function M.run(args)
   args = args or {}
@@ -199,18 +226,37 @@ function M.run(args)
     return
   end
   local row = vim.api.nvim_win_get_cursor(0)[1] - 1
-  local span = cells.span(buf, args.line1, args.line2, row)
-  local lines = vim.api.nvim_buf_get_lines(buf, span.first, span.last, false)
-  local code = table.concat(lines, "\n")
+  local code, where, range
+  local sel = args.line1 and charwise_selection(buf, args.line1, args.line2)
+  if sel then
+    local lines = vim.api.nvim_buf_get_text(buf, sel.first_row, sel.first_col, sel.last_row, sel.last_col, {})
+    code = table.concat(lines, "\n")
+    local first_text = vim.api.nvim_buf_get_lines(buf, sel.first_row, sel.first_row + 1, false)[1] or ""
+    local last_text = vim.api.nvim_buf_get_lines(buf, sel.last_row, sel.last_row + 1, false)[1] or ""
+    local enc = c.offset_encoding
+    range = {
+      start = { line = sel.first_row, character = cells.character_length(first_text:sub(1, sel.first_col), enc) },
+      ["end"] = { line = sel.last_row, character = cells.character_length(last_text:sub(1, sel.last_col), enc) },
+    }
+    where = string.format("%s:%d:%d", relative(buf), sel.first_row + 1, sel.first_col + 1)
+  else
+    local span = cells.span(buf, args.line1, args.line2, row)
+    code = table.concat(vim.api.nvim_buf_get_lines(buf, span.first, span.last, false), "\n")
+    if vim.trim(code) == "" then
+      notify("nothing to run: the " .. span.kind .. " is empty", vim.log.levels.WARN)
+      return
+    end
+    where = span.last - span.first == 1 and string.format("%s:%d", relative(buf), span.first + 1)
+      or string.format("%s:%d-%d", relative(buf), span.first + 1, span.last)
+    range = cells.lsp_range(buf, span, c.offset_encoding)
+  end
   if vim.trim(code) == "" then
-    notify("nothing to run: the " .. span.kind .. " is empty", vim.log.levels.WARN)
+    notify("nothing to run: the selection is empty", vim.log.levels.WARN)
     return
   end
-  local where = span.last - span.first == 1 and string.format("%s:%d", relative(buf), span.first + 1)
-    or string.format("%s:%d-%d", relative(buf), span.first + 1, span.last)
   local run = s:user_run({ language = vim.bo[buf].filetype ~= "" and vim.bo[buf].filetype or nil, code = code, where = where })
-  local params = { uri = vim.uri_from_bufnr(buf), range = cells.lsp_range(buf, span, c.offset_encoding) }
-  client.execute(c, "interpreter.run", params, function(result)
+  local params = { uri = vim.uri_from_bufnr(buf), range = range }
+  client.execute(c, protocol.RUN, params, function(result)
     if result and result.runId then
       s:bind_run(run, result.runId)
     end
@@ -230,7 +276,7 @@ function M.run_code(code, language)
     return
   end
   local run = s:user_run({ language = language, code = code })
-  client.execute(c, "interpreter.run", { code = code, language = language }, function(result)
+  client.execute(c, protocol.RUN, { code = code, language = language }, function(result)
     if result and result.runId then
       s:bind_run(run, result.runId)
     end
@@ -255,7 +301,7 @@ end
 local function approve(c, s, prop, code)
   local run = s:user_run({ language = prop.language, proposal = prop, code = code })
   s:set_proposal_state(prop.id, code and "edited, approved" or "approved")
-  client.execute(c, "interpreter.approve", { proposalId = prop.id, code = code }, function(result)
+  client.execute(c, protocol.APPROVE, { proposalId = prop.id, code = code }, function(result)
     if result and result.runId then
       s:bind_run(run, result.runId)
     end
@@ -272,10 +318,12 @@ function M.approve()
   local c, s = with_session()
   local prop = s and pending_proposal(s, "approve")
   if c and s and prop then
+    s.panel:follow()
     approve(c, s, prop, nil)
   end
 end
 
+--- Reject the proposal. Without a reason the turn ends; with one, the model is asked again with it.
 ---@param reason string|nil
 function M.reject(reason)
   local c, s = with_session()
@@ -283,10 +331,28 @@ function M.reject(reason)
   if not c or not s or not prop then
     return
   end
-  client.execute(c, "interpreter.reject", { proposalId = prop.id, reason = reason ~= "" and reason or nil },
+  reason = reason and vim.trim(reason) or ""
+  s.panel:follow()
+  client.execute(c, protocol.REJECT, { proposalId = prop.id, reason = reason ~= "" and reason or nil },
     function()
-      s:set_proposal_state(prop.id, "rejected")
+      if prop.state == "pending" then
+        s:set_proposal_state(prop.id, "rejected", reason ~= "" and ("(" .. reason .. ")") or nil)
+      end
     end)
+end
+
+--- Ask why, then reject with that reason (the model tries again). An empty answer or Esc does nothing.
+function M.reject_with_reason()
+  local _, s = with_session()
+  local prop = s and pending_proposal(s, "reject")
+  if not prop then
+    return
+  end
+  vim.ui.input({ prompt = "Why reject it (the model is asked again): " }, function(reason)
+    if reason and vim.trim(reason) ~= "" then
+      M.reject(reason)
+    end
+  end)
 end
 
 --- Open the proposal in a scratch buffer; writing it (:w) approves the edited code.
@@ -296,6 +362,7 @@ function M.edit()
   if not c or not s or not prop then
     return
   end
+  local origin = vim.api.nvim_get_current_win()
   local buf = vim.api.nvim_create_buf(false, false)
   local ext = ({ python = "py", shell = "sh" })[prop.language] or prop.language
   vim.api.nvim_buf_set_name(buf, string.format("interpreter://proposal-%d.%s", prop.index, ext))
@@ -315,12 +382,17 @@ function M.edit()
       end
       local code = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n")
       vim.bo[buf].modified = false
+      s.panel:follow()
       approve(c, s, prop, code)
       vim.schedule(function()
         for _, win in ipairs(vim.fn.win_findbuf(buf)) do
           if #vim.api.nvim_list_wins() > 1 then
             vim.api.nvim_win_close(win, true)
           end
+        end
+        -- Back where `e` was pressed (the panel), not wherever Neovim lands after the close.
+        if vim.api.nvim_win_is_valid(origin) then
+          vim.api.nvim_set_current_win(origin)
         end
       end)
     end,
@@ -330,62 +402,152 @@ function M.edit()
   notify("edit proposal " .. prop.index .. ", then :w to approve it (:q! to leave it pending)")
 end
 
---- Write the proposal into the source buffer: over the lines the chat was about, else below the cursor.
-function M.apply()
+local function is_source(buf)
+  return vim.bo[buf].buftype == "" and vim.api.nvim_buf_get_name(buf) ~= "" and not session_mod.by_panel(buf)
+end
+
+--- Where `M.apply` writes: {uri, range} for the server, which computes the edit (whole lines, never glued
+--- to their neighbours; docs/protocol.md). nil: the server's default (the chat's selection).
+---@return table|nil params, integer|nil buf
+local function apply_target(c, s, prop, args)
+  local buf = vim.api.nvim_get_current_buf()
+  if is_source(buf) and args.line1 and args.line2 then
+    -- A range of whole lines: replaced.
+    return { uri = vim.uri_from_bufnr(buf), range = {
+      start = { line = args.line1 - 1, character = 0 }, ["end"] = { line = args.line2, character = 0 } } }, buf
+  end
+  local turn = s.turns[prop.turn_id]
+  if turn and turn.context then
+    return { uri = turn.context.uri, range = turn.context.range }, nil
+  end
+  local target = is_source(buf) and buf or s.source_buf
+  if not (target and vim.api.nvim_buf_is_valid(target)) then
+    return nil, nil
+  end
+  local win = target == buf and vim.api.nvim_get_current_win() or vim.fn.win_findbuf(target)[1]
+  local row = win and vim.api.nvim_win_get_cursor(win)[1] or vim.api.nvim_buf_line_count(target)
+  local text = vim.api.nvim_buf_get_lines(target, row - 1, row, false)[1] or ""
+  -- The cursor as the end of its line: below that line, like `p`; on a blank line, in its place.
+  local at = { line = row - 1, character = cells.character_length(text, c.offset_encoding) }
+  return { uri = vim.uri_from_bufnr(target), range = { start = at, ["end"] = at } }, target
+end
+
+--- Write the proposal into a buffer: over a given range of lines (:'<,'>InterpreterApply); else over the
+--- lines the chat was about; else below the cursor line of the source window (on a blank line, in its
+--- place). The proposal does not run, and its turn ends.
+---@param args {line1: integer|nil, line2: integer|nil}|nil
+function M.apply(args)
+  args = args or {}
   local c, s = with_session()
   local prop = s and pending_proposal(s, "apply")
   if not c or not s or not prop then
     return
   end
-  local params = { proposalId = prop.id }
-  local turn = s.turns[prop.turn_id]
-  local target = s.source_buf
-  if turn and turn.context then
-    params.uri, params.range = turn.context.uri, turn.context.range
-  elseif target and vim.api.nvim_buf_is_valid(target) then
-    local win = vim.fn.win_findbuf(target)[1]
-    local row = win and vim.api.nvim_win_get_cursor(win)[1] or vim.api.nvim_buf_line_count(target)
-    params.uri = vim.uri_from_bufnr(target)
-    params.range = { start = { line = row, character = 0 }, ["end"] = { line = row, character = 0 } }
-  end
-  client.execute(c, "interpreter.applyProposal", params, function(result)
+  local target, buf = apply_target(c, s, prop, args)
+  local params = vim.tbl_extend("force", { proposalId = prop.id }, target or {})
+  s.panel:follow()
+  client.execute(c, protocol.APPLY_PROPOSAL, params, function(result)
     if result and result.applied then
-      s:set_proposal_state(prop.id, "applied", "to " .. vim.fn.fnamemodify(vim.uri_to_fname(params.uri or ""), ":t"))
+      if prop.state == "pending" then
+        local where = params.uri and vim.fn.fnamemodify(vim.uri_to_fname(params.uri), ":.")
+        s:set_proposal_state(prop.id, "applied", where and ("to " .. where) or nil)
+      end
     else
       notify("the edit was not applied (the document changed, or the editor refused it)", vim.log.levels.WARN)
     end
-  end)
+  end, nil, buf)
 end
 
 function M.interrupt()
   local c = with_session()
   if c then
-    client.execute(c, "interpreter.interrupt", {})
+    client.execute(c, protocol.INTERRUPT, {})
   end
 end
 
----@param language string|nil
+--- Ask before something that loses work, unless settings.confirmDestructive is false.
+---@param question string
+---@param action string the button, with & before its key
+---@return boolean
+local function confirmed(question, action)
+  local settings = client.opts and client.opts.settings or {}
+  if settings.confirmDestructive == false then
+    return true
+  end
+  return vim.fn.confirm(question, action .. "\n&Cancel", 2, "Question") == 1
+end
+
+local FILETYPE_LANGUAGES = { python = "python", sh = "shell", bash = "shell", zsh = "shell" }
+
+--- The language a command without one means: the source buffer's, when a kernel of it runs or it is
+--- python or shell; else python.
+---@param s interpreter_lsp.Session
+---@return string
+local function default_language(s)
+  local buf = s.source_buf
+  local ft = buf and vim.api.nvim_buf_is_valid(buf) and vim.bo[buf].filetype or ""
+  local lang = FILETYPE_LANGUAGES[ft] or ft
+  if lang ~= "" and (s.kernels[lang] or lang == "python" or lang == "shell") then
+    return lang
+  end
+  return "python"
+end
+
+--- Languages for completion: python, shell and every kernel the server reported.
+---@param arglead string|nil
+---@return string[]
+function M.languages(arglead)
+  local set = { python = true, shell = true }
+  for _, s in pairs(session_mod.all()) do
+    for lang in pairs(s.kernels) do
+      set[lang] = true
+    end
+  end
+  local out = {}
+  for lang in pairs(set) do
+    if vim.startswith(lang, arglead or "") then
+      table.insert(out, lang)
+    end
+  end
+  table.sort(out)
+  return out
+end
+
+---@param language string|nil default: the current buffer's language (see default_language)
 function M.restart(language)
   local c, s = with_session()
-  if c and s then
-    s:note("↻ restarting the " .. (language ~= "" and language or "") .. " kernel")
-    client.execute(c, "interpreter.restartKernel", { language = language ~= "" and language or nil, uri = root_uri(s) })
+  if not c or not s then
+    return
   end
+  language = (language and language ~= "") and language or default_language(s)
+  if not confirmed("Restart the " .. language .. " kernel? Its variables are lost.", "&Restart") then
+    return
+  end
+  s.restarting[language] = true
+  s:note("↻ restarting the " .. language .. " kernel…")
+  s.panel:follow()
+  client.execute(c, protocol.RESTART_KERNEL, { language = language, uri = root_uri(s) }, nil, function()
+    s.restarting[language] = nil
+  end)
 end
 
 function M.reset()
   local c, s = with_session()
-  if c and s then
-    client.execute(c, "interpreter.reset", { uri = root_uri(s) }, function()
-      s:note("── new conversation (the kernel keeps its state) ──")
-    end)
+  if not c or not s then
+    return
   end
+  if not confirmed("Start a new conversation? The model forgets this one (the kernel keeps its state).", "&Reset") then
+    return
+  end
+  client.execute(c, protocol.RESET, { uri = root_uri(s) }, function()
+    s:note("── new conversation (the kernel keeps its state) ──")
+  end)
 end
 
 function M.undo()
   local c, s = with_session()
   if c and s then
-    client.execute(c, "interpreter.undo", { uri = root_uri(s) }, function()
+    client.execute(c, protocol.UNDO, { uri = root_uri(s) }, function()
       s:note("↶ the last request and everything after it were dropped from the conversation")
     end)
   end
@@ -444,7 +606,7 @@ function M.variables(language)
     return
   end
   local args = { language = language ~= "" and language or nil, uri = root_uri(s) }
-  client.execute(c, "interpreter.variables", args, function(result)
+  client.execute(c, protocol.VARIABLES, args, function(result)
     local lines = {}
     for _, v in ipairs(result and result.variables or {}) do
       table.insert(lines, string.format("%-20s %-14s %s", v.name, v.type, (v.summary or ""):gsub("\n", " ")))
@@ -456,33 +618,163 @@ function M.variables(language)
   end)
 end
 
+--- What interpreter.status says, kept in the session for the window bar (model, context use, trust).
+---@param s interpreter_lsp.Session
+---@param result table
+local function remember_status(s, result)
+  s.last_status = result
+  s.model = type(result.model) == "string" and result.model or nil
+  if type(result.context) == "table" then
+    s.context = result.context
+  end
+  if type(result.trusted) == "boolean" then
+    s.trusted = result.trusted
+  end
+  s:update_winbar()
+end
+
+---@param s interpreter_lsp.Session
+---@param result table
+---@return string[]
+local function status_lines(s, result)
+  local kernels = {}
+  for _, k in ipairs(result.kernels or {}) do
+    local line = k.language .. " " .. k.state
+    if k.source then
+      line = line .. " (" .. k.source .. (k.sandbox and k.sandbox ~= "off" and ", sandbox " .. k.sandbox or "") .. ")"
+    end
+    table.insert(kernels, line)
+  end
+  local usage = result.usage or {}
+  local lines = {
+    "model: " .. (type(result.model) == "string" and result.model or "(none configured: set settings.model)"),
+    "auto-run: " .. tostring(result.autoRun),
+    "kernels: " .. (#kernels > 0 and table.concat(kernels, ", ") or "none started"),
+    string.format("tokens: %s prompt, %s completion; cost %s", usage.promptTokens or 0,
+      usage.completionTokens or 0, usage.cost or 0),
+  }
+  local ctx = result.context
+  local ctx_text = session_mod.context_text(ctx)
+  if ctx_text then
+    local more = {}
+    if type(ctx.windowSource) == "string" then
+      table.insert(more, "window from " .. ctx.windowSource)
+    end
+    if type(ctx.compactions) == "number" and ctx.compactions > 0 then
+      table.insert(more, string.format("condensed %d time%s", ctx.compactions, ctx.compactions == 1 and "" or "s"))
+    end
+    table.insert(lines, "context: " .. ctx_text .. (#more > 0 and (" (" .. table.concat(more, ", ") .. ")") or ""))
+  end
+  if result.trusted == false then
+    table.insert(lines, "trusted: no, nothing runs here (:InterpreterTrust trusts " .. s.root .. ")")
+  end
+  table.insert(lines, "workspace: " .. s.root)
+  return lines
+end
+
 function M.status()
   local c, s = with_session()
   if not c or not s then
     return
   end
-  client.execute(c, "interpreter.status", { uri = root_uri(s) }, function(result)
+  client.execute(c, protocol.STATUS, { uri = root_uri(s) }, function(result)
     result = result or {}
-    local kernels = {}
-    for _, k in ipairs(result.kernels or {}) do
-      local line = k.language .. " " .. k.state
-      if k.source then
-        line = line .. " (" .. k.source .. (k.sandbox and k.sandbox ~= "off" and ", sandbox " .. k.sandbox or "") .. ")"
-      end
-      table.insert(kernels, line)
-    end
-    local usage = result.usage or {}
-    local lines = {
-      "model: " .. (result.model ~= vim.NIL and result.model or "(none configured: set settings.model)"),
-      "auto-run: " .. tostring(result.autoRun),
-      "kernels: " .. (#kernels > 0 and table.concat(kernels, ", ") or "none started"),
-      string.format("tokens: %s prompt, %s completion; cost %s", usage.promptTokens or 0,
-        usage.completionTokens or 0, usage.cost or 0),
-      "workspace: " .. s.root,
-    }
-    s.last_status = result
-    notify(table.concat(lines, "\n"))
+    remember_status(s, result)
+    notify(table.concat(status_lines(s, result), "\n"))
   end)
+end
+
+--- Condense the conversation now (the model writes a summary of the earlier turns).
+function M.compact()
+  local c, s = with_session()
+  if not c or not s then
+    return
+  end
+  client.execute(c, protocol.COMPACT, { uri = root_uri(s) }, function(result)
+    result = type(result) == "table" and result or {}
+    local n, dropped = result.summaryTokens, result.droppedTurns
+    local text = type(n) == "number" and string.format("⋯ Earlier turns condensed (%d tokens", n) or "⋯ Earlier turns condensed ("
+    text = text .. (type(dropped) == "number" and string.format("%s%d turns)", type(n) == "number" and "; " or "", dropped) or ")")
+    s:note((text:gsub(" %(%)$", "")))
+    M.refresh_status(c, s)
+  end)
+end
+
+--- Ask the server's status again (after a settings change, a compaction) and update the window bar.
+function M.refresh_status(c, s)
+  client.execute(c, protocol.STATUS, { uri = root_uri(s) }, function(result)
+    if type(result) == "table" then
+      remember_status(s, result)
+    end
+  end)
+end
+
+--- Change server settings while running: merged into setup()'s `settings`, sent to every running server
+--- (workspace/didChangeConfiguration); the window bar shows the new model at once.
+---@param changes table e.g. { model = "gpt-4o-mini" }
+function M.update_settings(changes)
+  ensure_setup()
+  local opts = assert(client.opts)
+  opts.settings = vim.tbl_deep_extend("force", opts.settings or {}, changes or {})
+  local settings = require("interpreter_lsp.config").json_object(opts.settings)
+  for _, c in ipairs(vim.lsp.get_clients({ name = client.name })) do
+    c.settings = { interpreter = settings }
+    c.config.settings = c.settings
+    client.notify(c, "workspace/didChangeConfiguration", { settings = c.settings })
+    -- The server reads the new settings asynchronously: show the model now rather than ask the server
+    -- at once (it could still answer with the old one).
+    if changes and type(changes.model) == "string" then
+      local s = session_mod.get(c.root_dir or c.config.root_dir, opts)
+      s.model = changes.model
+      s:update_winbar()
+    end
+  end
+end
+
+local UNTRUSTED = "This folder is not trusted, so nothing runs here: no kernel starts (not even its own .venv), "
+  .. "its .interpreter-lsp.toml is not read, and proposals wait. :InterpreterTrust trusts %s."
+
+--- Trust the current workspace folder (remembered in stdpath("state")); the server may run code at once.
+function M.trust()
+  local c, s = with_session()
+  if not c or not s then
+    return
+  end
+  trust.trust(s.root)
+  s.trusted = true
+  client.execute(c, protocol.SET_TRUSTED, { trusted = true }, function()
+    s:note("✓ trusted " .. s.root .. ": code may run here now (:InterpreterUntrust withdraws it)")
+    M.refresh_status(c, s)
+  end)
+end
+
+--- Withdraw trust in the current workspace folder: nothing runs from now on.
+function M.untrust()
+  local c, s = with_session()
+  if not c or not s then
+    return
+  end
+  trust.untrust(s.root)
+  s.trusted = false
+  client.execute(c, protocol.SET_TRUSTED, { trusted = false }, function()
+    s:note(string.format(UNTRUSTED, s.root), "InterpreterRisk")
+    M.refresh_status(c, s)
+  end)
+end
+
+--- A server finished initialize: show the workspace's history, its status, and why nothing runs when
+--- the folder is not trusted.
+---@param c vim.lsp.Client
+---@param s interpreter_lsp.Session
+local function on_ready(c, s)
+  set_panel_keys(s)
+  client.execute(c, protocol.HISTORY, { uri = root_uri(s) }, function(result)
+    history.render(s, type(result) == "table" and result.messages or nil)
+    if s.trusted == false then
+      s:note(string.format(UNTRUSTED, s.root), "InterpreterRisk")
+    end
+  end)
+  M.refresh_status(c, s)
 end
 
 ---@param path string
@@ -495,7 +787,7 @@ function M.export(path)
     notify("give a file name: :InterpreterExport notebook.ipynb", vim.log.levels.ERROR)
     return
   end
-  client.execute(c, "interpreter.exportNotebook", { path = path, uri = root_uri(s) }, function(result)
+  client.execute(c, protocol.EXPORT_NOTEBOOK, { path = path, uri = root_uri(s) }, function(result)
     notify("exported the conversation to " .. ((result and result.path) or path))
   end)
 end

@@ -42,6 +42,11 @@ local M = {}
 ---@field kernels table<string, string>
 ---@field turn_state string|nil
 ---@field source_buf integer|nil the file buffer the user last worked in
+---@field restarting table<string, boolean> kernels whose restart was asked for here and has not ended
+---@field context table|nil context use, as interpreter.status / turnStatus report it (may be absent)
+---@field model string|nil the model in use, from interpreter.status
+---@field trusted boolean|nil false: the folder is not trusted, nothing runs
+---@field starting boolean the server has not reported a kernel yet
 local Session = {}
 Session.__index = Session
 
@@ -74,6 +79,11 @@ function M.get(root, opts)
     kernels = {},
     turn_state = nil,
     source_buf = nil,
+    restarting = {},
+    context = nil,
+    model = nil,
+    trusted = nil,
+    starting = true,
   }, Session)
   sessions[root] = s
   s:update_winbar()
@@ -123,36 +133,114 @@ local function seconds(ms)
 end
 
 function Session:activity()
-  if self.opts.panel.open_on_activity then
+  if self.opts.panel.open_on_activity and not self.replaying then
     self.panel:open()
   end
 end
 
-function Session:update_winbar()
-  local parts = { "interpreter" }
-  local langs = vim.tbl_keys(self.kernels)
-  table.sort(langs)
-  for _, lang in ipairs(langs) do
-    table.insert(parts, lang .. " " .. self.kernels[lang])
+local TURN_WORDS = {
+  thinking = "thinking",
+  ["awaiting-approval"] = "awaiting approval",
+  running = "running",
+  compacting = "condensing the conversation…",
+}
+
+local KERNEL_WORDS = { starting = "starting…", restarting = "restarting…" }
+
+--- "12.3k" for 12345 tokens.
+---@param n number
+---@return string
+local function tokens(n)
+  if n >= 1e6 then
+    return (string.format("%.1fM", n / 1e6):gsub("%.0M", "M"))
+  elseif n >= 1000 then
+    return (string.format("%.1fk", n / 1000):gsub("%.0k", "k"))
   end
-  if self.turn_state and self.turn_state ~= "done" then
-    table.insert(parts, self.turn_state)
-  end
-  self.panel:set_winbar(" " .. table.concat(parts, " · "))
+  return tostring(math.floor(n))
 end
 
---- A short line for statuslines: kernel states and the turn state.
+--- Context use as a short text, "12.3k/128k tok · $0.04", or nil when the server sent none (a server
+--- without it, or a field of the wrong type).
+---@param ctx table|nil
+---@return string|nil
+function M.context_text(ctx)
+  if type(ctx) ~= "table" or type(ctx.tokens) ~= "number" then
+    return nil
+  end
+  local text = tokens(ctx.tokens)
+  if type(ctx.window) == "number" and ctx.window > 0 then
+    text = text .. "/" .. tokens(ctx.window) .. (ctx.windowSource == "guess" and "?" or "")
+  end
+  text = text .. " tok"
+  if type(ctx.cost) == "number" then
+    if ctx.costKnown == false then
+      text = text .. " · cost unknown"
+    elseif ctx.cost > 0 then
+      text = text .. string.format(" · $%.2f", ctx.cost)
+    end
+  end
+  return text
+end
+
+--- Languages with a run in progress here, as a set.
+function Session:running_languages()
+  local out = {}
+  for _, run in pairs(self.runs) do
+    if run.state == "running" then
+      out[run.language or "python"] = true
+    end
+  end
+  return out
+end
+
+--- The pieces of the window bar, most important first: what the kernels do (a running run says
+--- "running", whatever the kernel reported last), the turn, context use, the model.
+---@return string[]
+function Session:status_parts()
+  local parts = {}
+  if self.trusted == false then
+    table.insert(parts, "not trusted (:InterpreterTrust)")
+  end
+  local running = self:running_languages()
+  local langs = vim.tbl_keys(self.kernels)
+  for lang in pairs(running) do
+    if not self.kernels[lang] then
+      table.insert(langs, lang)
+    end
+  end
+  table.sort(langs)
+  for _, lang in ipairs(langs) do
+    local state = self.kernels[lang]
+    if running[lang] and state ~= "restarting" and state ~= "dead" then
+      state = "running"
+    end
+    table.insert(parts, lang .. " " .. (KERNEL_WORDS[state] or state or "running"))
+  end
+  if #langs == 0 and self.trusted ~= false then
+    table.insert(parts, self.starting == false and "no kernel yet" or "starting…")
+  end
+  local turn = self.turn_state and TURN_WORDS[self.turn_state]
+  if turn and not (self.turn_state == "running" and next(running)) then
+    table.insert(parts, turn)
+  end
+  local ctx = M.context_text(self.context)
+  if ctx then
+    table.insert(parts, ctx)
+  end
+  if type(self.model) == "string" and self.model ~= "" then
+    table.insert(parts, self.model)
+  end
+  return parts
+end
+
+function Session:update_winbar()
+  self.panel:set_winbar(self:status_parts())
+end
+
+--- A short line for statuslines: kernel states, the turn state, context use and the model.
 ---@return string
 function Session:status_line()
-  local parts = {}
-  for lang, state in pairs(self.kernels) do
-    table.insert(parts, lang .. ":" .. state)
-  end
-  table.sort(parts)
-  if self.turn_state and self.turn_state ~= "done" then
-    table.insert(parts, self.turn_state)
-  end
-  return table.concat(parts, " ")
+  return table.concat(self:status_parts(), " · ")
 end
 
 ---@param text string
@@ -223,7 +311,8 @@ function Session:render_proposal(prop)
   local status = prop.state
   if prop.state == "pending" then
     local acts = {}
-    for _, pair in ipairs({ { "approve", "approve" }, { "edit", "edit" }, { "reject", "reject" }, { "apply", "apply" } }) do
+    for _, pair in ipairs({ { "approve", "approve" }, { "edit", "edit" }, { "reject", "reject" },
+      { "reject_reason", "reject, say why" }, { "apply", "apply" } }) do
       if keys[pair[1]] then
         table.insert(acts, keys[pair[1]] .. " " .. pair[2])
       end
@@ -426,8 +515,31 @@ function Session:run_for(p)
   return run
 end
 
+--- "demo.py:5-7" for a runStatus `source` ({uri, kind, startLine, endLine}, 0-based lines), or nil.
+---@param source table|nil
+---@return string|nil
+local function source_where(source)
+  if type(source) ~= "table" or type(source.uri) ~= "string" or type(source.startLine) ~= "number" then
+    return nil
+  end
+  local name = vim.fn.fnamemodify(vim.uri_to_fname(source.uri), ":.")
+  local first, last = source.startLine + 1, (type(source.endLine) == "number" and source.endLine or source.startLine) + 1
+  local where = first == last and string.format("%s:%d", name, first) or string.format("%s:%d-%d", name, first, last)
+  if source.kind == "cell" then
+    where = "cell " .. where
+  end
+  return where
+end
+
 function Session:on_run_status(p)
   local run = self:run_for(p)
+  -- Runs started elsewhere (a code lens, a code action, the loop) say what runs and where from.
+  if type(p.code) == "string" and not run.code then
+    run.code = p.code
+  end
+  if not run.where then
+    run.where = source_where(p.source)
+  end
   run.state = p.state
   run.duration_ms = p.durationMs or run.duration_ms
   run.language = run.language or p.language
@@ -442,6 +554,7 @@ function Session:on_run_status(p)
     self:set_proposal_state(run.proposal.id, "approved")
   end
   self:render_run(run)
+  self:update_winbar()
 end
 
 local IMAGE_TYPES = { ["image/png"] = "png", ["image/jpeg"] = "jpg", ["image/gif"] = "gif", ["image/svg+xml"] = "svg" }
@@ -568,8 +681,14 @@ end
 
 -- Turn and kernel state -------------------------------------------------------------------------
 
+local FINAL_TURN = { done = true, cancelled = true, error = true }
+
 function Session:on_turn_status(p)
-  self.turn_state = p.state
+  -- A final state ends the turn: the bar says nothing more about it (the panel says how it ended).
+  self.turn_state = not FINAL_TURN[p.state] and p.state or nil
+  if type(p.context) == "table" then
+    self.context = p.context
+  end
   local turn = self.turns[p.turnId] or {}
   self.turns[p.turnId] = turn
   if turn.message then
@@ -582,21 +701,55 @@ function Session:on_turn_status(p)
   elseif p.state == "done" and p.message then
     self:note(p.message)
   end
-  if p.state == "done" or p.state == "cancelled" or p.state == "error" then
+  if FINAL_TURN[p.state] then
     if turn.message then
       turn.message.data.closed = true
+    end
+    -- Whatever of this turn still waits can no longer be decided.
+    for _, prop in ipairs(self.proposal_order) do
+      if prop.turn_id == p.turnId and prop.state == "pending" then
+        self:set_proposal_state(prop.id, "expired")
+      end
     end
   end
   self:update_winbar()
 end
 
+--- A proposal was decided (here, in another client, or by the loop), or its turn ended first.
+function Session:on_proposal_status(p)
+  local prop = self.proposals[p.proposalId]
+  if not prop then
+    return
+  end
+  if p.state == "approved" then
+    if prop.state == "pending" then
+      self:set_proposal_state(prop.id, "approved")
+    end
+  elseif p.state == "auto-run" then
+    self:set_proposal_state(prop.id, "auto-run")
+  elseif p.state == "rejected" then
+    local reason = type(p.reason) == "string" and p.reason ~= "" and p.reason or nil
+    self:set_proposal_state(prop.id, "rejected", reason and ("(" .. reason:gsub("\n", " ") .. ")") or nil)
+  elseif p.state == "applied" then
+    local where = type(p.uri) == "string" and vim.fn.fnamemodify(vim.uri_to_fname(p.uri), ":.") or nil
+    self:set_proposal_state(prop.id, "applied", where and ("to " .. where) or nil)
+  elseif p.state == "expired" and prop.state == "pending" then
+    self:set_proposal_state(prop.id, "expired")
+  end
+end
+
 function Session:on_kernel_status(p)
+  local before = self.kernels[p.language]
   self.kernels[p.language] = p.state
   if p.state == "dead" then
     self:note("✗ the " .. p.language .. " kernel died" .. (p.message and (": " .. p.message) or "")
       .. " (:InterpreterRestart starts it again)", "InterpreterError")
   elseif p.message and (p.state == "restarting" or p.state == "stopped") then
     self:note(p.language .. " kernel " .. p.state .. ": " .. p.message)
+  end
+  if self.restarting[p.language] and p.state == "idle" and before ~= "idle" then
+    self.restarting[p.language] = nil
+    self:note("↻ Kernel restarted (" .. p.language .. ")")
   end
   self:update_winbar()
 end
