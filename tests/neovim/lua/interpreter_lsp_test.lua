@@ -129,6 +129,22 @@ function M.status_round_trip(timeout_ms)
   return { answered = answered, ms = (vim.uv.hrtime() - started) / 1e6, runs = running, model = result and result.model }
 end
 
+--- Ask interpreter.status until `check(result)` holds (a Lua expression of `r`), bounded.
+function M.wait_status(expr, timeout_ms)
+  local check = assert(loadstring("local r = ... return " .. expr))
+  local c = vim.lsp.get_clients({ name = "interpreter_lsp" })[1]
+  local last
+  local ok = vim.wait(timeout_ms, function()
+    local answered = false
+    require("interpreter_lsp.client").execute(c, "interpreter.status", {}, function(r)
+      answered, last = true, r
+    end)
+    vim.wait(10000, function() return answered end, 10)
+    return last ~= nil and check(last) == true
+  end, 200)
+  return { ok = ok, status = last }
+end
+
 --- Lines of the floating windows on screen.
 function M.float_lines()
   local out = {}

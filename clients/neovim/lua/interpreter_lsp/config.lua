@@ -85,6 +85,7 @@ M.known_settings = {
   maxRetries = "number",
   kernel = "table",
   reviewModel = "string",
+  confirmDestructive = "boolean",
 }
 -- end of known_settings
 

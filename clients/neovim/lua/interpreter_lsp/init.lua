@@ -28,7 +28,7 @@ local function wants(buf)
   return opts.filetypes == nil or vim.tbl_contains(opts.filetypes, vim.bo[buf].filetype)
 end
 
-local set_panel_keys
+local set_panel_keys, on_ready
 
 local function set_global_keys(keys)
   local map = function(lhs, rhs, desc, modes)
@@ -766,7 +766,7 @@ end
 --- the folder is not trusted.
 ---@param c vim.lsp.Client
 ---@param s interpreter_lsp.Session
-local function on_ready(c, s)
+function on_ready(c, s)
   set_panel_keys(s)
   client.execute(c, protocol.HISTORY, { uri = root_uri(s) }, function(result)
     history.render(s, type(result) == "table" and result.messages or nil)
