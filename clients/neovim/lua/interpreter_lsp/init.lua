@@ -633,10 +633,11 @@ local function remember_status(s, result)
   s:update_winbar()
 end
 
+--- What :InterpreterStatus says, line by line, for an interpreter.status result.
 ---@param s interpreter_lsp.Session
 ---@param result table
 ---@return string[]
-local function status_lines(s, result)
+function M.status_text(s, result)
   local kernels = {}
   for _, k in ipairs(result.kernels or {}) do
     local line = k.language .. " " .. k.state
@@ -680,7 +681,7 @@ function M.status()
   client.execute(c, protocol.STATUS, { uri = root_uri(s) }, function(result)
     result = result or {}
     remember_status(s, result)
-    notify(table.concat(status_lines(s, result), "\n"))
+    notify(table.concat(M.status_text(s, result), "\n"))
   end)
 end
 
