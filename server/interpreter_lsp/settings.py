@@ -115,94 +115,263 @@ def _s(key: str, type_: str, default: Any, description: str, **kw: Any) -> Spec:
 
 
 SCHEMA: tuple[Spec, ...] = (
-    _s("model", "string", None,
-       "A litellm model name: `gpt-4o-mini`, `anthropic/claude-sonnet-4-5`, `ollama_chat/qwen2.5-coder`, "
-       "`openai/<name>` with `apiBase`. Empty: a local Ollama (127.0.0.1:11434) or LM Studio (127.0.0.1:1234) "
-       "is looked for and its first chat model used.", nullable=True, sensitive=True),
-    _s("apiBase", "string", None,
-       "The model's endpoint for OpenAI-compatible servers, e.g. `http://127.0.0.1:1234/v1`. Empty: the "
-       "provider's default.", nullable=True, sensitive=True),
-    _s("apiKey", "string", None,
-       "API key for the model. Prefer the provider's environment variable (`OPENAI_API_KEY`, ...): settings "
-       "files are plain text. Never shown, logged or given to kernels.", nullable=True, sensitive=True, secret=True),
-    _s("temperature", "number", None, "Sampling temperature. Empty: the model's default.",
-       minimum=0, maximum=2, nullable=True),
-    _s("maxTokens", "integer", None, "Most tokens the model may write in one reply. Empty: the model's default.",
-       minimum=1, nullable=True),
-    _s("contextWindow", "integer", None,
-       "Not built yet: the model's context window in tokens, for trimming long conversations.",
-       minimum=256, nullable=True, built=False),
-    _s("autoRun", "boolean", False,
-       "Run the model's code without asking, up to `autoRunMaxRisk`. High-risk code always waits for approval.",
-       sensitive=True),
-    _s("autoRunMaxRisk", "string", "low", "With `autoRun`: the highest risk level that runs without approval.",
-       enum=("low", "medium"), sensitive=True),
-    _s("maxSteps", "integer", 20,
-       "Most model replies with code in one turn before the loop stops and asks you.", minimum=1, maximum=1000),
-    _s("maxOutput", "integer", 2800,
-       "Characters of a run's output the model sees (head and tail, with a note of what was cut). The editor "
-       "always gets all of it.", minimum=200, maximum=1_000_000),
-    _s("systemMessage", "string", None,
-       "Replaces the built-in system message (`{workspace}`, `{os}`, `{languages}` are filled in). Empty: the "
-       "built-in one.", nullable=True, sensitive=True, multiline=True),
-    _s("customInstructions", "string", "", "Added to the system message (e.g. house rules for code).",
-       sensitive=True, multiline=True),
-    _s("sandbox", "string", "off",
-       "Run kernels inside a bubblewrap sandbox: the workspace writable, the rest of the file system read-only, "
-       "no network. If bwrap is missing, runs fail and say so: never silently unsandboxed.",
-       enum=("off", "bubblewrap"), sensitive=True),
+    _s(
+        "model",
+        "string",
+        None,
+        "A litellm model name: `gpt-4o-mini`, `anthropic/claude-sonnet-4-5`, `ollama_chat/qwen2.5-coder`, "
+        "`openai/<name>` with `apiBase`. Empty: a local Ollama (127.0.0.1:11434) or LM Studio (127.0.0.1:1234) "
+        "is looked for and its first chat model used.",
+        nullable=True,
+        sensitive=True,
+    ),
+    _s(
+        "apiBase",
+        "string",
+        None,
+        "The model's endpoint for OpenAI-compatible servers, e.g. `http://127.0.0.1:1234/v1`. Empty: the "
+        "provider's default.",
+        nullable=True,
+        sensitive=True,
+    ),
+    _s(
+        "apiKey",
+        "string",
+        None,
+        "API key for the model. Prefer the provider's environment variable (`OPENAI_API_KEY`, ...): settings "
+        "files are plain text. Never shown, logged or given to kernels.",
+        nullable=True,
+        sensitive=True,
+        secret=True,
+    ),
+    _s(
+        "temperature",
+        "number",
+        None,
+        "Sampling temperature. Empty: the model's default.",
+        minimum=0,
+        maximum=2,
+        nullable=True,
+    ),
+    _s(
+        "maxTokens",
+        "integer",
+        None,
+        "Most tokens the model may write in one reply. Empty: the model's default.",
+        minimum=1,
+        nullable=True,
+    ),
+    _s(
+        "contextWindow",
+        "integer",
+        None,
+        "Not built yet: the model's context window in tokens, for trimming long conversations.",
+        minimum=256,
+        nullable=True,
+        built=False,
+    ),
+    _s(
+        "autoRun",
+        "boolean",
+        False,
+        "Run the model's code without asking, up to `autoRunMaxRisk`. High-risk code always waits for approval.",
+        sensitive=True,
+    ),
+    _s(
+        "autoRunMaxRisk",
+        "string",
+        "low",
+        "With `autoRun`: the highest risk level that runs without approval.",
+        enum=("low", "medium"),
+        sensitive=True,
+    ),
+    _s(
+        "maxSteps",
+        "integer",
+        20,
+        "Most model replies with code in one turn before the loop stops and asks you.",
+        minimum=1,
+        maximum=1000,
+    ),
+    _s(
+        "maxOutput",
+        "integer",
+        2800,
+        "Characters of a run's output the model sees (head and tail, with a note of what was cut). The editor "
+        "always gets all of it.",
+        minimum=200,
+        maximum=1_000_000,
+    ),
+    _s(
+        "systemMessage",
+        "string",
+        None,
+        "Replaces the built-in system message (`{workspace}`, `{os}`, `{languages}` are filled in). Empty: the "
+        "built-in one.",
+        nullable=True,
+        sensitive=True,
+        multiline=True,
+    ),
+    _s(
+        "customInstructions",
+        "string",
+        "",
+        "Added to the system message (e.g. house rules for code).",
+        sensitive=True,
+        multiline=True,
+    ),
+    _s(
+        "sandbox",
+        "string",
+        "off",
+        "Run kernels inside a bubblewrap sandbox: the workspace writable, the rest of the file system read-only, "
+        "no network. If bwrap is missing, runs fail and say so: never silently unsandboxed.",
+        enum=("off", "bubblewrap"),
+        sensitive=True,
+    ),
     _s("sandboxNetwork", "boolean", False, "With the sandbox on: let code reach the network.", sensitive=True),
-    _s("allowEnv", "array", (),
-       "Environment variables that look like secrets (`*_API_KEY`, `*_TOKEN`, ...) which kernels may "
-       "nevertheless see.", sensitive=True),
-    _s("runTimeout", "number", 0.0,
-       "Seconds after which a run is interrupted (the kernel restarts if it ignores the interrupt). 0: none.",
-       minimum=0),
+    _s(
+        "allowEnv",
+        "array",
+        (),
+        "Environment variables that look like secrets (`*_API_KEY`, `*_TOKEN`, ...) which kernels may "
+        "nevertheless see.",
+        sensitive=True,
+    ),
+    _s(
+        "runTimeout",
+        "number",
+        0.0,
+        "Seconds after which a run is interrupted (the kernel restarts if it ignores the interrupt). 0: none.",
+        minimum=0,
+    ),
     _s("connectTimeout", "number", 10.0, "Seconds to connect to the model's endpoint.", minimum=0.1, maximum=600),
-    _s("firstTokenTimeout", "number", 120.0,
-       "Seconds from a request to the first streamed token (local models load slowly).", minimum=1, maximum=3600),
-    _s("streamStallTimeout", "number", 60.0, "Seconds of silence in the middle of a reply before it is abandoned.",
-       minimum=1, maximum=3600),
-    _s("maxRetries", "integer", 3,
-       "Retries on rate limits (honouring Retry-After), server errors and connection errors, only before any "
-       "text was shown.", minimum=0, maximum=10),
-    _s("kernel.python", "string", None,
-       "A kernelspec name (`python3`) or an interpreter path (`.venv/bin/python`, `~` expanded). Empty: the "
-       "workspace's `.venv`/`venv` when it has ipykernel, else the server's interpreter.",
-       nullable=True, sensitive=True),
-    _s("kernel.gatewayUrl", "string", None,
-       "A Jupyter Kernel Gateway or Enterprise Gateway (`http://` or `https://`): every kernel of the workspace "
-       "runs there (docs/remote-kernels.md).", nullable=True, sensitive=True),
-    _s("kernel.gatewayToken", "string", None,
-       "The gateway's token, sent as `Authorization: token ...`. Never shown, logged or given to kernels.",
-       nullable=True, sensitive=True, secret=True),
-    _s("kernel.gatewayCaBundle", "string", None,
-       "A PEM file of the CA that signed the gateway's certificate. Empty: the system's CAs.",
-       nullable=True, sensitive=True),
-    _s("kernel.gatewayValidateCert", "boolean", True,
-       "Verify the gateway's TLS certificate. Off only for a test gateway.", sensitive=True),
-    _s("kernel.gatewayConnectTimeout", "number", 10.0,
-       "Seconds to connect to the gateway; also how long a lost connection is retried before the kernel is "
-       "given up (its state lost).", minimum=0.1, maximum=600),
-    _s("kernel.gatewayRequestTimeout", "number", 60.0,
-       "Seconds for one gateway request, a kernel start included (raise it where kernels start in pods).",
-       minimum=1, maximum=3600),
-    _s("kernel.gatewayKernels", "object", {},
-       "The gateway's kernelspec per language, e.g. `{\"python\": \"python_tf_gpu_kubernetes\"}`. Default: the "
-       "gateway's default kernelspec when it is of the language, else the first whose language matches.",
-       sensitive=True),
-    _s("kernel.gatewayUsername", "string", None,
-       "Sent as `KERNEL_USERNAME`: the user Enterprise Gateway starts the kernel for.", nullable=True, sensitive=True),
-    _s("kernel.gatewayWorkingDir", "string", None,
-       "Sent as `KERNEL_WORKING_DIR`: where the remote side has the workspace.", nullable=True, sensitive=True),
-    _s("reviewModel", "string", None,
-       "A second model (a litellm name, reached with the same `apiBase` and `apiKey`) that reviews each "
-       "medium-risk proposal before it is shown: it answers with a rating and a one-line reason, shown on the "
-       "proposal. It can raise a rating, never lower one. Empty: off.", nullable=True, sensitive=True),
+    _s(
+        "firstTokenTimeout",
+        "number",
+        120.0,
+        "Seconds from a request to the first streamed token (local models load slowly).",
+        minimum=1,
+        maximum=3600,
+    ),
+    _s(
+        "streamStallTimeout",
+        "number",
+        60.0,
+        "Seconds of silence in the middle of a reply before it is abandoned.",
+        minimum=1,
+        maximum=3600,
+    ),
+    _s(
+        "maxRetries",
+        "integer",
+        3,
+        "Retries on rate limits (honouring Retry-After), server errors and connection errors, only before any "
+        "text was shown.",
+        minimum=0,
+        maximum=10,
+    ),
+    _s(
+        "kernel.python",
+        "string",
+        None,
+        "A kernelspec name (`python3`) or an interpreter path (`.venv/bin/python`, `~` expanded). Empty: the "
+        "workspace's `.venv`/`venv` when it has ipykernel, else the server's interpreter.",
+        nullable=True,
+        sensitive=True,
+    ),
+    _s(
+        "kernel.gatewayUrl",
+        "string",
+        None,
+        "A Jupyter Kernel Gateway or Enterprise Gateway (`http://` or `https://`): every kernel of the workspace "
+        "runs there (docs/remote-kernels.md).",
+        nullable=True,
+        sensitive=True,
+    ),
+    _s(
+        "kernel.gatewayToken",
+        "string",
+        None,
+        "The gateway's token, sent as `Authorization: token ...`. Never shown, logged or given to kernels.",
+        nullable=True,
+        sensitive=True,
+        secret=True,
+    ),
+    _s(
+        "kernel.gatewayCaBundle",
+        "string",
+        None,
+        "A PEM file of the CA that signed the gateway's certificate. Empty: the system's CAs.",
+        nullable=True,
+        sensitive=True,
+    ),
+    _s(
+        "kernel.gatewayValidateCert",
+        "boolean",
+        True,
+        "Verify the gateway's TLS certificate. Off only for a test gateway.",
+        sensitive=True,
+    ),
+    _s(
+        "kernel.gatewayConnectTimeout",
+        "number",
+        10.0,
+        "Seconds to connect to the gateway; also how long a lost connection is retried before the kernel is "
+        "given up (its state lost).",
+        minimum=0.1,
+        maximum=600,
+    ),
+    _s(
+        "kernel.gatewayRequestTimeout",
+        "number",
+        60.0,
+        "Seconds for one gateway request, a kernel start included (raise it where kernels start in pods).",
+        minimum=1,
+        maximum=3600,
+    ),
+    _s(
+        "kernel.gatewayKernels",
+        "object",
+        {},
+        'The gateway\'s kernelspec per language, e.g. `{"python": "python_tf_gpu_kubernetes"}`. Default: the '
+        "gateway's default kernelspec when it is of the language, else the first whose language matches.",
+        sensitive=True,
+    ),
+    _s(
+        "kernel.gatewayUsername",
+        "string",
+        None,
+        "Sent as `KERNEL_USERNAME`: the user Enterprise Gateway starts the kernel for.",
+        nullable=True,
+        sensitive=True,
+    ),
+    _s(
+        "kernel.gatewayWorkingDir",
+        "string",
+        None,
+        "Sent as `KERNEL_WORKING_DIR`: where the remote side has the workspace.",
+        nullable=True,
+        sensitive=True,
+    ),
+    _s(
+        "reviewModel",
+        "string",
+        None,
+        "A second model (a litellm name, reached with the same `apiBase` and `apiKey`) that reviews each "
+        "medium-risk proposal before it is shown: it answers with a rating and a one-line reason, shown on the "
+        "proposal. It can raise a rating, never lower one. Empty: off.",
+        nullable=True,
+        sensitive=True,
+    ),
     # Client-side settings: the clients read them; the server accepts and ignores them.
-    _s("confirmDestructive", "boolean", True,
-       "Ask before resetting the conversation and before restarting a kernel (which loses its variables).",
-       client=True),
+    _s(
+        "confirmDestructive",
+        "boolean",
+        True,
+        "Ask before resetting the conversation and before restarting a kernel (which loses its variables).",
+        client=True,
+    ),
 )
 BY_KEY: dict[str, Spec] = {spec.key: spec for spec in SCHEMA}
 SENSITIVE: frozenset[str] = frozenset(spec.key for spec in SCHEMA if spec.sensitive)
@@ -238,8 +407,9 @@ def _check(spec: Spec, value: Any) -> Any:
             raise ValueError("expected a list of environment variable names")
         return tuple(value)
     if spec.type == "object":
-        if not isinstance(value, Mapping) or not all(isinstance(k, str) and isinstance(v, str) and v
-                                                       for k, v in value.items()):
+        if not isinstance(value, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) and v for k, v in value.items()
+        ):
             raise ValueError("expected an object of language names to kernelspec names")
         return dict(value)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -541,8 +711,14 @@ def vscode_properties() -> dict[str, Any]:
     return out
 
 
-_LUA_TYPES = {"string": "string", "integer": "number", "number": "number", "boolean": "boolean", "array": "table",
-              "object": "table"}
+_LUA_TYPES = {
+    "string": "string",
+    "integer": "number",
+    "number": "number",
+    "boolean": "boolean",
+    "array": "table",
+    "object": "table",
+}
 
 
 def lua_known_settings() -> str:
@@ -555,7 +731,7 @@ def lua_known_settings() -> str:
         if top in seen:
             continue
         seen.add(top)
-        lines.append(f"  {top} = \"{'table' if '.' in spec.key else _LUA_TYPES[spec.type]}\",")
+        lines.append(f'  {top} = "{"table" if "." in spec.key else _LUA_TYPES[spec.type]}",')
     return "\n".join(lines) + "\n"
 
 
@@ -591,8 +767,18 @@ def write_mirrors(repo: Path, *, check: bool = False) -> list[str]:
 
     update(repo / "clients" / "vscode" / "package.json", package)
     lua = repo / "clients" / "neovim" / "lua" / "interpreter_lsp" / "config.lua"
-    update(lua, lambda t: t.split(LUA_BEGIN, 1)[0] + LUA_BEGIN + "M.known_settings = {\n" + lua_known_settings()
-           + "}\n" + LUA_END + t.split(LUA_END, 1)[1])
+    update(
+        lua,
+        lambda t: (
+            t.split(LUA_BEGIN, 1)[0]
+            + LUA_BEGIN
+            + "M.known_settings = {\n"
+            + lua_known_settings()
+            + "}\n"
+            + LUA_END
+            + t.split(LUA_END, 1)[1]
+        ),
+    )
     return stale
 
 

@@ -35,6 +35,12 @@ def test_status_names_the_model_and_the_kernels(start_editor) -> None:
     assert "model: (none configured" in note
     assert f"workspace: {ed.workspace}" in note
 
+    # A settings change shows at once in the status line, and the server takes it.
+    ed.lua("require('interpreter_lsp').update_settings({ model = 'openai/other-model' })")
+    assert "openai/other-model" in ed.lua("return require('interpreter_lsp').statusline()")
+    seen = ed.helper("wait_status", "r.model == 'openai/other-model'", 20_000)
+    assert seen["ok"], seen["status"]
+
 
 def test_restart_asks_names_the_language_and_says_when_done(start_editor) -> None:
     ed: Editor = start_editor()

@@ -72,11 +72,8 @@ def test_reject_tells_the_model_and_ends_the_turn(start_editor, model) -> None:
     ed.nvim.command("InterpreterReject")  # without a reason: the turn ends (with one, the model is asked again)
     text = "\n".join(ed.wait_panel("· rejected"))
     assert "**Run**" not in text, "rejected code must not run"
-    ok = ed.lua(
-        "return vim.wait(10000, function() local s = require('interpreter_lsp').session() "
-        "return s.turn_state == 'done' or s.turn_state == 'cancelled' end, 20)"
-    )
-    assert ok, "the turn did not end after the rejection"
+    ed.wait_panel("Declined: the code did not run.")
+    assert ed.lua("return require('interpreter_lsp').session().turn_state") is None, "the turn ended"
     assert len(model.requests) == 1
 
 
@@ -87,7 +84,10 @@ def test_edit_then_write_approves_the_edited_code(start_editor, model) -> None:
     open_ready(ed, "demo.py")
     ed.nvim.command("Interpreter say something")
     ed.wait_panel("pending: a approve")
-    ed.nvim.command("InterpreterEdit")
+    ed.nvim.command("wincmd l")  # `e` in the panel
+    panel_win = ed.nvim.current.window
+    ed.nvim.input("e")
+    assert ed.lua("return vim.wait(10000, function() return vim.bo.buftype == 'acwrite' end, 20)")
     assert ed.nvim.current.buffer[:] == ["print('original')"]
     ed.nvim.current.buffer[:] = ["print('edited ' + 'by hand')"]
     ed.nvim.command("write")
@@ -96,6 +96,7 @@ def test_edit_then_write_approves_the_edited_code(start_editor, model) -> None:
     assert "original\n" not in text.split("✓ **Run**")[1]
     assert "edited, approved" in text
     ed.wait_panel("Done.")
+    assert ed.nvim.current.window == panel_win, "after :w the cursor is back where `e` was pressed"
 
 
 def test_apply_writes_the_proposal_over_the_selection(start_editor, model) -> None:
@@ -176,3 +177,20 @@ def test_apply_at_the_cursor_writes_whole_lines_and_the_turn_goes_on(start_edito
     ed.nvim.command("InterpreterApply")
     ed.wait_panel("it did not run.", count=2)
     assert source_win.buffer[1:4] == ["x = 6 * 7", "w = 2", 'print("x is", x)'], source_win.buffer[:]
+
+
+def test_reject_with_a_reason_asks_the_model_again(start_editor, model) -> None:
+    model.reply("```python\nimport shutil\nshutil.rmtree('build')\n```\n")
+    model.reply("Understood, nothing will be deleted.")
+    ed: Editor = start_editor(settings_for(model))
+    ed.lua("vim.ui.input = function(opts, on_confirm) on_confirm('keep the build folder') end")
+    open_ready(ed, "demo.py")
+    ed.nvim.command("Interpreter clean up")
+    ed.wait_panel("R reject, say why")
+    ed.nvim.command("wincmd l")
+    ed.nvim.input("R")
+    text = "\n".join(ed.wait_panel("Understood, nothing will be deleted."))
+    assert "rejected (keep the build folder)" in text
+    assert "keep the build folder" in str(model.wait_requests(2)[1]["messages"])
+    notes = [n["msg"] for n in ed.lua("return require('interpreter_lsp_test').notes")]
+    assert not any("interpreter." in n for n in notes), notes

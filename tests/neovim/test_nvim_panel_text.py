@@ -137,3 +137,32 @@ def test_context_use_shows_in_the_bar_and_compaction_in_the_panel(ed: Editor) ->
     assert "⋯ Earlier turns condensed (321 tokens)" in lines
     assert "⋯ Earlier turns condensed" in lines
     assert "first question" in lines, "the panel still shows every earlier event"
+
+
+def test_the_bar_says_what_is_true_and_fits_its_window(ed: Editor) -> None:
+    bar = "return table.concat(require('interpreter_lsp.session').get('/bar', require('interpreter_lsp.client').opts)"
+    bar += ":status_parts(), ' | ')"
+    ed.lua("require('interpreter_lsp.session').get('/bar', require('interpreter_lsp.client').opts)")
+    assert ed.lua(bar) == "starting…", "before the server reports a kernel, the bar says it is starting"
+    ed.lua(
+        "local s = require('interpreter_lsp.session').get('/bar', require('interpreter_lsp.client').opts) "
+        "s:on_kernel_status({ language = 'python', state = 'idle' }) "
+        "s:on_turn_status({ turnId = 't', state = 'running' }) "
+        "s:on_run_status({ runId = 'r', state = 'queued', language = 'python', code = 'x', origin = 'model' }) "
+        "s:on_run_status({ runId = 'r', state = 'running', language = 'python' })"
+    )
+    assert ed.lua(bar) == "python running", "a run in progress: the kernel is running, whatever it said last"
+    ed.lua(
+        "local s = require('interpreter_lsp.session').get('/bar', require('interpreter_lsp.client').opts) "
+        "s:on_run_status({ runId = 'r', state = 'interrupted', language = 'python' }) "
+        "s:on_turn_status({ turnId = 't', state = 'cancelled' })"
+    )
+    assert ed.lua(bar) == "python idle", "an ended turn leaves nothing behind in the bar"
+
+    parts = ["python running", "awaiting approval", "12.3k/128k tok · $0.04", "openai/gpt-4o-mini"]
+    fit = "return require('interpreter_lsp.panel').fit(...)"
+    # The panel beside an 80-column editor is 32 columns wide: what does not fit is left out, whole.
+    assert ed.lua(fit, parts, 32) == " python running"
+    assert ed.lua(fit, parts, 40) == " python running · awaiting approval"
+    assert ed.lua(fit, parts, 160) == " " + " · ".join(parts)
+    assert ed.lua(fit, ["100% done"], 80) == " 100%% done", "a % in the bar is shown, not read as an item"

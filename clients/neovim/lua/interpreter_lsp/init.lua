@@ -769,8 +769,14 @@ end
 ---@param s interpreter_lsp.Session
 function on_ready(c, s)
   set_panel_keys(s)
+  -- Once per session: a server restarted in the same Neovim (:LspRestart) reads the history this panel
+  -- shows already.
+  local first = not s.history_shown
+  s.history_shown = true
   client.execute(c, protocol.HISTORY, { uri = root_uri(s) }, function(result)
-    history.render(s, type(result) == "table" and result.messages or nil)
+    if first then
+      history.render(s, type(result) == "table" and result.messages or nil)
+    end
     if s.trusted == false then
       s:note(string.format(UNTRUSTED, s.root), "InterpreterRisk")
     end

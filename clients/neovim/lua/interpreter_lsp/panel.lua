@@ -337,6 +337,29 @@ function Panel:_render_body(sec, start)
   sec.b_n = head + #lines - (from == start and head or 0)
 end
 
+-- Cursor on the last line and that line at the window's bottom, the window filled above it (what `zb`
+-- does, without running a normal-mode command from a timer while the user types).
+local function show_end(win, last)
+  vim.api.nvim_win_set_cursor(win, { last, 0 })
+  if not vim.api.nvim_win_text_height then
+    return
+  end
+  local height = vim.api.nvim_win_get_height(win)
+  local top, used = last, 0
+  while top >= 1 do
+    local rows = vim.api.nvim_win_text_height(win, { start_row = top - 1, end_row = top - 1 }).all
+    if used + rows > height then
+      break
+    end
+    used = used + rows
+    top = top - 1
+  end
+  top = math.min(top + 1, last)
+  vim.api.nvim_win_call(win, function()
+    vim.fn.winrestview({ topline = top })
+  end)
+end
+
 --- Write every dirty section to the buffer; keep following the end in windows that were at the end.
 function Panel:flush()
   if not vim.api.nvim_buf_is_valid(self.buf) then
@@ -379,10 +402,7 @@ function Panel:flush()
       if follow_all or follow[win] then
         -- Cursor on the last line and that line at the window's bottom: the end is on screen even when
         -- the window is not the current one (Neovim would otherwise fix the view only at its next redraw).
-        vim.api.nvim_win_set_cursor(win, { after, 0 })
-        pcall(vim.api.nvim_win_call, win, function()
-          vim.cmd("normal! zb")
-        end)
+        show_end(win, after)
       end
       self:_draw_winbar(win)
       -- Redraw the panel now: the flush runs from a timer, and a window that is not the current one is
