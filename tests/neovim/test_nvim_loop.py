@@ -143,6 +143,7 @@ def test_apply_at_the_cursor_writes_whole_lines_and_the_turn_goes_on(start_edito
     shows the end, and the next request works; :InterpreterApply in the source puts code below the line."""
     model.reply("```python\nz = 1\nprint(z)\n```\n")
     model.reply("Another:\n```python\nw = 2\n```\n")
+    model.reply("```python\nv = 3\n```\n")
     ed: Editor = start_editor(settings_for(model))
     open_ready(ed, "demo.py")
     source_win = ed.nvim.current.window
@@ -177,6 +178,14 @@ def test_apply_at_the_cursor_writes_whole_lines_and_the_turn_goes_on(start_edito
     ed.nvim.command("InterpreterApply")
     ed.wait_panel("it did not run.", count=2)
     assert source_win.buffer[1:4] == ["x = 6 * 7", "w = 2", 'print("x is", x)'], source_win.buffer[:]
+
+    # Over a range of lines (a visual selection): those lines are replaced.
+    ed.nvim.command("Interpreter a third")
+    ed.wait_panel("pending: a approve")
+    assert source_win.buffer[8:10] == ['print("second cell ran")', "y = x + 1"], source_win.buffer[:]
+    ed.nvim.command("9,10InterpreterApply")
+    ed.wait_panel("it did not run.", count=3)
+    assert source_win.buffer[7:] == ["# %% second cell", "v = 3"], source_win.buffer[:]
 
 
 def test_reject_with_a_reason_asks_the_model_again(start_editor, model) -> None:
