@@ -57,6 +57,15 @@ function M.setup(user)
     end,
   })
   vim.api.nvim_create_autocmd("ColorScheme", { group = augroup, callback = panel_mod.define_highlights })
+  -- The window bar holds what fits the panel's width: a resize redraws it.
+  vim.api.nvim_create_autocmd({ "WinResized", "VimResized" }, {
+    group = augroup,
+    callback = function()
+      for _, s in pairs(session_mod.all()) do
+        s.panel:set_winbar(s.panel.winbar_parts)
+      end
+    end,
+  })
   vim.api.nvim_create_autocmd("BufEnter", {
     group = augroup,
     callback = function(ev)
@@ -291,6 +300,9 @@ local function pending_proposal(s, verb)
   local prop = s:pick_proposal(panel_row(s))
   if not prop then
     notify("no proposal to " .. verb, vim.log.levels.WARN)
+  elseif prop.state ~= "pending" then
+    notify(string.format("proposal %d is %s: nothing to %s", prop.index, prop.state, verb), vim.log.levels.WARN)
+    return nil
   end
   return prop
 end
