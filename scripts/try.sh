@@ -55,6 +55,9 @@ require("interpreter_lsp").setup({
   cmd = { repo .. "/.venv/bin/interpreter-lsp", "--log-file", state .. "/server.log" },
   settings = settings,
   keymaps = { run = "<leader>r", chat = "<leader>c", toggle_panel = "<leader>p" },
+  -- This session opens only the repository's own example workspace: trust it (a folder of yours is
+  -- untrusted until you run :InterpreterTrust in it).
+  trusted = true,
 })
 local function welcome()
   local s = require("interpreter_lsp").session()

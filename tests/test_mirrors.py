@@ -39,3 +39,17 @@ def test_every_history_event_is_documented_with_its_fields() -> None:
         documented = set(re.findall(r"[A-Za-z]+", rows[cls.type]))
         missing = fields - documented
         assert not missing, f"{cls.type}: fields {sorted(missing)} are not documented"
+
+
+def test_neovim_protocol_names_match_the_server() -> None:
+    """clients/neovim/lua/interpreter_lsp/protocol.lua spells every name of protocol.py the same way (it
+    may hold names the server adds later, e.g. a command being built in parallel)."""
+    import re
+
+    from interpreter_lsp import protocol as p
+
+    lua = (REPO / "clients" / "neovim" / "lua" / "interpreter_lsp" / "protocol.lua").read_text(encoding="utf-8")
+    mirrored = dict(re.findall(r'^M\.(\w+) = "([^"]+)"$', lua, re.M))
+    for name in (*p.ALL_COMMANDS, *p.ALL_NOTIFICATIONS, p.INPUT):
+        constant = next(k for k, v in vars(p).items() if v == name and k.isupper() and not k.startswith("ALL"))
+        assert mirrored.get(constant) == name, f"protocol.lua: M.{constant} should be {name!r}"

@@ -560,12 +560,11 @@ _LUA_TYPES = {"string": "string", "integer": "number", "number": "number", "bool
 
 
 def lua_known_settings() -> str:
-    """The body of Neovim's `M.known_settings` table (server settings; nested kernel.* as one table)."""
+    """The body of Neovim's `M.known_settings` table (nested kernel.* as one table). Client-side settings
+    (confirmDestructive) are in it too: the Neovim client reads them from the same `settings` table."""
     lines = []
     seen: set[str] = set()
     for spec in SCHEMA:
-        if spec.client:
-            continue
         top = spec.key.split(".", 1)[0]
         if top in seen:
             continue

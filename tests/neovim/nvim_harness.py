@@ -99,7 +99,13 @@ def start_editor(
     """Start Neovim in the workspace with setup(options); the server command defaults to this venv's."""
     editors: list[pynvim.Nvim] = []
 
-    def start(settings: dict[str, Any] | None = None, **options: Any) -> Editor:
+    def start(settings: dict[str, Any] | None = None, *, trust: bool = True, **options: Any) -> Editor:
+        """`trust`: the user trusted the workspace before (`:InterpreterTrust`, stored in Neovim's state
+        directory); False: a folder the user never trusted."""
+        if trust:
+            store = editor_env / "state" / "nvim" / "interpreter_lsp" / "trusted.json"
+            store.parent.mkdir(parents=True, exist_ok=True)
+            store.write_text(json.dumps({"folders": [str(workspace)]}))
         options.setdefault("cmd", [str(SERVER), "--log-file", str(tmp_path / "server.log")])
         options.setdefault("settings", settings or {})
         options = {k: v for k, v in options.items() if v is not None}  # None: leave the default

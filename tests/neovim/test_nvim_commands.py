@@ -35,15 +35,30 @@ def test_status_names_the_model_and_the_kernels(start_editor) -> None:
     assert "model: (none configured" in note
     assert f"workspace: {ed.workspace}" in note
 
+    # A settings change shows at once in the status line, and the server takes it.
+    ed.lua("require('interpreter_lsp').update_settings({ model = 'openai/other-model' })")
+    assert "openai/other-model" in ed.lua("return require('interpreter_lsp').statusline()")
+    seen = ed.helper("wait_status", "r.model == 'openai/other-model'", 20_000)
+    assert seen["ok"], seen["status"]
 
-def test_restart_forgets_the_kernel_state(start_editor) -> None:
+
+def test_restart_asks_names_the_language_and_says_when_done(start_editor) -> None:
     ed: Editor = start_editor()
     run_first_cell(ed)
-    ed.nvim.command("InterpreterRestart")
+    ed.lua("_G.asked = {} vim.fn.confirm = function(msg) table.insert(_G.asked, msg) return 1 end")
+    assert ed.lua("return vim.fn.getcompletion('InterpreterRestart ', 'cmdline')") == ["python", "shell"]
+    ed.nvim.command("InterpreterRestart")  # no language: the buffer's (python)
+    assert ed.lua("return _G.asked") == ["Restart the python kernel? Its variables are lost."]
+    text = "\n".join(ed.wait_panel("Kernel restarted (python)"))
+    assert "↻ restarting the python kernel…" in text
     ed.lua("require('interpreter_lsp').run_code('print(x)', 'python')")
     text = "\n".join(ed.wait_panel("✗ **Run**"))
     assert "NameError" in text
-    assert "↻ restarting" in text
+
+    ed.lua("vim.fn.confirm = function(msg) table.insert(_G.asked, msg) return 2 end")  # Cancel
+    ed.nvim.command("InterpreterRestart python")
+    assert len(ed.lua("return _G.asked")) == 2
+    assert "\n".join(ed.panel()).count("restarting the python kernel") == 1, "a cancelled restart does nothing"
 
 
 def test_export_writes_a_notebook_of_the_runs(start_editor) -> None:
@@ -58,7 +73,7 @@ def test_export_writes_a_notebook_of_the_runs(start_editor) -> None:
 
 
 def test_reset_and_undo_say_what_happened(start_editor) -> None:
-    ed: Editor = start_editor()
+    ed: Editor = start_editor({"confirmDestructive": False})  # the setting skips the question
     ed.open("demo.py")
     ed.nvim.command("InterpreterUndo")
     seen = ed.helper("wait_note", "Nothing to undo", 20_000)

@@ -230,3 +230,31 @@ def test_code_lens_runs_a_cell_through_neovims_lsp_ui(start_editor) -> None:
     ed.lua("vim.lsp.codelens.run()")
     text = "\n".join(ed.wait_panel("✓ **Run**", count=2))
     assert "x is 42" in text and "second cell ran" in text
+    # Runs the server started show their code and where it came from.
+    first, second = text.split("✓ **Run**")[1:3]
+    assert "cell demo.py:1-4" in first and '```python\nx = 6 * 7\nprint("x is", x)\n```' in first, first
+    assert "cell demo.py:5-7" in second and 'print("second cell ran")' in second, second
+
+
+def test_a_characterwise_selection_runs_exactly_the_selected_text(start_editor) -> None:
+    ed: Editor = start_editor()
+    (ed.workspace / "two.py").write_text("print('bef' + 'ore'); print('sel' + 'ected')\nprint('next line')\n")
+    ed.open("two.py")
+    ed.nvim.command("call cursor(1, 23)")  # on the second print
+    ed.nvim.input("vf):InterpreterRun<CR>")  # as typed: `:` in visual mode gives '<,'>
+    text = "\n".join(ed.wait_panel("✓ **Run**"))
+    assert "selected" in text
+    assert "before" not in text and "next line" not in text, text
+    assert "two.py:1:23" in text
+    assert "```python\nprint('sel' + 'ected')\n```" in text
+
+
+def test_escape_at_an_input_prompt_cancels_the_run_in_one_line(start_editor) -> None:
+    ed: Editor = start_editor()
+    ed.lua("vim.ui.input = function(opts, on_confirm) on_confirm(nil) end")  # the user pressed Esc
+    (ed.workspace / "ask.py").write_text('name = input("Your name: ")\nprint("never", name)\n')
+    ed.open("ask.py")
+    ed.nvim.command("%InterpreterRun")
+    text = "\n".join(ed.wait_panel("■ **Run**"))
+    assert "interrupted" in text and "input cancelled" in text, text
+    assert "Traceback" not in text and "never" not in text.split("■ **Run**")[1].split("```")[-1], text

@@ -36,11 +36,21 @@ local commands = {
     { nargs = "*", desc = "Reject the pending proposal, with an optional reason for the model" },
   },
   InterpreterEdit = { function() api().edit() end, { desc = "Edit the pending proposal; :w approves it" } },
-  InterpreterApply = { function() api().apply() end, { desc = "Write the pending proposal into the source buffer" } },
+  InterpreterApply = {
+    function(cmd)
+      local line1, line2 = range_of(cmd)
+      api().apply({ line1 = line1, line2 = line2 })
+    end,
+    { range = true, desc = "Write the pending proposal into the buffer: over the range, else below the cursor line" },
+  },
   InterpreterInterrupt = { function() api().interrupt() end, { desc = "Interrupt the run, stop the model" } },
   InterpreterRestart = {
     function(cmd) api().restart(cmd.args) end,
-    { nargs = "?", desc = "Restart a kernel (default: python)" },
+    {
+      nargs = "?",
+      complete = function(arglead) return api().languages(arglead) end,
+      desc = "Restart a kernel (default: the current buffer's language, else python)",
+    },
   },
   InterpreterReset = { function() api().reset() end, { desc = "Start a new conversation" } },
   InterpreterUndo = { function() api().undo() end, { desc = "Drop the last request and what followed" } },
@@ -51,6 +61,9 @@ local commands = {
     { nargs = "?", desc = "Show the kernel's variables" },
   },
   InterpreterStatus = { function() api().status() end, { desc = "Model, kernels and token usage" } },
+  InterpreterTrust = { function() api().trust() end, { desc = "Trust this workspace folder: code may run in it" } },
+  InterpreterUntrust = { function() api().untrust() end, { desc = "Withdraw trust in this folder: nothing runs" } },
+  InterpreterCompact = { function() api().compact() end, { desc = "Condense the earlier turns of the conversation" } },
   InterpreterExport = {
     function(cmd) api().export(cmd.args) end,
     { nargs = 1, complete = "file", desc = "Export the conversation as a notebook" },

@@ -129,6 +129,63 @@ function M.status_round_trip(timeout_ms)
   return { answered = answered, ms = (vim.uv.hrtime() - started) / 1e6, runs = running, model = result and result.model }
 end
 
+--- Ask interpreter.status until `check(result)` holds (a Lua expression of `r`), bounded.
+function M.wait_status(expr, timeout_ms)
+  local check = assert(loadstring("local r = ... return " .. expr))
+  local c = vim.lsp.get_clients({ name = "interpreter_lsp" })[1]
+  local last
+  local ok = vim.wait(timeout_ms, function()
+    local answered = false
+    require("interpreter_lsp.client").execute(c, "interpreter.status", {}, function(r)
+      answered, last = true, r
+    end)
+    vim.wait(10000, function() return answered end, 10)
+    return last ~= nil and check(last) == true
+  end, 200)
+  return { ok = ok, status = last }
+end
+
+--- A session of its own for `root`, with no server: the unit-level tests feed it notifications.
+function M.fresh_session(root)
+  local s = require("interpreter_lsp.session").get(root, require("interpreter_lsp.client").opts)
+  s.kernels.python = "idle"
+  s.starting = false
+  return s
+end
+
+--- The screen as the user sees it with `s`'s panel as the only window, `width` columns wide: window bar
+--- and text rows, trailing blanks removed, rows after the text left out.
+function M.screen_of(root, width, height)
+  local s = require("interpreter_lsp.session").get(root, require("interpreter_lsp.client").opts)
+  vim.o.columns, vim.o.lines, vim.o.laststatus = width, height, 0
+  local win = s.panel:open()
+  vim.api.nvim_set_current_win(win)
+  vim.cmd("only")
+  s.panel:flush()
+  vim.api.nvim_win_set_cursor(win, { 1, 0 })
+  vim.fn.winrestview({ topline = 1 })
+  vim.cmd("redraw!")
+  local rows = {}
+  for r = 1, height - 1 do
+    local line = {}
+    for c = 1, width do
+      line[#line + 1] = vim.fn.screenstring(r, c)
+    end
+    rows[#rows + 1] = (table.concat(line):gsub("%s+$", ""))
+  end
+  local shown = {}
+  for _, row in ipairs(rows) do
+    if row == "~" then
+      break
+    end
+    shown[#shown + 1] = row
+  end
+  while #shown > 0 and shown[#shown] == "" do
+    table.remove(shown)
+  end
+  return shown
+end
+
 --- Lines of the floating windows on screen.
 function M.float_lines()
   local out = {}

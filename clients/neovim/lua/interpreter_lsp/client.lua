@@ -2,6 +2,8 @@
 -- root's session, answer its input requests, and send commands once the server is initialized.
 local config = require("interpreter_lsp.config")
 local session_mod = require("interpreter_lsp.session")
+local protocol = require("interpreter_lsp.protocol")
+local trust = require("interpreter_lsp.trust")
 
 local M = {}
 
@@ -108,14 +110,16 @@ local function on_input(_, params)
 end
 
 local handlers = {
-  ["interpreter/message"] = notification("on_message"),
-  ["interpreter/proposal"] = notification("on_proposal"),
-  ["interpreter/output"] = notification("on_output"),
-  ["interpreter/runStatus"] = notification("on_run_status"),
-  ["interpreter/turnStatus"] = notification("on_turn_status"),
-  ["interpreter/kernelStatus"] = notification("on_kernel_status"),
-  ["interpreter/input"] = on_input,
+  [protocol.MESSAGE] = notification("on_message"),
+  [protocol.PROPOSAL] = notification("on_proposal"),
+  [protocol.OUTPUT] = notification("on_output"),
+  [protocol.RUN_STATUS] = notification("on_run_status"),
+  [protocol.TURN_STATUS] = notification("on_turn_status"),
+  [protocol.KERNEL_STATUS] = notification("on_kernel_status"),
+  [protocol.PROPOSAL_STATUS] = notification("on_proposal_status"),
+  [protocol.INPUT] = on_input,
 }
+M.handlers = handlers
 
 -- The server's code lenses ("Run cell" above each `# %%`), kept fresh; `:lua vim.lsp.codelens.run()`
 -- on a marker line runs that cell.
@@ -148,6 +152,8 @@ function M.attach(buf)
   end
   local root = M.root_for(buf)
   local settings = config.json_object(opts.settings)
+  local trusted = trust.is_trusted(root, opts.trusted)
+  session_mod.get(root, opts).trusted = trusted
   local id = vim.lsp.start({
     name = M.name,
     cmd = cmd,
@@ -156,7 +162,7 @@ function M.attach(buf)
     init_options = {
       settings = settings,
       capabilities = { input = true },
-      trusted = opts.trusted,
+      trusted = trusted,
     },
     settings = { interpreter = settings },
     handlers = handlers,
@@ -165,6 +171,9 @@ function M.attach(buf)
       waiting[client.id] = nil
       for _, fn in ipairs(queue) do
         fn()
+      end
+      if M.on_ready then
+        M.on_ready(client, session_mod.get(root, opts))
       end
     end,
     on_attach = function(c, bufnr)
@@ -220,6 +229,14 @@ function M.for_buffer(buf)
   return c, s
 end
 
+--- Send a notification to the server (Neovim 0.10 and 0.11 spell the method differently).
+function M.notify(client, method, params)
+  if has_011 then
+    return client:notify(method, params)
+  end
+  return client.notify(method, params)
+end
+
 --- Send `workspace/executeCommand` once the client is ready. `on_result(result)` runs on success;
 --- errors are shown to the user (the server writes them for people) and passed to `on_error`.
 ---@param client vim.lsp.Client
@@ -238,7 +255,8 @@ function M.execute(client, command, args, on_result, on_error, buf)
       arguments = { config.json_object(args) },
     }, function(err, result)
       if err then
-        vim.notify("interpreter_lsp: " .. command .. ": " .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+        -- The server writes its errors for people: show them as they are, not behind a method name.
+        vim.notify("interpreter_lsp: " .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
         if on_error then
           on_error(err)
         end

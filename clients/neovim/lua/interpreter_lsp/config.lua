@@ -14,7 +14,8 @@ local M = {}
 ---@field filetypes string[]|nil start for these filetypes only; nil: every buffer with a file
 ---@field root_markers string[]
 ---@field settings table the `interpreter` settings section sent to the server
----@field trusted boolean the workspace is trusted (the server may run approved code)
+---@field trusted boolean|nil nil: a folder is trusted once the user ran :InterpreterTrust in it; true: every
+--- folder is trusted (the old behaviour, your choice); false: none is
 ---@field codelens boolean show the server's "Run cell" code lenses
 ---@field log_file string|nil passed to the server as --log-file
 ---@field log_level string|nil passed to the server as --log-level
@@ -28,7 +29,7 @@ M.defaults = {
   filetypes = nil,
   root_markers = { ".git", "pyproject.toml", ".interpreter-lsp.toml" },
   settings = {},
-  trusted = true,
+  trusted = nil,
   codelens = true,
   log_file = nil,
   log_level = nil,
@@ -37,6 +38,7 @@ M.defaults = {
     approve = "a",
     edit = "e",
     reject = "r",
+    reject_reason = "R",
     apply = "i",
     expand = "o",
     interrupt = "<C-c>",
@@ -83,6 +85,7 @@ M.known_settings = {
   maxRetries = "number",
   kernel = "table",
   reviewModel = "string",
+  confirmDestructive = "boolean",
 }
 -- end of known_settings
 
@@ -103,7 +106,7 @@ end
 local function check_table_keys(name, given, defaults)
   for key in pairs(given) do
     if defaults[key] == nil and key ~= "cmd" and key ~= "filetypes" and key ~= "log_file"
-      and key ~= "log_level" and key ~= "image_dir" then
+      and key ~= "log_level" and key ~= "image_dir" and key ~= "trusted" then
       fail(string.format("unknown option %s%s (see :help interpreter_lsp-options)", name, key))
     end
   end
@@ -133,7 +136,7 @@ function M.resolve(user)
   check("filetypes", opts.filetypes, { "table" }, true)
   check("root_markers", opts.root_markers, { "table" })
   check("settings", opts.settings, { "table" })
-  check("trusted", opts.trusted, { "boolean" })
+  check("trusted", opts.trusted, { "boolean" }, true)
   check("codelens", opts.codelens, { "boolean" })
   check("log_file", opts.log_file, { "string" }, true)
   check("log_level", opts.log_level, { "string" }, true)

@@ -66,7 +66,7 @@ local function server_status(client)
   if not client or not client.initialized then
     return nil
   end
-  local params = { command = "interpreter.status", arguments = { vim.empty_dict() } }
+  local params = { command = require("interpreter_lsp.protocol").STATUS, arguments = { vim.empty_dict() } }
   local response
   if vim.fn.has("nvim-0.11") == 1 then
     response = client:request_sync("workspace/executeCommand", params, 5000, 0)
@@ -116,6 +116,13 @@ function M.check()
     or vim.lsp.get_clients({ name = client_mod.name })[1]
   if client then
     health.ok(string.format("running (client %d) for %s", client.id, client.root_dir or "?"))
+    local root = client.root_dir or client.config.root_dir
+    if root and require("interpreter_lsp.trust").is_trusted(root, opts.trusted) then
+      health.ok("the folder is trusted: approved code may run in it")
+    elseif root then
+      health.warn("the folder " .. root .. " is not trusted: nothing runs in it",
+        { ":InterpreterTrust trusts it (:help interpreter_lsp-trust)" })
+    end
   else
     health.info("not running yet: it starts when you open a file (or on the first :Interpreter command)")
   end

@@ -5,6 +5,8 @@ local client = require("interpreter_lsp.client")
 local cells = require("interpreter_lsp.cells")
 local session_mod = require("interpreter_lsp.session")
 local panel_mod = require("interpreter_lsp.panel")
+local protocol = require("interpreter_lsp.protocol")
+local workspace = require("interpreter_lsp.workspace")
 
 local M = {}
 
@@ -54,6 +56,15 @@ function M.setup(user)
     end,
   })
   vim.api.nvim_create_autocmd("ColorScheme", { group = augroup, callback = panel_mod.define_highlights })
+  -- The window bar holds what fits the panel's width: a resize redraws it.
+  vim.api.nvim_create_autocmd({ "WinResized", "VimResized" }, {
+    group = augroup,
+    callback = function()
+      for _, s in pairs(session_mod.all()) do
+        s.panel:set_winbar(s.panel.winbar_parts)
+      end
+    end,
+  })
   vim.api.nvim_create_autocmd("BufEnter", {
     group = augroup,
     callback = function(ev)
@@ -65,6 +76,7 @@ function M.setup(user)
   })
   set_global_keys(opts.keymaps)
   session_mod.on_new = set_panel_keys
+  client.on_ready = workspace.on_ready
   -- Buffers opened before setup() (lazy loading), or before :InterpreterInstall, get a client too.
   local function attach_loaded()
     for _, buf in ipairs(vim.api.nvim_list_bufs()) do
@@ -97,11 +109,6 @@ local function current()
   return c, s
 end
 
--- Commands about the whole workspace name it by its root (one server may serve several folders).
-local function root_uri(s)
-  return vim.uri_from_fname(s.root)
-end
-
 local function relative(buf)
   return vim.fn.fnamemodify(vim.api.nvim_buf_get_name(buf), ":.")
 end
@@ -129,7 +136,9 @@ function set_panel_keys(s)
   end
   map(keys.approve, function() M.approve() end, "Interpreter: approve the proposal")
   map(keys.edit, function() M.edit() end, "Interpreter: edit the proposal, :w approves it")
-  map(keys.reject, function() M.reject() end, "Interpreter: reject the proposal")
+  map(keys.reject, function() M.reject() end, "Interpreter: reject the proposal (the turn ends)")
+  map(keys.reject_reason, function() M.reject_with_reason() end,
+    "Interpreter: reject the proposal with a reason (the model is asked again)")
   map(keys.apply, function() M.apply() end, "Interpreter: write the proposal into the source buffer")
   map(keys.expand, function() M.show_output() end, "Interpreter: all output of the run under the cursor")
   map(keys.interrupt, function() M.interrupt() end, "Interpreter: interrupt")
@@ -174,7 +183,7 @@ function M.chat(args)
       params.uri = vim.uri_from_bufnr(buf)
     end
     s:user_chat(text, about)
-    client.execute(c, "interpreter.chat", params, function(result)
+    client.execute(c, protocol.CHAT, params, function(result)
       if result and result.turnId then
         s:bind_turn(result.turnId, context)
       end
@@ -189,7 +198,28 @@ function M.chat(args)
   end
 end
 
---- Run a 1-based line range; else the `# %%` cell at the cursor; else the cursor line.
+--- The character-wise visual selection that gave the range line1..line2, if that is where it came from:
+--- {first, last} 0-based rows and byte columns, `last_col` exclusive.
+---@return table|nil
+local function charwise_selection(buf, line1, line2)
+  if vim.fn.visualmode() ~= "v" then
+    return nil
+  end
+  local from, to = vim.fn.getpos("'<"), vim.fn.getpos("'>")
+  if from[2] ~= line1 or to[2] ~= line2 or from[2] == 0 then
+    return nil
+  end
+  local last_text = vim.api.nvim_buf_get_lines(buf, to[2] - 1, to[2], false)[1] or ""
+  local end_col = math.min(to[3], #last_text) -- 1-based byte of the last character (v$ gives MAXCOL)
+  if end_col > 0 then
+    end_col = end_col + vim.str_utf_end(last_text, end_col) -- the whole last character
+  end
+  local first_text = vim.api.nvim_buf_get_lines(buf, from[2] - 1, from[2], false)[1] or ""
+  return { first_row = from[2] - 1, first_col = math.min(from[3] - 1, #first_text), last_row = to[2] - 1, last_col = end_col }
+end
+
+--- Run a 1-based line range (exactly the selected characters after a character-wise selection); else the
+--- `# %%` cell at the cursor; else the cursor line.
 ---@param args {line1: integer|nil, line2: integer|nil}|nil
 function M.run(args)
   args = args or {}
@@ -203,18 +233,37 @@ function M.run(args)
     return
   end
   local row = vim.api.nvim_win_get_cursor(0)[1] - 1
-  local span = cells.span(buf, args.line1, args.line2, row)
-  local lines = vim.api.nvim_buf_get_lines(buf, span.first, span.last, false)
-  local code = table.concat(lines, "\n")
+  local code, where, range
+  local sel = args.line1 and charwise_selection(buf, args.line1, args.line2)
+  if sel then
+    local lines = vim.api.nvim_buf_get_text(buf, sel.first_row, sel.first_col, sel.last_row, sel.last_col, {})
+    code = table.concat(lines, "\n")
+    local first_text = vim.api.nvim_buf_get_lines(buf, sel.first_row, sel.first_row + 1, false)[1] or ""
+    local last_text = vim.api.nvim_buf_get_lines(buf, sel.last_row, sel.last_row + 1, false)[1] or ""
+    local enc = c.offset_encoding
+    range = {
+      start = { line = sel.first_row, character = cells.character_length(first_text:sub(1, sel.first_col), enc) },
+      ["end"] = { line = sel.last_row, character = cells.character_length(last_text:sub(1, sel.last_col), enc) },
+    }
+    where = string.format("%s:%d:%d", relative(buf), sel.first_row + 1, sel.first_col + 1)
+  else
+    local span = cells.span(buf, args.line1, args.line2, row)
+    code = table.concat(vim.api.nvim_buf_get_lines(buf, span.first, span.last, false), "\n")
+    if vim.trim(code) == "" then
+      notify("nothing to run: the " .. span.kind .. " is empty", vim.log.levels.WARN)
+      return
+    end
+    where = span.last - span.first == 1 and string.format("%s:%d", relative(buf), span.first + 1)
+      or string.format("%s:%d-%d", relative(buf), span.first + 1, span.last)
+    range = cells.lsp_range(buf, span, c.offset_encoding)
+  end
   if vim.trim(code) == "" then
-    notify("nothing to run: the " .. span.kind .. " is empty", vim.log.levels.WARN)
+    notify("nothing to run: the selection is empty", vim.log.levels.WARN)
     return
   end
-  local where = span.last - span.first == 1 and string.format("%s:%d", relative(buf), span.first + 1)
-    or string.format("%s:%d-%d", relative(buf), span.first + 1, span.last)
   local run = s:user_run({ language = vim.bo[buf].filetype ~= "" and vim.bo[buf].filetype or nil, code = code, where = where })
-  local params = { uri = vim.uri_from_bufnr(buf), range = cells.lsp_range(buf, span, c.offset_encoding) }
-  client.execute(c, "interpreter.run", params, function(result)
+  local params = { uri = vim.uri_from_bufnr(buf), range = range }
+  client.execute(c, protocol.RUN, params, function(result)
     if result and result.runId then
       s:bind_run(run, result.runId)
     end
@@ -234,7 +283,7 @@ function M.run_code(code, language)
     return
   end
   local run = s:user_run({ language = language, code = code })
-  client.execute(c, "interpreter.run", { code = code, language = language }, function(result)
+  client.execute(c, protocol.RUN, { code = code, language = language }, function(result)
     if result and result.runId then
       s:bind_run(run, result.runId)
     end
@@ -249,6 +298,9 @@ local function pending_proposal(s, verb)
   local prop = s:pick_proposal(panel_row(s))
   if not prop then
     notify("no proposal to " .. verb, vim.log.levels.WARN)
+  elseif prop.state ~= "pending" then
+    notify(string.format("proposal %d is %s: nothing to %s", prop.index, prop.state, verb), vim.log.levels.WARN)
+    return nil
   end
   return prop
 end
@@ -259,7 +311,7 @@ end
 local function approve(c, s, prop, code)
   local run = s:user_run({ language = prop.language, proposal = prop, code = code })
   s:set_proposal_state(prop.id, code and "edited, approved" or "approved")
-  client.execute(c, "interpreter.approve", { proposalId = prop.id, code = code }, function(result)
+  client.execute(c, protocol.APPROVE, { proposalId = prop.id, code = code }, function(result)
     if result and result.runId then
       s:bind_run(run, result.runId)
     end
@@ -276,10 +328,12 @@ function M.approve()
   local c, s = with_session()
   local prop = s and pending_proposal(s, "approve")
   if c and s and prop then
+    s.panel:follow()
     approve(c, s, prop, nil)
   end
 end
 
+--- Reject the proposal. Without a reason the turn ends; with one, the model is asked again with it.
 ---@param reason string|nil
 function M.reject(reason)
   local c, s = with_session()
@@ -287,10 +341,28 @@ function M.reject(reason)
   if not c or not s or not prop then
     return
   end
-  client.execute(c, "interpreter.reject", { proposalId = prop.id, reason = reason ~= "" and reason or nil },
+  reason = reason and vim.trim(reason) or ""
+  s.panel:follow()
+  client.execute(c, protocol.REJECT, { proposalId = prop.id, reason = reason ~= "" and reason or nil },
     function()
-      s:set_proposal_state(prop.id, "rejected")
+      if prop.state == "pending" then
+        s:set_proposal_state(prop.id, "rejected", reason ~= "" and ("(" .. reason .. ")") or nil)
+      end
     end)
+end
+
+--- Ask why, then reject with that reason (the model tries again). An empty answer or Esc does nothing.
+function M.reject_with_reason()
+  local _, s = with_session()
+  local prop = s and pending_proposal(s, "reject")
+  if not prop then
+    return
+  end
+  vim.ui.input({ prompt = "Why reject it (the model is asked again): " }, function(reason)
+    if reason and vim.trim(reason) ~= "" then
+      M.reject(reason)
+    end
+  end)
 end
 
 --- Open the proposal in a scratch buffer; writing it (:w) approves the edited code.
@@ -300,6 +372,7 @@ function M.edit()
   if not c or not s or not prop then
     return
   end
+  local origin = vim.api.nvim_get_current_win()
   local buf = vim.api.nvim_create_buf(false, false)
   local ext = ({ python = "py", shell = "sh" })[prop.language] or prop.language
   vim.api.nvim_buf_set_name(buf, string.format("interpreter://proposal-%d.%s", prop.index, ext))
@@ -319,12 +392,17 @@ function M.edit()
       end
       local code = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n")
       vim.bo[buf].modified = false
+      s.panel:follow()
       approve(c, s, prop, code)
       vim.schedule(function()
         for _, win in ipairs(vim.fn.win_findbuf(buf)) do
           if #vim.api.nvim_list_wins() > 1 then
             vim.api.nvim_win_close(win, true)
           end
+        end
+        -- Back where `e` was pressed (the panel), not wherever Neovim lands after the close.
+        if vim.api.nvim_win_is_valid(origin) then
+          vim.api.nvim_set_current_win(origin)
         end
       end)
     end,
@@ -334,65 +412,60 @@ function M.edit()
   notify("edit proposal " .. prop.index .. ", then :w to approve it (:q! to leave it pending)")
 end
 
---- Write the proposal into the source buffer: over the lines the chat was about, else below the cursor.
-function M.apply()
+local function is_source(buf)
+  return vim.bo[buf].buftype == "" and vim.api.nvim_buf_get_name(buf) ~= "" and not session_mod.by_panel(buf)
+end
+
+--- Where `M.apply` writes: {uri, range} for the server, which computes the edit (whole lines, never glued
+--- to their neighbours; docs/protocol.md). nil: the server's default (the chat's selection).
+---@return table|nil params, integer|nil buf
+local function apply_target(c, s, prop, args)
+  local buf = vim.api.nvim_get_current_buf()
+  if is_source(buf) and args.line1 and args.line2 then
+    -- A range of whole lines: replaced.
+    return { uri = vim.uri_from_bufnr(buf), range = {
+      start = { line = args.line1 - 1, character = 0 }, ["end"] = { line = args.line2, character = 0 } } }, buf
+  end
+  local turn = s.turns[prop.turn_id]
+  if turn and turn.context then
+    return { uri = turn.context.uri, range = turn.context.range }, nil
+  end
+  local target = is_source(buf) and buf or s.source_buf
+  if not (target and vim.api.nvim_buf_is_valid(target)) then
+    return nil, nil
+  end
+  local win = target == buf and vim.api.nvim_get_current_win() or vim.fn.win_findbuf(target)[1]
+  local row = win and vim.api.nvim_win_get_cursor(win)[1] or vim.api.nvim_buf_line_count(target)
+  local text = vim.api.nvim_buf_get_lines(target, row - 1, row, false)[1] or ""
+  -- The cursor as the end of its line: below that line, like `p`; on a blank line, in its place.
+  local at = { line = row - 1, character = cells.character_length(text, c.offset_encoding) }
+  return { uri = vim.uri_from_bufnr(target), range = { start = at, ["end"] = at } }, target
+end
+
+--- Write the proposal into a buffer: over a given range of lines (:'<,'>InterpreterApply); else over the
+--- lines the chat was about; else below the cursor line of the source window (on a blank line, in its
+--- place). The proposal does not run, and its turn ends.
+---@param args {line1: integer|nil, line2: integer|nil}|nil
+function M.apply(args)
+  args = args or {}
   local c, s = with_session()
   local prop = s and pending_proposal(s, "apply")
   if not c or not s or not prop then
     return
   end
-  local params = { proposalId = prop.id }
-  local turn = s.turns[prop.turn_id]
-  local target = s.source_buf
-  if turn and turn.context then
-    params.uri, params.range = turn.context.uri, turn.context.range
-  elseif target and vim.api.nvim_buf_is_valid(target) then
-    local win = vim.fn.win_findbuf(target)[1]
-    local row = win and vim.api.nvim_win_get_cursor(win)[1] or vim.api.nvim_buf_line_count(target)
-    params.uri = vim.uri_from_bufnr(target)
-    params.range = { start = { line = row, character = 0 }, ["end"] = { line = row, character = 0 } }
-  end
-  client.execute(c, "interpreter.applyProposal", params, function(result)
+  local target, buf = apply_target(c, s, prop, args)
+  local params = vim.tbl_extend("force", { proposalId = prop.id }, target or {})
+  s.panel:follow()
+  client.execute(c, protocol.APPLY_PROPOSAL, params, function(result)
     if result and result.applied then
-      s:set_proposal_state(prop.id, "applied", "to " .. vim.fn.fnamemodify(vim.uri_to_fname(params.uri or ""), ":t"))
+      if prop.state == "pending" then
+        local where = params.uri and vim.fn.fnamemodify(vim.uri_to_fname(params.uri), ":.")
+        s:set_proposal_state(prop.id, "applied", where and ("to " .. where) or nil)
+      end
     else
       notify("the edit was not applied (the document changed, or the editor refused it)", vim.log.levels.WARN)
     end
-  end)
-end
-
-function M.interrupt()
-  local c = with_session()
-  if c then
-    client.execute(c, "interpreter.interrupt", {})
-  end
-end
-
----@param language string|nil
-function M.restart(language)
-  local c, s = with_session()
-  if c and s then
-    s:note("↻ restarting the " .. (language ~= "" and language or "") .. " kernel")
-    client.execute(c, "interpreter.restartKernel", { language = language ~= "" and language or nil, uri = root_uri(s) })
-  end
-end
-
-function M.reset()
-  local c, s = with_session()
-  if c and s then
-    client.execute(c, "interpreter.reset", { uri = root_uri(s) }, function()
-      s:note("── new conversation (the kernel keeps its state) ──")
-    end)
-  end
-end
-
-function M.undo()
-  local c, s = with_session()
-  if c and s then
-    client.execute(c, "interpreter.undo", { uri = root_uri(s) }, function()
-      s:note("↶ the last request and everything after it were dropped from the conversation")
-    end)
-  end
+  end, nil, buf)
 end
 
 function M.toggle_panel()
@@ -437,73 +510,6 @@ function M.show_output()
   vim.api.nvim_win_set_buf(0, buf)
 end
 
-local function float(lines, title)
-  vim.lsp.util.open_floating_preview(lines, "markdown", { border = "rounded", title = title, focus_id = "interpreter_lsp" })
-end
-
----@param language string|nil
-function M.variables(language)
-  local c, s = with_session()
-  if not c or not s then
-    return
-  end
-  local args = { language = language ~= "" and language or nil, uri = root_uri(s) }
-  client.execute(c, "interpreter.variables", args, function(result)
-    local lines = {}
-    for _, v in ipairs(result and result.variables or {}) do
-      table.insert(lines, string.format("%-20s %-14s %s", v.name, v.type, (v.summary or ""):gsub("\n", " ")))
-    end
-    if #lines == 0 then
-      lines = { "(no variables)" }
-    end
-    float(lines, " variables ")
-  end)
-end
-
-function M.status()
-  local c, s = with_session()
-  if not c or not s then
-    return
-  end
-  client.execute(c, "interpreter.status", { uri = root_uri(s) }, function(result)
-    result = result or {}
-    local kernels = {}
-    for _, k in ipairs(result.kernels or {}) do
-      local line = k.language .. " " .. k.state
-      if k.source then
-        line = line .. " (" .. k.source .. (k.sandbox and k.sandbox ~= "off" and ", sandbox " .. k.sandbox or "") .. ")"
-      end
-      table.insert(kernels, line)
-    end
-    local usage = result.usage or {}
-    local lines = {
-      "model: " .. (result.model ~= vim.NIL and result.model or "(none configured: set settings.model)"),
-      "auto-run: " .. tostring(result.autoRun),
-      "kernels: " .. (#kernels > 0 and table.concat(kernels, ", ") or "none started"),
-      string.format("tokens: %s prompt, %s completion; cost %s", usage.promptTokens or 0,
-        usage.completionTokens or 0, usage.cost or 0),
-      "workspace: " .. s.root,
-    }
-    s.last_status = result
-    notify(table.concat(lines, "\n"))
-  end)
-end
-
----@param path string
-function M.export(path)
-  local c, s = with_session()
-  if not c or not s then
-    return
-  end
-  if not path or path == "" then
-    notify("give a file name: :InterpreterExport notebook.ipynb", vim.log.levels.ERROR)
-    return
-  end
-  client.execute(c, "interpreter.exportNotebook", { path = path, uri = root_uri(s) }, function(result)
-    notify("exported the conversation to " .. ((result and result.path) or path))
-  end)
-end
-
 --- Kernel and turn state for a statusline, e.g. "python:idle thinking".
 ---@return string
 function M.statusline()
@@ -513,6 +519,27 @@ function M.statusline()
   end
   return session_mod.get(c.root_dir or c.config.root_dir, assert(client.opts)):status_line()
 end
+
+-- Workspace commands (workspace.lua), part of this module's API.
+M.compact = workspace.compact
+M.export = workspace.export
+M.interrupt = workspace.interrupt
+M.languages = workspace.languages
+M.refresh_status = workspace.refresh_status
+M.reset = workspace.reset
+M.restart = workspace.restart
+M.status = workspace.status
+M.status_text = workspace.status_text
+M.trust = workspace.trust
+M.undo = workspace.undo
+M.untrust = workspace.untrust
+M.update_settings = workspace.update_settings
+M.variables = workspace.variables
+
+-- For workspace.lua.
+M._with_session = with_session
+M._ensure_setup = ensure_setup
+M._set_panel_keys = set_panel_keys
 
 --- The session of the current buffer's workspace (for tests and integrations).
 ---@return interpreter_lsp.Session|nil

@@ -49,7 +49,8 @@ end
 ---@field sections interpreter_lsp.Section[]
 ---@field total integer lines of all shown sections
 ---@field timer uv.uv_timer_t|nil
----@field winbar string
+---@field winbar_parts string[]
+---@field follow_once boolean the next flush moves every window of the panel to the end
 ---@field on_flush fun()[]|nil
 local Panel = {}
 Panel.__index = Panel
@@ -72,7 +73,7 @@ function M.new(name, opts)
     sections = {},
     total = 0,
     timer = nil,
-    winbar = "",
+    winbar_parts = {},
   }, Panel)
   return self
 end
@@ -221,6 +222,26 @@ function Panel:clear()
   self:_write(0, -1, {})
 end
 
+--- Add sections above the ones already there: `fill()` adds them (with add()), then the earlier
+--- sections follow, redrawn whole.
+---@param fill fun()
+function Panel:prepend(fill)
+  local later = self.sections
+  self.sections = {}
+  fill()
+  for _, sec in ipairs(later) do
+    sec.shown, sec.dirty, sec.folded = false, true, false
+    sec.h_n, sec.b_n, sec.f_n, sec.b_full = 0, 0, 0, 0
+    table.insert(self.sections, sec)
+  end
+  vim.api.nvim_buf_clear_namespace(self.buf, ns, 0, -1)
+  vim.bo[self.buf].modifiable = true
+  vim.api.nvim_buf_set_lines(self.buf, 0, -1, false, {})
+  vim.bo[self.buf].modifiable = false
+  self.total = 0
+  self:schedule()
+end
+
 function Panel:_write(first, last, lines)
   if self.total == 0 and first == 0 then
     last = -1
@@ -316,6 +337,29 @@ function Panel:_render_body(sec, start)
   sec.b_n = head + #lines - (from == start and head or 0)
 end
 
+-- Cursor on the last line and that line at the window's bottom, the window filled above it (what `zb`
+-- does, without running a normal-mode command from a timer while the user types).
+local function show_end(win, last)
+  vim.api.nvim_win_set_cursor(win, { last, 0 })
+  if not vim.api.nvim_win_text_height then
+    return
+  end
+  local height = vim.api.nvim_win_get_height(win)
+  local top, used = last, 0
+  while top >= 1 do
+    local rows = vim.api.nvim_win_text_height(win, { start_row = top - 1, end_row = top - 1 }).all
+    if used + rows > height then
+      break
+    end
+    used = used + rows
+    top = top - 1
+  end
+  top = math.min(top + 1, last)
+  vim.api.nvim_win_call(win, function()
+    vim.fn.winrestview({ topline = top })
+  end)
+end
+
 --- Write every dirty section to the buffer; keep following the end in windows that were at the end.
 function Panel:flush()
   if not vim.api.nvim_buf_is_valid(self.buf) then
@@ -351,15 +395,33 @@ function Panel:flush()
     vim.notify("interpreter_lsp: panel update failed: " .. tostring(err), vim.log.levels.ERROR)
   end
   local after = vim.api.nvim_buf_line_count(self.buf)
+  local follow_all = self.follow_once
+  self.follow_once = false
   for _, win in ipairs(wins) do
-    if follow[win] and vim.api.nvim_win_is_valid(win) then
-      vim.api.nvim_win_set_cursor(win, { after, 0 })
+    if vim.api.nvim_win_is_valid(win) then
+      if follow_all or follow[win] then
+        -- Cursor on the last line and that line at the window's bottom: the end is on screen even when
+        -- the window is not the current one (Neovim would otherwise fix the view only at its next redraw).
+        show_end(win, after)
+      end
+      self:_draw_winbar(win)
+      -- Redraw the panel now: the flush runs from a timer, and a window that is not the current one is
+      -- otherwise drawn stale until the next keypress (or Ctrl-L).
+      if vim.api.nvim__redraw then
+        pcall(vim.api.nvim__redraw, { win = win, valid = false, winbar = true, flush = true })
+      end
     end
-    vim.wo[win].winbar = self.winbar
   end
   for _, fn in ipairs(vim.list_extend({}, self.on_flush or {})) do
     pcall(fn)
   end
+end
+
+--- At the next flush, show the end in every window of the panel (after the user acted on a proposal,
+--- what follows is at the end).
+function Panel:follow()
+  self.follow_once = true
+  self:schedule()
 end
 
 ---@param sec interpreter_lsp.Section
@@ -389,11 +451,38 @@ function Panel:section_at(row)
   return nil
 end
 
----@param text string
-function Panel:set_winbar(text)
-  self.winbar = text
+--- The window bar's text for a window `width` columns wide: the parts that fit, most important first
+--- (a part that does not fit is left out, never cut in the middle), "%" escaped.
+---@param parts string[]
+---@param width integer
+---@return string
+function M.fit(parts, width)
+  local shown, used = {}, 1
+  for i, part in ipairs(parts) do
+    local cost = vim.fn.strdisplaywidth(part) + (#shown > 0 and 3 or 0)
+    if used + cost <= width then
+      table.insert(shown, part)
+      used = used + cost
+    elseif i == 1 then
+      -- The most important part alone is too wide: cut its end, never its start.
+      table.insert(shown, vim.fn.strcharpart(part, 0, math.max(width - 2, 1)) .. "…")
+      used = width
+    end
+  end
+  return (" " .. table.concat(shown, " · ")):gsub("%%", "%%%%")
+end
+
+---@param win integer
+function Panel:_draw_winbar(win)
+  local width = vim.api.nvim_win_get_width(win)
+  vim.wo[win].winbar = M.fit(self.winbar_parts, width)
+end
+
+---@param parts string[] the window bar's pieces, most important first
+function Panel:set_winbar(parts)
+  self.winbar_parts = parts
   for _, win in ipairs(vim.fn.win_findbuf(self.buf)) do
-    vim.wo[win].winbar = text
+    self:_draw_winbar(win)
   end
 end
 
@@ -429,7 +518,7 @@ function Panel:open()
   vim.wo[win].spell = false
   vim.wo[win].winfixwidth = vertical
   vim.wo[win].winfixheight = not vertical
-  vim.wo[win].winbar = self.winbar
+  self:_draw_winbar(win)
   vim.api.nvim_win_set_cursor(win, { vim.api.nvim_buf_line_count(self.buf), 0 })
   return win
 end

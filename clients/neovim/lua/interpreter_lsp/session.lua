@@ -42,6 +42,11 @@ local M = {}
 ---@field kernels table<string, string>
 ---@field turn_state string|nil
 ---@field source_buf integer|nil the file buffer the user last worked in
+---@field restarting table<string, boolean> kernels whose restart was asked for here and has not ended
+---@field context table|nil context use, as interpreter.status / turnStatus report it (may be absent)
+---@field model string|nil the model in use, from interpreter.status
+---@field trusted boolean|nil false: the folder is not trusted, nothing runs
+---@field starting boolean the server has not reported a kernel yet
 local Session = {}
 Session.__index = Session
 
@@ -74,6 +79,11 @@ function M.get(root, opts)
     kernels = {},
     turn_state = nil,
     source_buf = nil,
+    restarting = {},
+    context = nil,
+    model = nil,
+    trusted = nil,
+    starting = true,
   }, Session)
   sessions[root] = s
   s:update_winbar()
@@ -123,36 +133,114 @@ local function seconds(ms)
 end
 
 function Session:activity()
-  if self.opts.panel.open_on_activity then
+  if self.opts.panel.open_on_activity and not self.replaying then
     self.panel:open()
   end
 end
 
-function Session:update_winbar()
-  local parts = { "interpreter" }
-  local langs = vim.tbl_keys(self.kernels)
-  table.sort(langs)
-  for _, lang in ipairs(langs) do
-    table.insert(parts, lang .. " " .. self.kernels[lang])
+local TURN_WORDS = {
+  thinking = "thinking",
+  ["awaiting-approval"] = "awaiting approval",
+  running = "running",
+  compacting = "condensing the conversation…",
+}
+
+local KERNEL_WORDS = { starting = "starting…", restarting = "restarting…" }
+
+--- "12.3k" for 12345 tokens.
+---@param n number
+---@return string
+local function tokens(n)
+  if n >= 1e6 then
+    return (string.format("%.1fM", n / 1e6):gsub("%.0M", "M"))
+  elseif n >= 1000 then
+    return (string.format("%.1fk", n / 1000):gsub("%.0k", "k"))
   end
-  if self.turn_state and self.turn_state ~= "done" then
-    table.insert(parts, self.turn_state)
-  end
-  self.panel:set_winbar(" " .. table.concat(parts, " · "))
+  return tostring(math.floor(n))
 end
 
---- A short line for statuslines: kernel states and the turn state.
+--- Context use as a short text, "12.3k/128k tok · $0.04", or nil when the server sent none (a server
+--- without it, or a field of the wrong type).
+---@param ctx table|nil
+---@return string|nil
+function M.context_text(ctx)
+  if type(ctx) ~= "table" or type(ctx.tokens) ~= "number" then
+    return nil
+  end
+  local text = tokens(ctx.tokens)
+  if type(ctx.window) == "number" and ctx.window > 0 then
+    text = text .. "/" .. tokens(ctx.window) .. (ctx.windowSource == "guess" and "?" or "")
+  end
+  text = text .. " tok"
+  if type(ctx.cost) == "number" then
+    if ctx.costKnown == false then
+      text = text .. " · cost unknown"
+    elseif ctx.cost > 0 then
+      text = text .. string.format(" · $%.2f", ctx.cost)
+    end
+  end
+  return text
+end
+
+--- Languages with a run in progress here, as a set.
+function Session:running_languages()
+  local out = {}
+  for _, run in pairs(self.runs) do
+    if run.state == "running" then
+      out[run.language or "python"] = true
+    end
+  end
+  return out
+end
+
+--- The pieces of the window bar, most important first: what the kernels do (a running run says
+--- "running", whatever the kernel reported last), the turn, context use, the model.
+---@return string[]
+function Session:status_parts()
+  local parts = {}
+  if self.trusted == false then
+    table.insert(parts, "not trusted (:InterpreterTrust)")
+  end
+  local running = self:running_languages()
+  local langs = vim.tbl_keys(self.kernels)
+  for lang in pairs(running) do
+    if not self.kernels[lang] then
+      table.insert(langs, lang)
+    end
+  end
+  table.sort(langs)
+  for _, lang in ipairs(langs) do
+    local state = self.kernels[lang]
+    if running[lang] and state ~= "restarting" and state ~= "dead" then
+      state = "running"
+    end
+    table.insert(parts, lang .. " " .. (KERNEL_WORDS[state] or state or "running"))
+  end
+  if #langs == 0 and self.trusted ~= false then
+    table.insert(parts, self.starting == false and "no kernel yet" or "starting…")
+  end
+  local turn = self.turn_state and TURN_WORDS[self.turn_state]
+  if turn and not (self.turn_state == "running" and next(running)) then
+    table.insert(parts, turn)
+  end
+  local ctx = M.context_text(self.context)
+  if ctx then
+    table.insert(parts, ctx)
+  end
+  if type(self.model) == "string" and self.model ~= "" then
+    table.insert(parts, self.model)
+  end
+  return parts
+end
+
+function Session:update_winbar()
+  self.panel:set_winbar(self:status_parts())
+end
+
+--- A short line for statuslines: kernel states, the turn state, context use and the model.
 ---@return string
 function Session:status_line()
-  local parts = {}
-  for lang, state in pairs(self.kernels) do
-    table.insert(parts, lang .. ":" .. state)
-  end
-  table.sort(parts)
-  if self.turn_state and self.turn_state ~= "done" then
-    table.insert(parts, self.turn_state)
-  end
-  return table.concat(parts, " ")
+  return table.concat(self:status_parts(), " · ")
 end
 
 ---@param text string
@@ -223,7 +311,8 @@ function Session:render_proposal(prop)
   local status = prop.state
   if prop.state == "pending" then
     local acts = {}
-    for _, pair in ipairs({ { "approve", "approve" }, { "edit", "edit" }, { "reject", "reject" }, { "apply", "apply" } }) do
+    for _, pair in ipairs({ { "approve", "approve" }, { "edit", "edit" }, { "reject", "reject" },
+      { "reject_reason", "reject, say why" }, { "apply", "apply" } }) do
       if keys[pair[1]] then
         table.insert(acts, keys[pair[1]] .. " " .. pair[2])
       end
@@ -299,277 +388,19 @@ function Session:pick_proposal(row)
   return nil
 end
 
--- Runs ------------------------------------------------------------------------------------------
-
-local CHANGE_MARKS = { created = "+", modified = "~", deleted = "-" }
-
---- "files: + out/new.csv  ~ old.txt  - gone.txt" for the workspace files a run touched, or nil.
----@param files table|nil [{path, change}] as the server reports them (paths relative to the workspace)
----@return string|nil
-local function files_line(files)
-  if type(files) ~= "table" then
-    return nil
-  end
-  local parts = {}
-  for _, f in ipairs(files) do
-    local mark = type(f) == "table" and CHANGE_MARKS[f.change]
-    if mark and type(f.path) == "string" and f.path ~= "" then
-      table.insert(parts, mark .. " " .. (f.path:gsub("\n", " ")))
-    end
-  end
-  return #parts > 0 and ("files: " .. table.concat(parts, "  ")) or nil
-end
-
-function Session:render_run(run)
-  local icon = ({ queued = "…", running = "▶", ok = "✓", error = "✗", interrupted = "■", died = "✗", timeout = "⏱" })[run.state]
-    or "▶"
-  local title = string.format("%s **Run** · %s", icon, run.language or "code")
-  if run.where then
-    title = title .. " · " .. run.where
-  end
-  if run.proposal then
-    title = title .. " · proposal " .. run.proposal.index
-  end
-  title = title .. " · " .. run.state
-  if run.duration_ms then
-    title = title .. " · " .. seconds(run.duration_ms)
-  end
-  local hl = ({ ok = "InterpreterOk", error = "InterpreterError", died = "InterpreterError", timeout = "InterpreterError", interrupted = "InterpreterRisk" })[run.state]
-    or "InterpreterTitle"
-  local lines, hls = { title }, { hl }
-  local files = files_line(run.files)
-  if files then
-    table.insert(lines, files)
-  end
-  if run.message then
-    table.insert(lines, run.message)
-    hls[#lines] = hl
-  end
-  if run.code then
-    vim.list_extend(lines, fence(run.language, run.code))
-  end
-  if run.has_output then
-    table.insert(lines, "~~~")
-  end
-  self.panel:set_header(run.section, lines, hls)
-  self.panel:set_footer(run.section, run.has_output and { "~~~", "" } or { "" })
-end
-
----@param fields table {language?, code?, where?, proposal?}
----@return interpreter_lsp.Run
-function Session:new_run(fields)
-  local run = {
-    id = fields.id,
-    language = fields.language,
-    code = fields.code,
-    where = fields.where,
-    proposal = fields.proposal,
-    state = fields.state or "queued",
-    next_seq = 0,
-    has_output = false,
-    section = self.panel:add("run"),
-  }
-  run.section.cap = self.opts.panel.max_output_lines
-  run.section.data.run = run
-  if run.id then
-    self.runs[run.id] = run
-  end
-  self:render_run(run)
-  return run
-end
-
---- A run the user started here; its id arrives with the command's answer.
----@param fields table {language?, code?, where?, proposal?}
----@return interpreter_lsp.Run
-function Session:user_run(fields)
-  self:activity()
-  local run = self:new_run(fields)
-  table.insert(self.unbound_runs, run)
-  return run
-end
-
----@param run interpreter_lsp.Run
----@param run_id string
-function Session:bind_run(run, run_id)
-  for i, r in ipairs(self.unbound_runs) do
-    if r == run then
-      table.remove(self.unbound_runs, i)
-      break
-    end
-  end
-  local existing = self.runs[run_id]
-  if existing and existing ~= run then
-    -- Notifications came first and were matched to another waiting run: keep the one already shown.
-    return
-  end
-  run.id = run_id
-  self.runs[run_id] = run
-end
-
---- The run a notification is about; unknown ids are matched to a waiting run, else shown as new.
-function Session:run_for(p)
-  local run = self.runs[p.runId]
-  if run then
-    return run
-  end
-  local prop = p.proposalId and self.proposals[p.proposalId]
-  for i, r in ipairs(self.unbound_runs) do
-    if (prop and r.proposal == prop) or (not prop and not r.proposal) then
-      table.remove(self.unbound_runs, i)
-      r.id = p.runId
-      self.runs[p.runId] = r
-      return r
-    end
-  end
-  self:activity()
-  run = self:new_run({ id = p.runId, language = p.language or (prop and prop.language), proposal = prop })
-  return run
-end
-
-function Session:on_run_status(p)
-  local run = self:run_for(p)
-  run.state = p.state
-  run.duration_ms = p.durationMs or run.duration_ms
-  run.language = run.language or p.language
-  run.message = p.message
-  if type(p.files) == "table" then
-    run.files = p.files
-  end
-  if p.state ~= "queued" and p.state ~= "running" then
-    self.panel:finish_line(run.section)
-  end
-  if run.proposal and run.proposal.state == "pending" then
-    self:set_proposal_state(run.proposal.id, "approved")
-  end
-  self:render_run(run)
-end
-
-local IMAGE_TYPES = { ["image/png"] = "png", ["image/jpeg"] = "jpg", ["image/gif"] = "gif", ["image/svg+xml"] = "svg" }
-
-function Session:save_image(mime, payload, run)
-  local dir = self.opts.image_dir or (vim.fn.stdpath("cache") .. "/interpreter_lsp/images")
-  vim.fn.mkdir(dir, "p")
-  local n = (run.section.data.images or 0) + 1
-  run.section.data.images = n
-  local name = string.format("%s-%d.%s", (run.id or "run"):gsub("[^%w_-]", "_"), n, IMAGE_TYPES[mime])
-  local path = dir .. "/" .. name
-  local bytes = payload
-  if mime ~= "image/svg+xml" then
-    local ok, decoded = pcall(vim.base64.decode, (payload:gsub("%s", "")))
-    if not ok then
-      return nil
-    end
-    bytes = decoded
-  end
-  local fd = io.open(path, "wb")
-  if not fd then
-    return nil
-  end
-  fd:write(bytes)
-  fd:close()
-  return path
-end
-
--- With image.nvim installed, draw the image below its "[image] path" line once that line is written.
-function Session:draw_image_later(path)
-  local ok, image = pcall(require, "image")
-  if not ok or type(image.from_file) ~= "function" then
-    return
-  end
-  local panel = self.panel
-  panel.on_flush = panel.on_flush or {}
-  local function draw()
-    local win = panel:window()
-    if not win then
-      return false
-    end
-    local lines = vim.api.nvim_buf_get_lines(panel.buf, 0, -1, false)
-    for row = #lines, 1, -1 do
-      if lines[row] == "[image] " .. path then
-        local img = image.from_file(path, { window = win, buffer = panel.buf, with_virtual_padding = true, x = 0, y = row })
-        if img then
-          img:render()
-        end
-        return true
-      end
-    end
-    return false
-  end
-  local entry
-  entry = function()
-    if draw() then
-      for i, fn in ipairs(panel.on_flush) do
-        if fn == entry then
-          table.remove(panel.on_flush, i)
-          break
-        end
-      end
-    end
-  end
-  table.insert(panel.on_flush, entry)
-end
-
--- Text a user can read for a MIME bundle: an image becomes a saved file's path.
-function Session:render_data(data, run)
-  for mime in pairs(IMAGE_TYPES) do
-    if type(data[mime]) == "string" then
-      local path = self:save_image(mime, data[mime], run)
-      if path then
-        self:draw_image_later(path)
-        return "[image] " .. path .. "\n", "muted"
-      end
-    end
-  end
-  local function text_of(v)
-    return type(v) == "table" and table.concat(v, "") or v
-  end
-  if data["text/markdown"] then
-    return text_of(data["text/markdown"])
-  end
-  if data["text/plain"] then
-    return text_of(data["text/plain"])
-  end
-  local mimes = vim.tbl_keys(data)
-  table.sort(mimes)
-  return "[" .. table.concat(mimes, ", ") .. " output: no text form to show]\n", "muted"
-end
-
-function Session:on_output(p)
-  local run = self:run_for(p)
-  if p.seq and p.seq > run.next_seq then
-    self.panel:append(run.section, string.format("\n[%d output messages lost]\n", p.seq - run.next_seq), "muted")
-  end
-  run.next_seq = math.max(run.next_seq, (p.seq or run.next_seq) + 1)
-  if not run.has_output then
-    run.has_output = true
-    self:render_run(run)
-  end
-  local sec = run.section
-  if p.kind == "stdout" then
-    self.panel:append(sec, p.text or "")
-  elseif p.kind == "stderr" then
-    self.panel:append(sec, p.text or "", "stderr")
-  elseif p.kind == "error" then
-    self.panel:finish_line(sec)
-    local text = p.text
-    if not text or text == "" then
-      text = (p.ename or "Error") .. ": " .. (p.evalue or "")
-    end
-    self.panel:append(sec, with_newline(text), "error")
-  else
-    self.panel:finish_line(sec)
-    local text, kind = p.text, nil
-    if type(p.data) == "table" and next(p.data) then
-      text, kind = self:render_data(p.data, run)
-    end
-    self.panel:append(sec, with_newline(text or ""), kind)
-  end
-end
+-- Runs: session_runs.lua adds the methods that draw runs and their output.
+require("interpreter_lsp.session_runs")(Session, { fence = fence, with_newline = with_newline, seconds = seconds })
 
 -- Turn and kernel state -------------------------------------------------------------------------
 
+local FINAL_TURN = { done = true, cancelled = true, error = true }
+
 function Session:on_turn_status(p)
-  self.turn_state = p.state
+  -- A final state ends the turn: the bar says nothing more about it (the panel says how it ended).
+  self.turn_state = not FINAL_TURN[p.state] and p.state or nil
+  if type(p.context) == "table" then
+    self.context = p.context
+  end
   local turn = self.turns[p.turnId] or {}
   self.turns[p.turnId] = turn
   if turn.message then
@@ -582,21 +413,55 @@ function Session:on_turn_status(p)
   elseif p.state == "done" and p.message then
     self:note(p.message)
   end
-  if p.state == "done" or p.state == "cancelled" or p.state == "error" then
+  if FINAL_TURN[p.state] then
     if turn.message then
       turn.message.data.closed = true
+    end
+    -- Whatever of this turn still waits can no longer be decided.
+    for _, prop in ipairs(self.proposal_order) do
+      if prop.turn_id == p.turnId and prop.state == "pending" then
+        self:set_proposal_state(prop.id, "expired")
+      end
     end
   end
   self:update_winbar()
 end
 
+--- A proposal was decided (here, in another client, or by the loop), or its turn ended first.
+function Session:on_proposal_status(p)
+  local prop = self.proposals[p.proposalId]
+  if not prop then
+    return
+  end
+  if p.state == "approved" then
+    if prop.state == "pending" then
+      self:set_proposal_state(prop.id, "approved")
+    end
+  elseif p.state == "auto-run" then
+    self:set_proposal_state(prop.id, "auto-run")
+  elseif p.state == "rejected" then
+    local reason = type(p.reason) == "string" and p.reason ~= "" and p.reason or nil
+    self:set_proposal_state(prop.id, "rejected", reason and ("(" .. reason:gsub("\n", " ") .. ")") or nil)
+  elseif p.state == "applied" then
+    local where = type(p.uri) == "string" and vim.fn.fnamemodify(vim.uri_to_fname(p.uri), ":.") or nil
+    self:set_proposal_state(prop.id, "applied", where and ("to " .. where) or nil)
+  elseif p.state == "expired" and prop.state == "pending" then
+    self:set_proposal_state(prop.id, "expired")
+  end
+end
+
 function Session:on_kernel_status(p)
+  local before = self.kernels[p.language]
   self.kernels[p.language] = p.state
   if p.state == "dead" then
     self:note("✗ the " .. p.language .. " kernel died" .. (p.message and (": " .. p.message) or "")
       .. " (:InterpreterRestart starts it again)", "InterpreterError")
   elseif p.message and (p.state == "restarting" or p.state == "stopped") then
     self:note(p.language .. " kernel " .. p.state .. ": " .. p.message)
+  end
+  if self.restarting[p.language] and p.state == "idle" and before ~= "idle" then
+    self.restarting[p.language] = nil
+    self:note("↻ Kernel restarted (" .. p.language .. ")")
   end
   self:update_winbar()
 end

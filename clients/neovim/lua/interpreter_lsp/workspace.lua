@@ -1,0 +1,328 @@
+-- Commands about a whole workspace: its kernels (interrupt, restart), its conversation (reset, undo,
+-- compact, export), its status and settings, its trust, and what happens when its server is ready (the
+-- history drawn, the status asked). The buffer-level commands (chat, run, proposals) are in init.lua.
+local client = require("interpreter_lsp.client")
+local session_mod = require("interpreter_lsp.session")
+local protocol = require("interpreter_lsp.protocol")
+local trust = require("interpreter_lsp.trust")
+local history = require("interpreter_lsp.history")
+
+local M = {}
+
+local function api()
+  return require("interpreter_lsp")
+end
+
+local function with_session()
+  return api()._with_session()
+end
+
+local function notify(msg, level)
+  vim.notify("interpreter_lsp: " .. msg, level or vim.log.levels.INFO)
+end
+
+-- Commands about the whole workspace name it by its root (one server may serve several folders).
+local function root_uri(s)
+  return vim.uri_from_fname(s.root)
+end
+
+function M.interrupt()
+  local c = with_session()
+  if c then
+    client.execute(c, protocol.INTERRUPT, {})
+  end
+end
+
+--- Ask before something that loses work, unless settings.confirmDestructive is false.
+---@param question string
+---@param action string the button, with & before its key
+---@return boolean
+local function confirmed(question, action)
+  local settings = client.opts and client.opts.settings or {}
+  if settings.confirmDestructive == false then
+    return true
+  end
+  return vim.fn.confirm(question, action .. "\n&Cancel", 2, "Question") == 1
+end
+
+local FILETYPE_LANGUAGES = { python = "python", sh = "shell", bash = "shell", zsh = "shell" }
+
+--- The language a command without one means: the source buffer's, when a kernel of it runs or it is
+--- python or shell; else python.
+---@param s interpreter_lsp.Session
+---@return string
+local function default_language(s)
+  local buf = s.source_buf
+  local ft = buf and vim.api.nvim_buf_is_valid(buf) and vim.bo[buf].filetype or ""
+  local lang = FILETYPE_LANGUAGES[ft] or ft
+  if lang ~= "" and (s.kernels[lang] or lang == "python" or lang == "shell") then
+    return lang
+  end
+  return "python"
+end
+
+--- Languages for completion: python, shell and every kernel the server reported.
+---@param arglead string|nil
+---@return string[]
+function M.languages(arglead)
+  local set = { python = true, shell = true }
+  for _, s in pairs(session_mod.all()) do
+    for lang in pairs(s.kernels) do
+      set[lang] = true
+    end
+  end
+  local out = {}
+  for lang in pairs(set) do
+    if vim.startswith(lang, arglead or "") then
+      table.insert(out, lang)
+    end
+  end
+  table.sort(out)
+  return out
+end
+
+---@param language string|nil default: the current buffer's language (see default_language)
+function M.restart(language)
+  local c, s = with_session()
+  if not c or not s then
+    return
+  end
+  language = (language and language ~= "") and language or default_language(s)
+  if not confirmed("Restart the " .. language .. " kernel? Its variables are lost.", "&Restart") then
+    return
+  end
+  s.restarting[language] = true
+  s:note("↻ restarting the " .. language .. " kernel…")
+  s.panel:follow()
+  client.execute(c, protocol.RESTART_KERNEL, { language = language, uri = root_uri(s) }, nil, function()
+    s.restarting[language] = nil
+  end)
+end
+
+function M.reset()
+  local c, s = with_session()
+  if not c or not s then
+    return
+  end
+  if not confirmed("Start a new conversation? The model forgets this one (the kernel keeps its state).", "&Reset") then
+    return
+  end
+  client.execute(c, protocol.RESET, { uri = root_uri(s) }, function()
+    s:note("── new conversation (the kernel keeps its state) ──")
+  end)
+end
+
+function M.undo()
+  local c, s = with_session()
+  if c and s then
+    client.execute(c, protocol.UNDO, { uri = root_uri(s) }, function()
+      s:note("↶ the last request and everything after it were dropped from the conversation")
+    end)
+  end
+end
+
+local function float(lines, title)
+  vim.lsp.util.open_floating_preview(lines, "markdown", { border = "rounded", title = title, focus_id = "interpreter_lsp" })
+end
+
+---@param language string|nil
+function M.variables(language)
+  local c, s = with_session()
+  if not c or not s then
+    return
+  end
+  local args = { language = language ~= "" and language or nil, uri = root_uri(s) }
+  client.execute(c, protocol.VARIABLES, args, function(result)
+    local lines = {}
+    for _, v in ipairs(result and result.variables or {}) do
+      table.insert(lines, string.format("%-20s %-14s %s", v.name, v.type, (v.summary or ""):gsub("\n", " ")))
+    end
+    if #lines == 0 then
+      lines = { "(no variables)" }
+    end
+    float(lines, " variables ")
+  end)
+end
+
+--- What interpreter.status says, kept in the session for the window bar (model, context use, trust).
+---@param s interpreter_lsp.Session
+---@param result table
+local function remember_status(s, result)
+  s.last_status = result
+  s.model = type(result.model) == "string" and result.model or nil
+  if type(result.context) == "table" then
+    s.context = result.context
+  end
+  if type(result.trusted) == "boolean" then
+    s.trusted = result.trusted
+  end
+  s:update_winbar()
+end
+
+--- What :InterpreterStatus says, line by line, for an interpreter.status result.
+---@param s interpreter_lsp.Session
+---@param result table
+---@return string[]
+function M.status_text(s, result)
+  local kernels = {}
+  for _, k in ipairs(result.kernels or {}) do
+    local line = k.language .. " " .. k.state
+    if k.source then
+      line = line .. " (" .. k.source .. (k.sandbox and k.sandbox ~= "off" and ", sandbox " .. k.sandbox or "") .. ")"
+    end
+    table.insert(kernels, line)
+  end
+  local usage = result.usage or {}
+  local lines = {
+    "model: " .. (type(result.model) == "string" and result.model or "(none configured: set settings.model)"),
+    "auto-run: " .. tostring(result.autoRun),
+    "kernels: " .. (#kernels > 0 and table.concat(kernels, ", ") or "none started"),
+    string.format("tokens: %s prompt, %s completion; cost %s", usage.promptTokens or 0,
+      usage.completionTokens or 0, usage.cost or 0),
+  }
+  local ctx = result.context
+  local ctx_text = session_mod.context_text(ctx)
+  if ctx_text then
+    local more = {}
+    if type(ctx.windowSource) == "string" then
+      table.insert(more, "window from " .. ctx.windowSource)
+    end
+    if type(ctx.compactions) == "number" and ctx.compactions > 0 then
+      table.insert(more, string.format("condensed %d time%s", ctx.compactions, ctx.compactions == 1 and "" or "s"))
+    end
+    table.insert(lines, "context: " .. ctx_text .. (#more > 0 and (" (" .. table.concat(more, ", ") .. ")") or ""))
+  end
+  if result.trusted == false then
+    table.insert(lines, "trusted: no, nothing runs here (:InterpreterTrust trusts " .. s.root .. ")")
+  end
+  table.insert(lines, "workspace: " .. s.root)
+  return lines
+end
+
+function M.status()
+  local c, s = with_session()
+  if not c or not s then
+    return
+  end
+  client.execute(c, protocol.STATUS, { uri = root_uri(s) }, function(result)
+    result = result or {}
+    remember_status(s, result)
+    notify(table.concat(M.status_text(s, result), "\n"))
+  end)
+end
+
+--- Condense the conversation now (the model writes a summary of the earlier turns).
+function M.compact()
+  local c, s = with_session()
+  if not c or not s then
+    return
+  end
+  client.execute(c, protocol.COMPACT, { uri = root_uri(s) }, function(result)
+    result = type(result) == "table" and result or {}
+    local n, dropped = result.summaryTokens, result.droppedTurns
+    local text = type(n) == "number" and string.format("⋯ Earlier turns condensed (%d tokens", n) or "⋯ Earlier turns condensed ("
+    text = text .. (type(dropped) == "number" and string.format("%s%d turns)", type(n) == "number" and "; " or "", dropped) or ")")
+    s:note((text:gsub(" %(%)$", "")))
+    M.refresh_status(c, s)
+  end)
+end
+
+--- Ask the server's status again (after a settings change, a compaction) and update the window bar.
+function M.refresh_status(c, s)
+  client.execute(c, protocol.STATUS, { uri = root_uri(s) }, function(result)
+    if type(result) == "table" then
+      remember_status(s, result)
+    end
+  end)
+end
+
+--- Change server settings while running: merged into setup()'s `settings`, sent to every running server
+--- (workspace/didChangeConfiguration); the window bar shows the new model at once.
+---@param changes table e.g. { model = "gpt-4o-mini" }
+function M.update_settings(changes)
+  api()._ensure_setup()
+  local opts = assert(client.opts)
+  opts.settings = vim.tbl_deep_extend("force", opts.settings or {}, changes or {})
+  local settings = require("interpreter_lsp.config").json_object(opts.settings)
+  for _, c in ipairs(vim.lsp.get_clients({ name = client.name })) do
+    c.settings = { interpreter = settings }
+    c.config.settings = c.settings
+    client.notify(c, "workspace/didChangeConfiguration", { settings = c.settings })
+    -- The server reads the new settings asynchronously: show the model now rather than ask the server
+    -- at once (it could still answer with the old one).
+    if changes and type(changes.model) == "string" then
+      local s = session_mod.get(c.root_dir or c.config.root_dir, opts)
+      s.model = changes.model
+      s:update_winbar()
+    end
+  end
+end
+
+local UNTRUSTED = "This folder is not trusted, so nothing runs here: no kernel starts (not even its own .venv), "
+  .. "its .interpreter-lsp.toml is not read, and proposals wait. :InterpreterTrust trusts %s."
+
+--- Trust the current workspace folder (remembered in stdpath("state")); the server may run code at once.
+function M.trust()
+  local c, s = with_session()
+  if not c or not s then
+    return
+  end
+  trust.trust(s.root)
+  s.trusted = true
+  client.execute(c, protocol.SET_TRUSTED, { trusted = true }, function()
+    s:note("✓ trusted " .. s.root .. ": code may run here now (:InterpreterUntrust withdraws it)")
+    M.refresh_status(c, s)
+  end)
+end
+
+--- Withdraw trust in the current workspace folder: nothing runs from now on.
+function M.untrust()
+  local c, s = with_session()
+  if not c or not s then
+    return
+  end
+  trust.untrust(s.root)
+  s.trusted = false
+  client.execute(c, protocol.SET_TRUSTED, { trusted = false }, function()
+    s:note(string.format(UNTRUSTED, s.root), "InterpreterRisk")
+    M.refresh_status(c, s)
+  end)
+end
+
+--- A server finished initialize: show the workspace's history, its status, and why nothing runs when
+--- the folder is not trusted.
+---@param c vim.lsp.Client
+---@param s interpreter_lsp.Session
+function M.on_ready(c, s)
+  api()._set_panel_keys(s)
+  -- Once per session: a server restarted in the same Neovim (:LspRestart) reads the history this panel
+  -- shows already.
+  local first = not s.history_shown
+  s.history_shown = true
+  client.execute(c, protocol.HISTORY, { uri = root_uri(s) }, function(result)
+    if first then
+      history.render(s, type(result) == "table" and result.messages or nil)
+    end
+    if s.trusted == false then
+      s:note(string.format(UNTRUSTED, s.root), "InterpreterRisk")
+    end
+  end)
+  M.refresh_status(c, s)
+end
+
+---@param path string
+function M.export(path)
+  local c, s = with_session()
+  if not c or not s then
+    return
+  end
+  if not path or path == "" then
+    notify("give a file name: :InterpreterExport notebook.ipynb", vim.log.levels.ERROR)
+    return
+  end
+  client.execute(c, protocol.EXPORT_NOTEBOOK, { path = path, uri = root_uri(s) }, function(result)
+    notify("exported the conversation to " .. ((result and result.path) or path))
+  end)
+end
+
+return M
