@@ -210,14 +210,22 @@ class KernelPool:
         await self._track(lang, self._restart_kernel(kernel, "interrupted"))
 
     async def restart_all(self) -> None:
-        """Start every kernel afresh with the current launch options (e.g. the sandbox was turned on)."""
+        """Start every kernel afresh with the current launch options (e.g. the sandbox was turned on). Each
+        kernel restarts in its turn, after the runs already waiting for it (a run that never ends is the
+        user's to interrupt); the runs after it get the new kernel."""
         self.forget_choices()
-        languages = list(self._kernels)
-        kernels = [self._kernels.pop(lang) for lang in languages]
-        await asyncio.gather(*(k.shutdown() for k in kernels), return_exceptions=True)
-        for lang in languages:
-            with contextlib.suppress(Exception):
-                await self.kernel(lang)
+        # A start under way (the warm-up, a first run) is let finish first: shutting a kernel down in the
+        # middle of its start would fail the runs waiting for it. What it started is then restarted too.
+        while starting := list(self._starting.values()):
+            await asyncio.gather(*starting, return_exceptions=True)
+        for lang in list(self._kernels):
+            async with self.run_lock(lang):
+                kernel = self._kernels.pop(lang, None)
+                if kernel is not None:
+                    with contextlib.suppress(Exception):
+                        await kernel.shutdown()
+                with contextlib.suppress(Exception):
+                    await self.kernel(lang)
 
     async def shutdown(self) -> None:
         self._closed = True
