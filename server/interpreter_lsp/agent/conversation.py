@@ -8,6 +8,7 @@ added after that reply, so the model reads them in the order they are about.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -87,13 +88,26 @@ class Conversation:
                 return event
         return None
 
-    def model_messages(self, system: str) -> list[dict[str, str]]:
-        """The chat messages for the model. Consecutive messages of one role are merged, as some
+    def compactions(self) -> list[dict[str, Any]]:
+        return [e for e in self.events if e.get("type") == "compaction"]
+
+    def model_messages(self, system: str) -> list[dict[str, Any]]:
+        return self.model_view(system).messages
+
+    def model_view(self, system: str, events: list[dict[str, Any]] | None = None) -> View:
+        """The chat messages for the model: the latest compaction's summary (in the system message) and
+        what happened after the turns it condensed. Consecutive messages of one role are merged, as some
         providers require user and assistant to alternate. A request that failed before the model said
-        anything (no model configured, an outage) is left out: it would otherwise be glued to the next."""
-        messages: list[dict[str, str]] = [{"role": "system", "content": system}]
-        edited = {e["proposalId"] for e in self.events if e.get("type") == "decision" and e.get("edited")}
-        unanswered = _unanswered_turns(self.events)
+        anything (no model configured, an outage) is left out: it would otherwise be glued to the next.
+        `events`: a view of these events instead (the turns a summary condenses)."""
+        if events is None:
+            events, summary = self.view_events()
+            if summary:
+                system += "\n\n" + prompt.summary_message(summary)
+        messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
+        edited = {e["proposalId"] for e in events if e.get("type") == "decision" and e.get("edited")}
+        unanswered = _unanswered_turns(events)
+        request = 0
 
         def say(role: str, content: str) -> None:
             if not content:
@@ -104,8 +118,10 @@ class Conversation:
                 messages.append({"role": role, "content": content})
 
         def user(e: dict[str, Any]) -> None:
+            nonlocal request
             if e.get("turnId") not in unanswered:
                 say("user", e.get("content") or e.get("text", ""))
+                request = len(messages) - 1
 
         handlers: dict[str, Callable[[dict[str, Any]], None]] = {
             "user": user,
@@ -115,11 +131,34 @@ class Conversation:
             "note": lambda e: say("user", e.get("forModel", "")),
             "kernel": lambda e: say("user", prompt.kernel_message(e.get("language", "python"), e.get("state", ""))),
         }
-        for event in self.events:
+        for event in events:
             handler = handlers.get(str(event.get("type")))
             if handler is not None:
                 handler(event)
-        return messages
+        return View(messages, request)
+
+    def view_events(self) -> tuple[list[dict[str, Any]], str]:
+        """The events the model still reads whole, and the summary of those before them ("" if none)."""
+        compactions = self.compactions()
+        if not compactions:
+            return self.events, ""
+        latest = compactions[-1]
+        start = after_turn(self.events, str(latest.get("upTo", "")))
+        return [e for e in self.events[start:] if e.get("type") != "compaction"], str(latest.get("summary", ""))
+
+
+@dataclass(frozen=True)
+class View:
+    messages: list[dict[str, Any]]
+    request: int  # the index of the message that carries the latest user request (0: none)
+
+
+def after_turn(events: list[dict[str, Any]], turn_id: str) -> int:
+    """The index just after the last event of `turn_id` (0 when it has none)."""
+    for index in range(len(events) - 1, -1, -1):
+        if events[index].get("turnId") == turn_id:
+            return index + 1
+    return 0
 
 
 def _unanswered_turns(events: list[dict[str, Any]]) -> set[str]:

@@ -134,6 +134,14 @@ def kernel_message(language: str, state: str) -> str:
     return f"(The user restarted the {language} kernel: its variables and imports are gone.)"
 
 
+def summary_message(summary: str) -> str:
+    """The running summary of condensed turns, appended to the system message."""
+    return (
+        "Summary of the earlier part of this conversation (condensed to fit your context window; "
+        f"the messages after it follow):\n{summary.strip()}"
+    )
+
+
 # -- pieces --------------------------------------------------------------------------------------------
 
 
