@@ -53,7 +53,8 @@ def sent(body: dict[str, Any]) -> str:
 
 async def chat_turn(s: Session, text: str) -> dict[str, Any]:
     turn = (await s.command(p.CHAT, {"text": text}))["turnId"]
-    return await turn_end(s, turn)
+    # Generous: a turn here is up to three requests and a run, on a machine that may be busy.
+    return await turn_end(s, turn, 120)
 
 
 def summarize(body: dict[str, Any]) -> str | None:
@@ -254,5 +255,65 @@ async def test_a_huge_latest_result_is_cut_to_fit(
         second = model.wait_requests(2, 60)[1]
         assert litellm.token_counter(model="openai/scripted", messages=second["messages"]) <= window - 256
         assert "line 0" in sent(second) and "line 2999" in sent(second) and "print many lines" in sent(second)
+    finally:
+        await stop_session(s)
+
+
+async def test_a_tool_call_printed_as_json_is_a_proposal_that_runs(
+    workspace_root: Path, home: Path, model: ScriptedModel
+) -> None:
+    s = await start_session(workspace_root, home, configuration=model_settings(model))
+    try:
+        model.reply('{"name": "run_code", "arguments": {"language": "python", "code": "print(6 * 7)"}}')
+        model.reply("It is 42.")
+        turn = (await s.command(p.CHAT, {"text": "six times seven?"}))["turnId"]
+        proposal = await s.wait_for(lambda: next(iter(s.notes[p.PROPOSAL]), None), 120, "the proposal")
+        assert (proposal["language"], proposal["code"]) == ("python", "print(6 * 7)")
+        run_id = (await s.command(p.APPROVE, {"proposalId": proposal["proposalId"]}))["runId"]
+        assert (await s.finished(run_id))["state"] == "ok"
+        assert (await turn_end(s, turn, 120))["state"] == "done"
+        assert "42" in str(model.wait_requests(2, 60)[1]["messages"][-1]["content"])
+    finally:
+        await stop_session(s)
+
+
+def tiny_png(width: int = 40, height: int = 30) -> str:
+    """A valid grey PNG, base64."""
+    import base64
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    rows = b"".join(b"\x00" + b"\x80" * width for _ in range(height))
+    png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0))
+    png += chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+    return base64.b64encode(png).decode()
+
+
+@pytest.mark.parametrize(("name", "sees"), [("openai/gpt-4o", True), ("openai/scripted", False)])
+async def test_images_reach_a_vision_model_and_are_described_to_others(
+    workspace_root: Path, home: Path, model: ScriptedModel, name: str, sees: bool
+) -> None:
+    png = tiny_png()
+    code = f"from IPython.display import Image, display\nimport base64\ndisplay(Image(data=base64.b64decode('{png}')))"
+    settings = {**model_settings(model, autoRun=True), "model": name}
+    s = await start_session(workspace_root, home, configuration=settings)
+    try:
+        model.reply(py(code))
+        model.reply("A grey rectangle.")
+        assert (await chat_turn(s, "show me a picture"))["state"] == "done"
+        last = model.wait_requests(2, 60)[1]["messages"][-1]
+        if sees:
+            parts = last["content"]
+            assert isinstance(parts, list)
+            [image] = [part for part in parts if part["type"] == "image_url"]
+            assert image["image_url"]["url"] == "data:image/png;base64," + png
+            assert any("40x30 pixels" in part.get("text", "") for part in parts)
+        else:
+            assert isinstance(last["content"], str)
+            assert "showed the user an image, 40x30 pixels; you cannot see it" in last["content"]
+            assert png not in last["content"]
     finally:
         await stop_session(s)

@@ -21,6 +21,7 @@ from typing import Any
 from ..llm.errors import CONTEXT_WINDOW, ModelError
 from ..llm.models import ModelFacts
 from ..output import HeadTail
+from . import images
 
 GUESSED_WINDOW = 8192  # tokens, when neither the setting nor litellm knows the model's window
 REPLY_SHARE = 8  # without maxTokens, 1/REPLY_SHARE of the window is kept for the reply
@@ -79,9 +80,9 @@ class TokenCache:
             items = list(missing.items())
             if sum(len(k[1]) + len(k[2]) for k in missing) <= INLINE_CHARS:
                 # A short new message costs a fraction of a millisecond: less than the hop to a thread.
-                counted = [facts.count([m]) for _k, m in items]
+                counted = [_count(m, facts) for _k, m in items]
             else:
-                counted = await asyncio.to_thread(lambda: [facts.count([m]) for _k, m in items])
+                counted = await asyncio.to_thread(lambda: [_count(m, facts) for _k, m in items])
             for (k, _m), n in zip(items, counted, strict=True):
                 self._counts[k] = n
         counts = [self._counts[k] for k in keys]
@@ -89,6 +90,17 @@ class TokenCache:
             wanted = set(keys)
             self._counts = {k: n for k, n in self._counts.items() if k in wanted}
         return counts
+
+
+def _count(message: dict[str, Any], facts: ModelFacts) -> int:
+    """Tokens of one message; an image part is estimated from its size (agent/images.py), its text counted."""
+    content = message.get("content")
+    if not isinstance(content, list):
+        return facts.count([message])
+    text = "\n".join(str(part.get("text", "")) for part in content if part.get("type") == "text")
+    pictures = [part for part in content if part.get("type") == "image_url"]
+    estimate = sum(images.tokens(str(part["image_url"]["url"]).split(",", 1)[-1]) for part in pictures)
+    return facts.count([{**message, "content": text}]) + estimate
 
 
 @dataclass(frozen=True)
@@ -135,9 +147,10 @@ async def fit(
     for _attempt in range(8):
         if used <= limit:
             break
-        # The biggest message other than the system message gives way, cut in the middle.
-        index = max(range(1, len(chosen)), key=lambda i: chosen_counts[i], default=None)
-        if index is None or chosen_counts[index] <= MIN_REPLY or not isinstance(chosen[index].get("content"), str):
+        # The biggest text message other than the system message gives way, cut in the middle.
+        texts = [i for i in range(1, len(chosen)) if isinstance(chosen[i].get("content"), str)]
+        index = max(texts, key=lambda i: chosen_counts[i], default=None)
+        if index is None or chosen_counts[index] <= MIN_REPLY:
             break
         target = max(chosen_counts[index] - (used - limit) - 16, MIN_REPLY // 2)
         chosen[index], recounted = await _cut(chosen[index], chosen_counts[index], target, cache, facts)

@@ -75,14 +75,14 @@ class ContextKeeper:
         system message and the request cannot fit."""
         facts = await self.host.model_facts()
         limits = self.limits(facts)
-        view = self.conversation.model_view(self.system())
+        view = self.conversation.model_view(self.system(), vision=facts.vision)
         tokens = sum(await self.cache.counts(view.messages, facts, view=True))
         if tokens > self.host.settings.compact_at * limits.window:
             plan = compaction.plan(self.conversation.events, self._up_to(), turn_id)
             if plan is not None:
                 on_compacting()
                 await self.compact(plan, facts, limits, turn_id)
-                view = self.conversation.model_view(self.system())
+                view = self.conversation.model_view(self.system(), vision=facts.vision)
         fitted = await budget.fit(view.messages, self.cache, facts, limits.prompt_limit, frozenset({view.request}))
         if fitted.left_out or fitted.cut:
             log.info("request fitted: %d messages left out, cut: %s", fitted.left_out, fitted.cut)
@@ -183,7 +183,7 @@ class ContextKeeper:
         for candidate in plan.turns:
             start = after_turn(self.conversation.events, candidate)
             rest = [e for e in self.conversation.events[start:] if e.get("type") != "compaction"]
-            messages = self.conversation.model_view(system, events=rest).messages
+            messages = self.conversation.model_view(system, events=rest, vision=facts.vision).messages
             if sum(await self.cache.counts(messages, facts)) <= target:
                 chosen = candidate
                 break
@@ -206,7 +206,7 @@ class ContextKeeper:
             facts = await self.host.model_facts()
         limits = self.limits(facts)
         if tokens is None:
-            view = self.conversation.model_view(self.system())
+            view = self.conversation.model_view(self.system(), vision=facts.vision)
             tokens = sum(await self.cache.counts(view.messages, facts))
             tokens = min(tokens, limits.prompt_limit)  # what fitting would send at most
         return p.ContextUse(

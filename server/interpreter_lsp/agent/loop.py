@@ -29,6 +29,7 @@ from .codeblocks import BlockParser, CodeBlock
 from .context import Compacted, ContextKeeper
 from .conversation import Conversation
 from .host import LoopHost
+from .toolcalls import text_tool_calls
 
 log = logging.getLogger(__name__)
 
@@ -301,6 +302,9 @@ class Loop:
             completion = await self.host.call_model(messages, on_delta)
             for block in parser.finish():
                 propose(block)
+            if not pending:  # no fenced code: a tool call a local model printed as JSON is a proposal too
+                for block in text_tool_calls(completion.text):
+                    propose(block)
             proposed = [await future for future in pending]
         except BaseException:
             shown = [f.result() for f in pending if f.done() and not f.cancelled() and f.exception() is None]
