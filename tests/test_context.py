@@ -132,7 +132,8 @@ async def test_compaction_is_recorded_once_and_survives_a_restart(
         await stop_session(s)
 
     asked = len(summaries(model))
-    s = await start_session(workspace_root, home, configuration=settings)
+    # A larger window after the restart: nothing needs condensing, the recorded summary is still used.
+    s = await start_session(workspace_root, home, configuration={**settings, "contextWindow": 8000})
     try:
         model.reply("Still here.")
         assert (await chat_turn(s, "are you there?"))["state"] == "done"
