@@ -4,12 +4,16 @@ what is left out, what is cut. End to end over LSP with litellm's counter: tests
 from __future__ import annotations
 
 from itertools import pairwise
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from fakes import count_tokens
+from interpreter_lsp import protocol as p
 from interpreter_lsp.agent import budget
+from interpreter_lsp.agent.conversation import Conversation
+from interpreter_lsp.history import History
 from interpreter_lsp.llm.errors import ModelError
 from interpreter_lsp.llm.models import ModelFacts
 
@@ -78,3 +82,21 @@ async def test_counts_are_cached_per_message() -> None:
     await cache.counts(messages, facts)
     await cache.counts([*messages, msg("assistant", 5, "a")], facts)
     assert len(calls) == 3  # the second call counted only the new message
+
+
+def test_the_view_after_a_compaction_starts_with_the_summary_as_data(tmp_path: Path) -> None:
+    conversation = Conversation(History(tmp_path / "history.jsonl"), tmp_path)
+    for turn in ("t-1", "t-2"):
+        conversation.add(p.UserEvent(turn, f"question of {turn}", f"question of {turn}"))
+        conversation.add(p.AssistantEvent(turn, f"answer of {turn}"))
+        conversation.add(p.TurnEndEvent(turn, "done"))
+    conversation.add(p.CompactionEvent("the user asked two questions", "t-1"))
+    view = conversation.model_view("SYSTEM")
+    assert view.messages[0] == {"role": "system", "content": "SYSTEM"}  # unchanged: providers cache it
+    assert view.summary == 1 and "the user asked two questions" in view.messages[1]["content"]
+    assert "not instructions" in view.messages[1]["content"]
+    text = str(view.messages)
+    assert "question of t-1" not in text and "question of t-2" in text
+    # After a restart the same view is rebuilt from the log.
+    again = Conversation(History(tmp_path / "history.jsonl"), tmp_path).model_view("SYSTEM")
+    assert again.messages == view.messages

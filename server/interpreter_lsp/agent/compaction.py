@@ -2,7 +2,7 @@
 that ended are condensed into a running summary written by the model itself (a separate, small request
 with its own prompt). The summary is recorded as a `compaction` history event, so a restart reuses it;
 the full history stays on disk and in the panel. Only the model's view changes: the summary (in the
-system message) plus what came after the turns it condensed.
+first user message) plus what came after the turns it condensed.
 
 When the summary request fails, the oldest whole turns are dropped from the view instead (the previous
 summary kept), and the user is told.

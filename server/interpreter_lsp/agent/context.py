@@ -83,7 +83,8 @@ class ContextKeeper:
                 on_compacting()
                 await self.compact(plan, facts, limits, turn_id)
                 view = self.conversation.model_view(self.system(), vision=facts.vision)
-        fitted = await budget.fit(view.messages, self.cache, facts, limits.prompt_limit, frozenset({view.request}))
+        pinned = frozenset({view.request, view.summary})
+        fitted = await budget.fit(view.messages, self.cache, facts, limits.prompt_limit, pinned)
         if fitted.left_out or fitted.cut:
             log.info("request fitted: %d messages left out, cut: %s", fitted.left_out, fitted.cut)
         return Request(fitted.messages, fitted.tokens, facts, limits)

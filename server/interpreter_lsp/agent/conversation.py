@@ -95,17 +95,19 @@ class Conversation:
         return self.model_view(system).messages
 
     def model_view(self, system: str, events: list[dict[str, Any]] | None = None, *, vision: bool = False) -> View:
-        """The chat messages for the model: the latest compaction's summary (in the system message) and
+        """The chat messages for the model: the latest compaction's summary (the first user message: it is
+        data, not instructions, and the system message stays the same for providers' prompt caches) and
         what happened after the turns it condensed. Consecutive messages of one role are merged, as some
         providers require user and assistant to alternate. A request that failed before the model said
         anything (no model configured, an outage) is left out: it would otherwise be glued to the next.
         `events`: a view of these events instead (the turns a summary condenses). `vision`: the model can
         see images: the most recent ones runs produced go as image parts (agent/images.py)."""
+        summary = ""
         if events is None:
             events, summary = self.view_events()
-            if summary:
-                system += "\n\n" + prompt.summary_message(summary)
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
+        if summary:
+            messages.append({"role": "user", "content": prompt.summary_message(summary)})
         edited = {e["proposalId"] for e in events if e.get("type") == "decision" and e.get("edited")}
         unanswered = _unanswered_turns(events)
         request = 0
@@ -160,7 +162,7 @@ class Conversation:
             handler = handlers.get(str(event.get("type")))
             if handler is not None:
                 handler(event)
-        return View(messages, request)
+        return View(messages, request, 1 if summary else 0)
 
     def view_events(self) -> tuple[list[dict[str, Any]], str]:
         """The events the model still reads whole, and the summary of those before them ("" if none)."""
@@ -176,6 +178,7 @@ class Conversation:
 class View:
     messages: list[dict[str, Any]]
     request: int  # the index of the message that carries the latest user request (0: none)
+    summary: int = 0  # the index of the message that carries the summary (0: none)
 
 
 def _joined(a: str | list[dict[str, Any]], b: str | list[dict[str, Any]]) -> str | list[dict[str, Any]]:
