@@ -221,7 +221,9 @@ class Workspace:
         config = await self.model_config()
         key = (config.model, config.api_base)
         if self._facts is None or self._facts[0] != key:
-            self._facts = (key, model_facts(await get_litellm(), config))
+            # Off the loop: for some providers (Ollama) litellm asks the server itself.
+            litellm = await get_litellm()
+            self._facts = (key, await asyncio.to_thread(model_facts, litellm, config))
         return self._facts[1]
 
     async def rate(self, code: str, language: str) -> p.Risk:

@@ -39,7 +39,8 @@ class ModelFacts:
 
 
 def facts(litellm: ModuleType, config: ModelConfig) -> ModelFacts:
-    """What litellm knows of `config.model`. Blocking only on litellm's in-memory tables: cheap."""
+    """What litellm knows of `config.model`. Blocking: mostly litellm's in-memory tables, but for some
+    providers (Ollama) litellm asks the server; call it off the event loop."""
     model = config.model
     provider = _provider(litellm, config)
     info: dict[str, Any] = {}
