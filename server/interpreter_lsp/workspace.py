@@ -47,6 +47,7 @@ log = logging.getLogger(__name__)
 Send = Callable[[str, dict[str, Any]], None]
 
 VARIABLES_FOR_CONTEXT_TIMEOUT = 2.0
+FACTS_TIMEOUT = 10.0  # seconds litellm may take to describe a model (it may ask an Ollama server)
 RATING_BUDGET = 2.0  # seconds a proposal's rating may take before it counts as not understood
 
 
@@ -223,7 +224,12 @@ class Workspace:
         if self._facts is None or self._facts[0] != key:
             # Off the loop: for some providers (Ollama) litellm asks the server itself.
             litellm = await get_litellm()
-            self._facts = (key, await asyncio.to_thread(model_facts, litellm, config))
+            try:
+                found = await asyncio.wait_for(asyncio.to_thread(model_facts, litellm, config), FACTS_TIMEOUT)
+            except asyncio.TimeoutError:
+                log.warning("litellm took over %.0f s to describe %s: its window is a guess", FACTS_TIMEOUT, key[0])
+                found = model_facts(litellm, config, ask=False)
+            self._facts = (key, found)
         return self._facts[1]
 
     async def rate(self, code: str, language: str) -> p.Risk:

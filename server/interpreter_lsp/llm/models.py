@@ -38,14 +38,15 @@ class ModelFacts:
         return prompt_tokens * self.input_cost + completion_tokens * self.output_cost
 
 
-def facts(litellm: ModuleType, config: ModelConfig) -> ModelFacts:
+def facts(litellm: ModuleType, config: ModelConfig, *, ask: bool = True) -> ModelFacts:
     """What litellm knows of `config.model`. Blocking: mostly litellm's in-memory tables, but for some
-    providers (Ollama) litellm asks the server; call it off the event loop."""
+    providers (Ollama) litellm asks the server; call it off the event loop. `ask=False`: nothing is asked
+    (no window, price or abilities), only the token counter is set up."""
     model = config.model
     provider = _provider(litellm, config)
     info: dict[str, Any] = {}
     try:
-        info = dict(litellm.get_model_info(model) or {})
+        info = dict(litellm.get_model_info(model) or {}) if ask else {}
     except Exception:  # "This model isn't mapped yet": a local or unknown model
         info = {}
     window = info.get("max_input_tokens") or info.get("max_tokens")
@@ -69,8 +70,8 @@ def facts(litellm: ModuleType, config: ModelConfig) -> ModelFacts:
         input_cost=input_cost,
         output_cost=output_cost,
         priced=priced,
-        function_calling=_ask(litellm.supports_function_calling, model),
-        vision=_ask(litellm.supports_vision, model),
+        function_calling=ask and _ask(litellm.supports_function_calling, model),
+        vision=ask and _ask(litellm.supports_vision, model),
         count=count,
     )
 
