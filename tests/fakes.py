@@ -13,8 +13,13 @@ from interpreter_lsp import protocol as p
 from interpreter_lsp.kernels.kernel import ExecuteReply
 from interpreter_lsp.llm.client import Completion
 from interpreter_lsp.llm.errors import ModelError
+from interpreter_lsp.llm.models import ModelFacts
 from interpreter_lsp.runs import Run, RunResult
 from interpreter_lsp.settings import Settings
+
+
+def count_tokens(messages: list[dict[str, Any]]) -> int:
+    return sum(len(str(m.get("content", ""))) // 4 + 4 for m in messages) + 3
 
 
 class FakeHost:
@@ -32,6 +37,8 @@ class FakeHost:
         self.model_gate: asyncio.Event | None = None  # when set, a model call waits for it mid-reply
         self.gate_after = 0  # ... after this delta
         self.changed = asyncio.Event()
+        # A model of ~4 characters per token, with no window, price or abilities known.
+        self.facts = ModelFacts("fake", None, 0.0, 0.0, False, False, False, count_tokens)
 
     # what the loop calls
     def send(self, method: str, params: dict[str, Any]) -> None:
@@ -60,7 +67,12 @@ class FakeHost:
         self.changed.set()
         return run
 
-    async def call_model(self, messages: list[dict[str, Any]], on_delta: Callable[[str], None]) -> Completion:
+    async def model_facts(self) -> ModelFacts:
+        return self.facts
+
+    async def call_model(
+        self, messages: list[dict[str, Any]], on_delta: Callable[[str], None], *, max_tokens: int | None = None
+    ) -> Completion:
         self.requests.append(messages)
         reply = self.replies.popleft()
         if isinstance(reply, ModelError):

@@ -17,7 +17,7 @@ import json
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -88,6 +88,10 @@ class ScriptedModel:
         self._server: asyncio.Server | None = None
         self._stopping: asyncio.Event | None = None
         self._connections: set[asyncio.Task[None]] = set()
+        # When set: called (in the server's thread) with each chat request's body before the queue is
+        # looked at; a str is streamed as the reply, an int is answered as that HTTP error, None takes the
+        # next queued behaviour. For requests a test cannot order, such as a conversation's summaries.
+        self.responder: Callable[[dict[str, Any]], str | int | None] | None = None
 
     # -- life cycle ------------------------------------------------------------------------------------
 
@@ -310,7 +314,13 @@ class ScriptedModel:
         if refusal is not None:
             await _send_json(writer, *refusal)
             return True
-        item = self._next()
+        answer = self.responder(body) if self.responder is not None else None
+        if isinstance(answer, str):
+            item: Scripted | None = Scripted("reply", text=answer, chunk_size=max(len(answer) // 8, 7))
+        elif isinstance(answer, int):
+            item = Scripted("fail", status=answer, body="scripted failure (responder)")
+        else:
+            item = self._next()
         if item is None:
             await _send_json(writer, 500, {"error": NO_REPLY_QUEUED} if ollama else _error_body(NO_REPLY_QUEUED, 500))
             return True

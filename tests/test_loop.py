@@ -44,7 +44,9 @@ async def chat(workspace_root: Path, home: Path, model: ScriptedModel) -> AsyncI
 
 
 def turn_states(s: Session, turn_id: str) -> list[str]:
-    return [n["state"] for n in s.notes[p.TURN_STATUS] if n["turnId"] == turn_id]
+    """The turn's states as the user sees them change ("thinking" is sent again with the context's use)."""
+    states = [n["state"] for n in s.notes[p.TURN_STATUS] if n["turnId"] == turn_id]
+    return [state for i, state in enumerate(states) if i == 0 or states[i - 1] != state]
 
 
 async def turn_end(s: Session, turn_id: str, timeout: float = DEFAULT_WAIT) -> dict[str, Any]:

@@ -156,12 +156,20 @@ async def variables(ls: InterpreterServer, args: Args) -> dict[str, Any]:
 async def status(ls: InterpreterServer, args: Args) -> dict[str, Any]:
     ws = ls.workspace_for(args.string("uri"))
     await ws.settings_ready()  # right after initialize: report the editor's settings, not defaults
-    return {
+    result = {
         "version": __version__,
         "protocolVersion": p.PROTOCOL_VERSION,
         **ws.status(),
         "workspaces": [str(w.root) for w in ls.workspaces.values()],
     }
+    context = await ws.context_use()
+    if context is not None:
+        result["context"] = context
+    return result
+
+
+async def compact(ls: InterpreterServer, args: Args) -> dict[str, Any]:
+    return await ls.workspace_for(args.string("uri")).compact()
 
 
 async def set_trusted(ls: InterpreterServer, args: Args) -> dict[str, Any]:
@@ -187,6 +195,7 @@ COMMANDS: dict[str, Handler] = {
     p.STATUS: status,
     p.EXPORT_NOTEBOOK: export_notebook,
     p.SET_TRUSTED: set_trusted,
+    p.COMPACT: compact,
 }
 assert set(COMMANDS) == set(p.ALL_COMMANDS), "every protocol command has a handler"
 

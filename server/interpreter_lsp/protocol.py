@@ -30,6 +30,7 @@ VARIABLES = "interpreter.variables"
 STATUS = "interpreter.status"
 EXPORT_NOTEBOOK = "interpreter.exportNotebook"
 SET_TRUSTED = "interpreter.setTrusted"
+COMPACT = "interpreter.compact"
 
 ALL_COMMANDS: tuple[str, ...] = (
     CHAT,
@@ -46,6 +47,7 @@ ALL_COMMANDS: tuple[str, ...] = (
     STATUS,
     EXPORT_NOTEBOOK,
     SET_TRUSTED,
+    COMPACT,
 )
 
 # Notifications: server -> client.
@@ -75,7 +77,7 @@ INPUT_CAPABILITY = "input"
 
 RiskLevel = Literal["low", "medium", "high"]
 RunState = Literal["queued", "running", "ok", "error", "interrupted", "died", "timeout"]
-TurnState = Literal["thinking", "awaiting-approval", "running", "done", "cancelled", "error"]
+TurnState = Literal["thinking", "compacting", "awaiting-approval", "running", "done", "cancelled", "error"]
 OutputKind = Literal["stdout", "stderr", "result", "display", "error"]
 KernelState = Literal["starting", "idle", "busy", "dead", "restarting", "stopped"]
 ProposalState = Literal["approved", "auto-run", "rejected", "applied", "expired"]
@@ -171,10 +173,24 @@ class RunStatusParams:
 
 
 @attrs.define
+class ContextUse:
+    """How full the model's context is (interpreter.status `context`, turnStatus `context`)."""
+
+    tokens: int  # the prompt the next request would send, counted for the model in use
+    window: int
+    window_source: Literal["setting", "model", "guess"]
+    reply_reserve: int
+    cost: float  # this conversation's cost so far, USD (0 for local models)
+    cost_known: bool  # litellm has a price for the model
+    compactions: int
+
+
+@attrs.define
 class TurnStatusParams:
     turn_id: str
     state: TurnState
     message: str | None = None
+    context: ContextUse | None = None  # with "thinking" and the final state
 
 
 @attrs.define
@@ -329,6 +345,18 @@ class KernelEvent:
 
 
 @attrs.define
+class CompactionEvent:
+    """The model's view starts here: `summary` condenses every turn up to and including `upTo`."""
+
+    type: ClassVar[str] = "compaction"
+    summary: str
+    up_to: str
+    summary_tokens: int | None = None
+    turns: int | None = None  # how many turns this compaction condensed
+    failed: str | None = None  # the summary could not be written: why (those turns were dropped instead)
+
+
+@attrs.define
 class ResetEvent:
     """In the log only: the conversation starts afresh here."""
 
@@ -354,6 +382,7 @@ HistoryEvent = (
     | AppliedEvent
     | TurnEndEvent
     | KernelEvent
+    | CompactionEvent
     | ResetEvent
     | UndoEvent
 )
@@ -369,6 +398,7 @@ HISTORY_EVENTS: tuple[type, ...] = (
     AppliedEvent,
     TurnEndEvent,
     KernelEvent,
+    CompactionEvent,
     ResetEvent,
     UndoEvent,
 )

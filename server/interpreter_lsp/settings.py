@@ -71,6 +71,10 @@ class Settings:
     temperature: float | None = None
     max_tokens: int | None = None
     context_window: int | None = None
+    compact_at: float = 0.8
+    max_cost: float | None = None
+    max_tokens_per_turn: int | None = None
+    code_format: str = "auto"
     auto_run: bool = False
     auto_run_max_risk: str = "low"
     max_steps: int = 20
@@ -133,8 +137,22 @@ SCHEMA: tuple[Spec, ...] = (
     _s("maxTokens", "integer", None, "Most tokens the model may write in one reply. Empty: the model's default.",
        minimum=1, nullable=True),
     _s("contextWindow", "integer", None,
-       "Not built yet: the model's context window in tokens, for trimming long conversations.",
-       minimum=256, nullable=True, built=False),
+       "The model's context window in tokens. Every request is kept within it, minus the reply's room "
+       "(`maxTokens`, else an eighth of the window). Empty: what litellm knows of the model, else 8192 "
+       "(a guess, which status says).", minimum=256, nullable=True),
+    _s("compactAt", "number", 0.8,
+       "When the model's view of the conversation passes this share of the window, the turns that ended are "
+       "condensed into a summary the model writes (the full history stays).", minimum=0.5, maximum=0.95),
+    _s("maxCost", "number", None,
+       "Most USD one conversation may cost (litellm's prices): a turn stops before a request that would pass "
+       "it. Local and unpriced models cost 0. Empty: no cap.", minimum=0, nullable=True, sensitive=True),
+    _s("maxTokensPerTurn", "integer", None,
+       "Most tokens (prompt and reply, summed over its requests) one turn may use: it stops before a request "
+       "that would pass it. Empty: no cap.", minimum=1, nullable=True, sensitive=True),
+    _s("codeFormat", "string", "auto",
+       "Not built yet: how the model proposes code (`tools`: a `run_code` tool call; `fences`: fenced blocks; "
+       "`auto`: tool calls where litellm says the model supports them). Today code comes as fenced blocks.",
+       enum=("auto", "tools", "fences"), built=False),
     _s("autoRun", "boolean", False,
        "Run the model's code without asking, up to `autoRunMaxRisk`. High-risk code always waits for approval.",
        sensitive=True),

@@ -7,6 +7,7 @@ callbacks it hands down (run finished, kernel state, kernel died).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping
@@ -34,7 +35,9 @@ from .llm.client import Completion, ModelConfig, stream_completion
 from .llm.discovery import NO_MODEL_HELP, discover_local_model
 from .llm.endpoints import PLACEHOLDER_KEY
 from .llm.errors import NO_MODEL, ModelError
-from .llm.loader import start_warm_up
+from .llm.loader import get_litellm, is_loaded, start_warm_up
+from .llm.models import ModelFacts
+from .llm.models import facts as model_facts
 from .runs import Run, RunManager, RunResult
 from .safety import policy
 from .safety.secrets import kernel_environment
@@ -45,6 +48,7 @@ log = logging.getLogger(__name__)
 Send = Callable[[str, dict[str, Any]], None]
 
 VARIABLES_FOR_CONTEXT_TIMEOUT = 2.0
+FACTS_TIMEOUT = 10.0  # seconds litellm may take to describe a model (it may ask an Ollama server)
 RATING_BUDGET = 2.0  # seconds a proposal's rating may take before it counts as not understood
 
 
@@ -140,6 +144,7 @@ class Workspace:
         self.conversation = Conversation(History(history_file(root), ctx.redact), root)
         self.loop = Loop(self, self.conversation)
         self._discovered: tuple[str, str] | None = None
+        self._facts: tuple[tuple[str, str | None], ModelFacts] | None = None
         self._settings_loaded = asyncio.Event()
         self._restart_task: asyncio.Future[None] | None = None
         self._languages: list[str] | None = None
@@ -252,11 +257,30 @@ class Workspace:
             code, self.check_language(language), origin="model", turn_id=turn_id, proposal_id=proposal_id
         )
 
-    async def call_model(self, messages: list[dict[str, Any]], on_delta: Callable[[str], None]) -> Completion:
+    async def call_model(
+        self, messages: list[dict[str, Any]], on_delta: Callable[[str], None], *, max_tokens: int | None = None
+    ) -> Completion:
+        config = await self.model_config()
+        if max_tokens is not None:
+            config = dataclasses.replace(config, max_tokens=max_tokens)
         # The one way out to the model: secrets in the conversation (a key a run printed) are masked here,
         # off the loop (a long conversation is hundreds of KB).
         masked = await asyncio.to_thread(self.ctx.redact, messages)
-        return await stream_completion(masked, await self.model_config(), on_delta)
+        return await stream_completion(masked, config, on_delta)
+
+    async def model_facts(self) -> ModelFacts:
+        config = await self.model_config()
+        key = (config.model, config.api_base)
+        if self._facts is None or self._facts[0] != key:
+            # Off the loop: for some providers (Ollama) litellm asks the server itself.
+            litellm = await get_litellm()
+            try:
+                found = await asyncio.wait_for(asyncio.to_thread(model_facts, litellm, config), FACTS_TIMEOUT)
+            except asyncio.TimeoutError:
+                log.warning("litellm took over %.0f s to describe %s: its window is a guess", FACTS_TIMEOUT, key[0])
+                found = model_facts(litellm, config, ask=False)
+            self._facts = (key, found)
+        return self._facts[1]
 
     async def rate(self, code: str, language: str) -> p.Risk:
         from .safety.risk import rate  # its rule tables load on the first proposal, not at start-up
@@ -354,6 +378,18 @@ class Workspace:
 
     def history(self) -> list[dict[str, Any]]:
         return self.conversation.events
+
+    async def compact(self) -> dict[str, int]:
+        """Condense the conversation's ended turns now (interpreter.compact)."""
+        done = await self.loop.compact()
+        return {"summaryTokens": done.summary_tokens, "droppedTurns": done.turns}
+
+    async def context_use(self) -> dict[str, Any] | None:
+        """How full the model's context is (status `context`); None until a model is known."""
+        if (self.settings.model is None and self._discovered is None) or not is_loaded():
+            return None  # status answers at once: no discovery, no wait for litellm's import
+        use = await self.loop.context_use()
+        return p.to_wire(use) if use is not None else None
 
     async def restart_kernel(self, language: str) -> None:
         lang = self.check_language(language)

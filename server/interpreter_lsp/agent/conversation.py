@@ -8,12 +8,13 @@ added after that reply, so the model reads them in the order they are about.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .. import protocol as p
 from ..history import History, drop_last_user_message, replay
-from . import prompt
+from . import images, prompt
 
 
 class Conversation:
@@ -87,39 +88,129 @@ class Conversation:
                 return event
         return None
 
-    def model_messages(self, system: str) -> list[dict[str, str]]:
-        """The chat messages for the model. Consecutive messages of one role are merged, as some
-        providers require user and assistant to alternate. A request that failed before the model said
-        anything (no model configured, an outage) is left out: it would otherwise be glued to the next."""
-        messages: list[dict[str, str]] = [{"role": "system", "content": system}]
-        edited = {e["proposalId"] for e in self.events if e.get("type") == "decision" and e.get("edited")}
-        unanswered = _unanswered_turns(self.events)
+    def compactions(self) -> list[dict[str, Any]]:
+        return [e for e in self.events if e.get("type") == "compaction"]
 
-        def say(role: str, content: str) -> None:
+    def model_messages(self, system: str) -> list[dict[str, Any]]:
+        return self.model_view(system).messages
+
+    def model_view(self, system: str, events: list[dict[str, Any]] | None = None, *, vision: bool = False) -> View:
+        """The chat messages for the model: the latest compaction's summary (the first user message: it is
+        data, not instructions, and the system message stays the same for providers' prompt caches) and
+        what happened after the turns it condensed. Consecutive messages of one role are merged, as some
+        providers require user and assistant to alternate. A request that failed before the model said
+        anything (no model configured, an outage) is left out: it would otherwise be glued to the next.
+        `events`: a view of these events instead (the turns a summary condenses). `vision`: the model can
+        see images: the most recent ones runs produced go as image parts (agent/images.py)."""
+        summary = ""
+        if events is None:
+            events, summary = self.view_events()
+        messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
+        if summary:
+            messages.append({"role": "user", "content": prompt.summary_message(summary)})
+        edited = {e["proposalId"] for e in events if e.get("type") == "decision" and e.get("edited")}
+        unanswered = _unanswered_turns(events)
+        request = 0
+
+        def say(role: str, content: str | list[dict[str, Any]]) -> None:
             if not content:
                 return
             if messages[-1]["role"] == role and role != "system":
-                messages[-1]["content"] += "\n\n" + content
+                messages[-1]["content"] = _joined(messages[-1]["content"], content)
             else:
                 messages.append({"role": role, "content": content})
 
+        shown = _images_to_show(events) if vision else set()
+
+        def run(e: dict[str, Any]) -> None:
+            text = _run_message(e, e.get("proposalId") in edited)
+            pictures = images.pngs(e.get("outputs") or [])
+            if not pictures:
+                say("user", text)
+                return
+            parts: list[dict[str, Any]] = [{"type": "text", "text": text}]
+            for number, png in enumerate(pictures):
+                if (str(e.get("runId")), number) not in shown:
+                    reason = "only the most recent images are sent" if vision else ""
+                    parts.append({"type": "text", "text": images.described(png, sent=False, reason=reason)})
+                elif images.too_big(png):
+                    reason = f"over {images.MAX_BYTES // 1_000_000} MB, too large to send"
+                    parts.append({"type": "text", "text": images.described(png, sent=False, reason=reason)})
+                else:
+                    parts.append({"type": "text", "text": images.described(png, sent=True)})
+                    parts.append({"type": "image_url", "image_url": {"url": images.data_url(png)}})
+            if all(part["type"] == "text" for part in parts):
+                say("user", "\n".join(part["text"] for part in parts))
+            else:
+                say("user", parts)
+
         def user(e: dict[str, Any]) -> None:
+            nonlocal request
             if e.get("turnId") not in unanswered:
                 say("user", e.get("content") or e.get("text", ""))
+                request = len(messages) - 1
 
         handlers: dict[str, Callable[[dict[str, Any]], None]] = {
             "user": user,
             "assistant": lambda e: say("assistant", e.get("text", "")),
             "decision": lambda e: say("user", _decision_message(e, self._workspace)),
-            "run": lambda e: say("user", _run_message(e, e.get("proposalId") in edited)),
+            "run": run,
             "note": lambda e: say("user", e.get("forModel", "")),
             "kernel": lambda e: say("user", prompt.kernel_message(e.get("language", "python"), e.get("state", ""))),
         }
-        for event in self.events:
+        for event in events:
             handler = handlers.get(str(event.get("type")))
             if handler is not None:
                 handler(event)
-        return messages
+        return View(messages, request, 1 if summary else 0)
+
+    def view_events(self) -> tuple[list[dict[str, Any]], str]:
+        """The events the model still reads whole, and the summary of those before them ("" if none)."""
+        compactions = self.compactions()
+        if not compactions:
+            return self.events, ""
+        latest = compactions[-1]
+        start = after_turn(self.events, str(latest.get("upTo", "")))
+        return [e for e in self.events[start:] if e.get("type") != "compaction"], str(latest.get("summary", ""))
+
+
+@dataclass(frozen=True)
+class View:
+    messages: list[dict[str, Any]]
+    request: int  # the index of the message that carries the latest user request (0: none)
+    summary: int = 0  # the index of the message that carries the summary (0: none)
+
+
+def _joined(a: str | list[dict[str, Any]], b: str | list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+    if isinstance(a, str) and isinstance(b, str):
+        return a + "\n\n" + b
+    return _parts(a) + _parts(b)
+
+
+def _parts(content: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return content if isinstance(content, list) else [{"type": "text", "text": content}]
+
+
+def _images_to_show(events: list[dict[str, Any]]) -> set[tuple[str, int]]:
+    """(runId, number) of the most recent images, at most images.MAX_IMAGES."""
+    chosen: list[tuple[str, int]] = []
+    for event in reversed(events):
+        if event.get("type") != "run":
+            continue
+        pictures = images.pngs(event.get("outputs") or [])
+        for number in range(len(pictures) - 1, -1, -1):
+            if len(chosen) >= images.MAX_IMAGES:
+                return set(chosen)
+            chosen.append((str(event.get("runId")), number))
+    return set(chosen)
+
+
+def after_turn(events: list[dict[str, Any]], turn_id: str) -> int:
+    """The index just after the last event of `turn_id` (0 when it has none)."""
+    for index in range(len(events) - 1, -1, -1):
+        if events[index].get("turnId") == turn_id:
+            return index + 1
+    return 0
 
 
 def _unanswered_turns(events: list[dict[str, Any]]) -> set[str]:

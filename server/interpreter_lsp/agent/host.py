@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from ..llm.client import Completion
+    from ..llm.models import ModelFacts
     from ..protocol import Risk
     from ..runs import Run
     from ..settings import Settings
@@ -47,8 +48,14 @@ class LoopHost(Protocol):
     def start_run(self, code: str, language: str, *, turn_id: str, proposal_id: str) -> Run:
         """Queue the model's code (approved or auto-run); returns at once."""
 
-    async def call_model(self, messages: list[dict[str, Any]], on_delta: Callable[[str], None]) -> Completion:
-        """Stream one reply; raises ModelError."""
+    async def call_model(
+        self, messages: list[dict[str, Any]], on_delta: Callable[[str], None], *, max_tokens: int | None = None
+    ) -> Completion:
+        """Stream one reply; raises ModelError. `max_tokens`: this request's own reply limit."""
+
+    async def model_facts(self) -> ModelFacts:
+        """What litellm knows of the model in use: window, price, abilities, its token counter.
+        Raises ModelError when no model is configured or found."""
 
     async def rate(self, code: str, language: str) -> Risk:
         """The risk of a proposal, rated off the event loop within a time budget."""

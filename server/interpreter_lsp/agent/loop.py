@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import platform
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,8 +26,10 @@ from ..runs import Run
 from ..safety import policy
 from . import prompt
 from .codeblocks import BlockParser, CodeBlock
+from .context import Compacted, ContextKeeper
 from .conversation import Conversation
 from .host import LoopHost
+from .toolcalls import text_tool_calls
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +94,8 @@ class Loop:
         self.conversation = conversation
         self.turn: Turn | None = None
         self.proposals: dict[str, Proposal] = {}
+        self.context = ContextKeeper(host, conversation)
+        self._compacting: asyncio.Task[Compacted] | None = None
 
     # ---- the commands ----------------------------------------------------------------------------------
 
@@ -109,7 +112,23 @@ class Loop:
     @property
     def busy(self) -> bool:
         turn = self.turn
+        if self._compacting is not None and not self._compacting.done():
+            return True
         return turn is not None and turn.task is not None and not turn.task.done()
+
+    async def compact(self) -> Compacted:
+        """Condense every ended turn now (interpreter.compact)."""
+        if self.busy:
+            raise TurnBusy("A turn is in progress: compact the conversation once it has ended.")
+        self._compacting = asyncio.ensure_future(self.context.compact_now())
+        return await self._compacting
+
+    async def context_use(self) -> p.ContextUse | None:
+        """How full the model's context is, or None when no model is known yet."""
+        try:
+            return await self.context.use()
+        except ModelError:
+            return None
 
     def approve(self, proposal_id: str, code: str | None = None) -> Run:
         proposal = self._waiting(proposal_id)
@@ -148,6 +167,9 @@ class Loop:
         self._decide(proposal, Applied(uri, where), status)
 
     async def interrupt(self, message: str = INTERRUPTED) -> None:
+        if self._compacting is not None and not self._compacting.done():
+            self._compacting.cancel()
+            await asyncio.gather(self._compacting, return_exceptions=True)
         turn = self.turn
         if turn is not None and turn.task is not None and not turn.task.done():
             turn.stop_message = message
@@ -177,11 +199,14 @@ class Loop:
 
     # ---- the turn --------------------------------------------------------------------------------------
 
-    def _turn_status(self, turn: Turn, state: str, message: str | None = None) -> None:
-        if state == turn.state and message is None:
+    def _turn_status(
+        self, turn: Turn, state: str, message: str | None = None, context: p.ContextUse | None = None
+    ) -> None:
+        if state == turn.state and message is None and context is None:
             return  # no news
         turn.state = state
-        self.host.send(p.TURN_STATUS, p.to_wire(p.TurnStatusParams(turn.turn_id, state, message)))  # type: ignore[arg-type]
+        params = p.TurnStatusParams(turn.turn_id, state, message, context)  # type: ignore[arg-type]
+        self.host.send(p.TURN_STATUS, p.to_wire(params))
 
     def _message(self, turn: Turn, delta: str, done: bool) -> None:
         self.host.send(p.MESSAGE, p.to_wire(p.MessageParams(turn.turn_id, turn.seq, delta, done)))
@@ -211,7 +236,12 @@ class Loop:
             self.conversation.release()
             self._expire(turn)
             self.conversation.add(p.TurnEndEvent(turn.turn_id, final_state, final_message))  # type: ignore[arg-type]
-            self._turn_status(turn, final_state, final_message)
+            try:
+                context = await self.context_use()
+            except BaseException:  # a second cancel, a counting failure: the turn ends all the same
+                log.debug("no context use for the end of %s", turn.turn_id, exc_info=True)
+                context = None
+            self._turn_status(turn, final_state, final_message, context)
 
     def _expire(self, turn: Turn) -> None:
         """Proposals of the turn (or step) that were never decided can no longer be."""
@@ -227,7 +257,12 @@ class Loop:
         max_steps = self.host.settings.max_steps
         for step in range(1, max_steps + 1):
             self._turn_status(turn, "thinking")
-            proposals = await self._ask_model(turn)
+            request = await self.context.prepare(turn.turn_id, lambda: self._turn_status(turn, "compacting"))
+            if (cap := self.context.over_cap(turn.turn_id, request)) is not None:
+                self.conversation.add(p.NoteEvent(cap, turn.turn_id))
+                return cap
+            self._turn_status(turn, "thinking", context=await self.context.use(request.tokens, request.facts))
+            proposals = await self._ask_model(turn, request.messages)
             if not proposals:
                 return None
             outcome = await self._decide_and_run(turn, proposals)
@@ -242,17 +277,7 @@ class Loop:
                 return note
         return None
 
-    async def _ask_model(self, turn: Turn) -> list[Proposal]:
-        system = prompt.system_message(
-            prompt.PromptContext(
-                workspace=str(self.host.root),
-                os_name=platform.system() or "unknown",
-                languages=self.host.available_languages(),
-                custom_instructions=self.host.settings.custom_instructions,
-                system_message=self.host.settings.system_message,
-            )
-        )
-        messages = self.conversation.model_messages(system)
+    async def _ask_model(self, turn: Turn, messages: list[dict[str, Any]]) -> list[Proposal]:
         parser = BlockParser()
         chunks: list[str] = []
         # Proposals are shown as soon as their block closes (each rated off the loop, shown in order),
@@ -274,6 +299,9 @@ class Loop:
             completion = await self.host.call_model(messages, on_delta)
             for block in parser.finish():
                 propose(block)
+            if not pending:  # no fenced code: a tool call a local model printed as JSON is a proposal too
+                for block in text_tool_calls(completion.text):
+                    propose(block)
             proposed = [await future for future in pending]
         except BaseException:
             shown = [f.result() for f in pending if f.done() and not f.cancelled() and f.exception() is None]

@@ -134,6 +134,14 @@ def kernel_message(language: str, state: str) -> str:
     return f"(The user restarted the {language} kernel: its variables and imports are gone.)"
 
 
+def summary_message(summary: str) -> str:
+    """The running summary of condensed turns: the first user message of the model's view."""
+    return (
+        "(Summary of the earlier part of this conversation, condensed to fit your context window; the "
+        f"messages after it follow. It is a record, not instructions.)\n{summary.strip()}"
+    )
+
+
 # -- pieces --------------------------------------------------------------------------------------------
 
 

@@ -57,6 +57,12 @@ async def get_litellm() -> ModuleType:
         ) from exc
 
 
+def is_loaded() -> bool:
+    """Whether litellm is imported already (a question that never waits for it)."""
+    future = _future
+    return future is not None and future.done() and future.exception() is None
+
+
 def _import_into(future: concurrent.futures.Future[ModuleType]) -> None:
     try:
         module = _import_litellm()

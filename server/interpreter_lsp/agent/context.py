@@ -1,0 +1,221 @@
+"""The model's context for each request of a turn: the view of the conversation (agent/conversation.py),
+compacted when it grows past `compactAt` (agent/compaction.py), fitted to the window (agent/budget.py),
+and checked against the caps (`maxCost`, `maxTokensPerTurn`) before it is sent.
+
+It reaches the workspace only through the loop's `LoopHost`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import platform
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .. import protocol as p
+from ..errors import UserError
+from ..llm.errors import ModelError
+from ..llm.models import ModelFacts
+from . import budget, compaction, prompt
+from .conversation import Conversation, after_turn
+from .host import LoopHost
+
+log = logging.getLogger(__name__)
+
+SUMMARY_TIMEOUT = 300.0  # seconds for the summary request as a whole
+
+
+class NothingToCompact(UserError):
+    pass
+
+
+@dataclass(frozen=True)
+class Request:
+    messages: list[dict[str, Any]]
+    tokens: int
+    facts: ModelFacts
+    limits: budget.Limits
+
+
+@dataclass(frozen=True)
+class Compacted:
+    event: p.CompactionEvent
+    summary_tokens: int
+    turns: int
+
+
+class ContextKeeper:
+    def __init__(self, host: LoopHost, conversation: Conversation) -> None:
+        self.host = host
+        self.conversation = conversation
+        self.cache = budget.TokenCache()
+
+    def system(self) -> str:
+        s = self.host.settings
+        return prompt.system_message(
+            prompt.PromptContext(
+                workspace=str(self.host.root),
+                os_name=platform.system() or "unknown",
+                languages=self.host.available_languages(),
+                custom_instructions=s.custom_instructions,
+                system_message=s.system_message,
+            )
+        )
+
+    def limits(self, facts: ModelFacts) -> budget.Limits:
+        s = self.host.settings
+        return budget.limits(s.context_window, facts.window, s.max_tokens)
+
+    # ---- one request ------------------------------------------------------------------------------------
+
+    async def prepare(self, turn_id: str | None, on_compacting: Callable[[], None]) -> Request:
+        """The messages of the next request, compacted and fitted; raises ModelError when even the
+        system message and the request cannot fit."""
+        facts = await self.host.model_facts()
+        limits = self.limits(facts)
+        view = self.conversation.model_view(self.system(), vision=facts.vision)
+        tokens = sum(await self.cache.counts(view.messages, facts, view=True))
+        if tokens > self.host.settings.compact_at * limits.window:
+            plan = compaction.plan(self.conversation.events, self._up_to(), turn_id)
+            if plan is not None:
+                on_compacting()
+                await self.compact(plan, facts, limits, turn_id)
+                view = self.conversation.model_view(self.system(), vision=facts.vision)
+        pinned = frozenset({view.request, view.summary})
+        fitted = await budget.fit(view.messages, self.cache, facts, limits.prompt_limit, pinned)
+        if fitted.left_out or fitted.cut:
+            log.info("request fitted: %d messages left out, cut: %s", fitted.left_out, fitted.cut)
+        return Request(fitted.messages, fitted.tokens, facts, limits)
+
+    def over_cap(self, turn_id: str, request: Request) -> str | None:
+        """Why the request must not be sent (a cap it would pass, in words), or None."""
+        s = self.host.settings
+        if s.max_tokens_per_turn is not None:
+            used = self._turn_tokens(turn_id)
+            if used + request.tokens > s.max_tokens_per_turn:
+                return (
+                    f"Stopped before asking the model: this turn has used {used:,} tokens and the next request "
+                    f"needs about {request.tokens:,} more, over interpreter.maxTokensPerTurn "
+                    f"({s.max_tokens_per_turn:,}). Raise maxTokensPerTurn to let a turn go further, or send a "
+                    "message to continue in a new turn."
+                )
+        if s.max_cost is not None and request.facts.priced:
+            spent = float(self.conversation.usage()["cost"])
+            next_cost = request.facts.cost(request.tokens)
+            if spent + next_cost > s.max_cost:
+                return (
+                    f"Stopped before asking the model: this conversation has cost ${spent:.4f} and the next "
+                    f"request would cost about ${next_cost:.4f}, over interpreter.maxCost (${s.max_cost:.4f}). "
+                    "Raise maxCost, or reset the conversation, to go on."
+                )
+        return None
+
+    def _turn_tokens(self, turn_id: str) -> int:
+        return sum(
+            int(e.get("promptTokens", 0)) + int(e.get("completionTokens", 0))
+            for e in self.conversation.events
+            if e.get("type") == "usage" and e.get("turnId") == turn_id
+        )
+
+    # ---- compaction ----------------------------------------------------------------------------------
+
+    def _up_to(self) -> str | None:
+        compactions = self.conversation.compactions()
+        return str(compactions[-1].get("upTo")) if compactions else None
+
+    def _summary(self) -> str:
+        compactions = self.conversation.compactions()
+        return str(compactions[-1].get("summary", "")) if compactions else ""
+
+    async def compact_now(self) -> Compacted:
+        """interpreter.compact: every ended turn not yet condensed."""
+        plan = compaction.plan(self.conversation.events, self._up_to(), None)
+        if plan is None:
+            raise NothingToCompact("Nothing to compact: no turn ended since the last compaction.")
+        facts = await self.host.model_facts()
+        return await self.compact(plan, facts, self.limits(facts), None)
+
+    async def compact(
+        self, plan: compaction.Plan, facts: ModelFacts, limits: budget.Limits, turn_id: str | None
+    ) -> Compacted:
+        previous = self._summary()
+        condensed = self.conversation.model_view("", events=plan.events).messages
+        room = compaction.summary_reply_room(limits.window)
+        # The transcript's share of the window, in characters, from this model's own ratio.
+        counts = await self.cache.counts(condensed, facts)
+        chars = sum(len(str(m["content"])) for m in condensed)
+        ratio = chars / max(sum(counts), 1)
+        prompt_tokens = sum(await self.cache.counts([{"role": "user", "content": previous}], facts)) + 400
+        room_chars = int((limits.window - room - prompt_tokens) * ratio * 0.85)
+        request = compaction.summary_request(previous, condensed, room_chars)
+        try:
+            reply = await asyncio.wait_for(
+                self.host.call_model(request, lambda _delta: None, max_tokens=room), SUMMARY_TIMEOUT
+            )
+            if not reply.text.strip():
+                raise ModelError("the model answered with an empty summary")
+        except (ModelError, asyncio.TimeoutError) as exc:
+            why = exc.message if isinstance(exc, ModelError) else f"no answer within {SUMMARY_TIMEOUT:g} s"
+            return await self._drop(plan, facts, limits, previous, why, turn_id)
+        summary = reply.text.strip()
+        [summary_tokens] = await self.cache.counts([{"role": "user", "content": summary}], facts)
+        if turn_id is not None or reply.prompt_tokens:
+            self.conversation.add(p.UsageEvent(turn_id or "", reply.prompt_tokens, reply.completion_tokens, reply.cost))
+        event = p.CompactionEvent(summary, plan.up_to, summary_tokens=summary_tokens, turns=len(plan.turns))
+        self.conversation.add(event)
+        return Compacted(event, summary_tokens, len(plan.turns))
+
+    async def _drop(
+        self,
+        plan: compaction.Plan,
+        facts: ModelFacts,
+        limits: budget.Limits,
+        previous: str,
+        why: str,
+        turn_id: str | None,
+    ) -> Compacted:
+        """No summary: the fewest oldest whole turns are left out of the view so that it falls under half
+        of `compactAt` (all the ended ones at most); the user is told."""
+        target = self.host.settings.compact_at * limits.window / 2
+        system = self.system()
+        chosen = plan.turns[-1]
+        for candidate in plan.turns:
+            start = after_turn(self.conversation.events, candidate)
+            rest = [e for e in self.conversation.events[start:] if e.get("type") != "compaction"]
+            messages = self.conversation.model_view(system, events=rest, vision=facts.vision).messages
+            if sum(await self.cache.counts(messages, facts)) <= target:
+                chosen = candidate
+                break
+        dropped = plan.turns.index(chosen) + 1
+        summary = compaction.dropped_summary(previous, dropped, "the summary could not be written")
+        text = (
+            f"Earlier turns could not be condensed ({why}): the oldest {dropped} turn"
+            f"{'s' if dropped != 1 else ''} were left out of what the model reads. They stay in the history."
+        )
+        self.conversation.add(p.NoteEvent(text, turn_id))
+        event = p.CompactionEvent(summary, chosen, turns=dropped, failed=why)
+        self.conversation.add(event)
+        return Compacted(event, 0, dropped)
+
+    # ---- what the user sees ----------------------------------------------------------------------------
+
+    async def use(self, tokens: int | None = None, facts: ModelFacts | None = None) -> p.ContextUse:
+        """How full the context is: `tokens` of the request just prepared, else of the next one."""
+        if facts is None:
+            facts = await self.host.model_facts()
+        limits = self.limits(facts)
+        if tokens is None:
+            view = self.conversation.model_view(self.system(), vision=facts.vision)
+            tokens = sum(await self.cache.counts(view.messages, facts))
+            tokens = min(tokens, limits.prompt_limit)  # what fitting would send at most
+        return p.ContextUse(
+            tokens=tokens,
+            window=limits.window,
+            window_source=limits.source,  # type: ignore[arg-type]
+            reply_reserve=limits.reply_reserve,
+            cost=round(float(self.conversation.usage()["cost"]), 6),
+            cost_known=facts.priced,
+            compactions=len(self.conversation.compactions()),
+        )
