@@ -4,7 +4,10 @@
 //
 // Run: node test/e2e/vscode.e2e.mjs  (after `npm run package`; see scripts/test.d/40-vscode.sh)
 // Env: INTERPRETER_LSP_SERVER (default <repo>/.venv/bin/interpreter-lsp), INTERPRETER_LSP_VSIX,
-//      INTERPRETER_LSP_ARTIFACTS (default <repo>/test-artifacts).
+//      INTERPRETER_LSP_ARTIFACTS (default <repo>/test-artifacts);
+//      E2E_SUITE=<regex>: only the describe blocks whose name matches ("trusted workspace", "untrusted");
+//      E2E_ONLY=<regex>: only the tests whose name matches (later tests of a block may rely on earlier ones);
+//      UPDATE_SCREENSHOTS=1: rewrite the reference screenshots instead of comparing with them.
 
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, chmodSync } from "node:fs";
@@ -19,6 +22,13 @@ const SERVER = process.env.INTERPRETER_LSP_SERVER ?? join(REPO, ".venv/bin/inter
 const VSIX = process.env.INTERPRETER_LSP_VSIX ?? join(EXT_DIR, "interpreter-lsp.vsix");
 const ARTIFACTS = process.env.INTERPRETER_LSP_ARTIFACTS ?? join(REPO, "test-artifacts");
 const STEP = 60_000; // bound for anything that involves a kernel or the model
+
+const SUITE = process.env.E2E_SUITE ? new RegExp(process.env.E2E_SUITE, "i") : undefined;
+const ONLY = process.env.E2E_ONLY ? new RegExp(process.env.E2E_ONLY, "i") : undefined;
+/** `describe`, skipped when E2E_SUITE does not match its name. */
+const suite = (name, options, fn) => describe(name, { ...options, skip: SUITE !== undefined && !SUITE.test(name) }, fn);
+/** `it`, skipped when E2E_ONLY does not match its name. */
+const test = (name, fn) => it(name, { skip: ONLY !== undefined && !ONLY.test(name) }, fn);
 
 const started = Date.now();
 const log = (line) => console.log(`# [${((Date.now() - started) / 1000).toFixed(1)}s] ${line}`);
@@ -84,7 +94,7 @@ function runWithStdout(panel, text) {
   return panel.locator(".entry.run", { has: panel.locator(".stdout", { hasText: exact }) });
 }
 
-describe("VS Code, trusted workspace", { timeout: 6 * 60_000 }, () => {
+suite("VS Code, trusted workspace", { timeout: 6 * 60_000 }, () => {
   const model = new ScriptedModel();
   let vscode;
   let workspace;
@@ -125,7 +135,7 @@ describe("VS Code, trusted workspace", { timeout: 6 * 60_000 }, () => {
     if (workspace) rmSync(workspace, { recursive: true, force: true });
   });
 
-  it("activates, starts the server and shows the python kernel in the status bar", async () => {
+  test("activates, starts the server and shows the python kernel in the status bar", async () => {
     await vscode.statusBar().waitFor({ timeout: STEP });
     // The model comes from the settings, which the server reads just after initialize.
     await vscode.page.locator(".statusbar-item", { hasText: "python: idle · openai/scripted" }).first().waitFor({ timeout: STEP });
@@ -136,7 +146,7 @@ describe("VS Code, trusted workspace", { timeout: 6 * 60_000 }, () => {
     log("server up, kernel idle, panel shown");
   });
 
-  it("runs the selection and shows its output in the panel", async () => {
+  test("runs the selection and shows its output in the panel", async () => {
     await vscode.openFile("analysis.py");
     await vscode.focusEditor();
     await vscode.page.keyboard.press("Control+A");
@@ -156,7 +166,7 @@ describe("VS Code, trusted workspace", { timeout: 6 * 60_000 }, () => {
     assert.equal(await vscode.editorText(), "x");
   });
 
-  it("input(): the running code asks, and the answer typed in VS Code's input box reaches it", async () => {
+  test("input(): the running code asks, and the answer typed in VS Code's input box reaches it", async () => {
     await vscode.openFile("ask.py");
     await vscode.focusEditor();
     await vscode.page.keyboard.press("Control+A");
@@ -171,7 +181,7 @@ describe("VS Code, trusted workspace", { timeout: 6 * 60_000 }, () => {
     await run.locator(".run-state", { hasText: "done" }).waitFor({ timeout: STEP });
   });
 
-  it("shows a matplotlib plot as an image", async () => {
+  test("shows a matplotlib plot as an image", async () => {
     await vscode.openFile("plot.py");
     await vscode.focusEditor();
     await vscode.page.keyboard.press("Control+A");
@@ -185,7 +195,7 @@ describe("VS Code, trusted workspace", { timeout: 6 * 60_000 }, () => {
     assert.ok(width > 100, `the plot image is ${width} pixels wide`);
   });
 
-  it("interrupts running code from the panel's Stop button", async () => {
+  test("interrupts running code from the panel's Stop button", async () => {
     await vscode.openFile("slow.py");
     await vscode.focusEditor();
     await vscode.page.keyboard.press("Control+A");
@@ -198,7 +208,7 @@ describe("VS Code, trusted workspace", { timeout: 6 * 60_000 }, () => {
     assert.match(await run.innerText(), /KeyboardInterrupt/);
   });
 
-  it("chat: streamed text, a proposal, Run, output, and the model's next step", async () => {
+  test("chat: streamed text, a proposal, Run, output, and the model's next step", async () => {
     // A slow model: the first answer streams in twelve-character pieces, 150 ms apart.
     model.reply(`I will compute it in Python.\n\n${fence("python", "print(6 * 7)")}\n`, { chunkDelayMs: 150 });
     model.reply("The answer is **42**.");
@@ -222,7 +232,7 @@ describe("VS Code, trusted workspace", { timeout: 6 * 60_000 }, () => {
     log("full loop done; panel screenshot saved");
   });
 
-  it("edit: the code opens in an editor, and approving runs the edited code", async () => {
+  test("edit: the code opens in an editor, and approving runs the edited code", async () => {
     const page = vscode.page;
     model.replies.length = 0;
     const before = model.requests.length;
@@ -252,7 +262,7 @@ describe("VS Code, trusted workspace", { timeout: 6 * 60_000 }, () => {
     await panel.locator("#activity").waitFor({ state: "hidden", timeout: STEP });
   });
 
-  it("reject: the code does not run and the proposal says so", async () => {
+  test("reject: the code does not run and the proposal says so", async () => {
     model.replies.length = 0;
     const before = model.requests.length;
     model.reply(`Cleaning up.\n\n${fence("shell", "rm -rf build")}\n`);
@@ -271,7 +281,7 @@ describe("VS Code, trusted workspace", { timeout: 6 * 60_000 }, () => {
     await panel.locator(".entry.notice", { hasText: "declined" }).last().waitFor({ timeout: STEP });
   });
 
-  it("a model error ends the turn, and the panel says what happened", async () => {
+  test("a model error ends the turn, and the panel says what happened", async () => {
     model.replies.length = 0; // the scripted model answers HTTP 500
     const before = model.requests.length;
     const panel = await vscode.panel();
@@ -287,28 +297,32 @@ describe("VS Code, trusted workspace", { timeout: 6 * 60_000 }, () => {
     await panel.locator("#activity").waitFor({ state: "hidden", timeout: STEP });
   });
 
-  it("insert: a proposal is written into the document at the cursor", async () => {
+  test("insert: a proposal is written into the document at the cursor", async () => {
     await vscode.openFile("target.py");
     await vscode.focusEditor();
     await vscode.page.keyboard.press("Control+End");
     model.replies.length = 0;
+    const before = model.requests.length;
     model.reply(`Here is a helper.\n\n${fence("python", "def double(x):\n    return 2 * x")}\n`);
     const panel = await vscode.panel();
     const until = await sendChat(panel, "Write a function that doubles a number");
     const proposal = panel.locator(".entry.proposal", { hasText: "def double(x):" }).last();
     await until(proposal);
+    // The turn that failed before (no reply from the model) is not glued to this question.
+    assert.doesNotMatch(model.requestText(before + 1), /Are you there\?/);
     await proposal.locator("button[data-action='insert']").click();
-    await proposal.locator(".proposal-status", { hasText: "Waiting for your approval (inserted into the document)" }).waitFor({ timeout: STEP });
+    // Writing it into the document decides the proposal: it did not run, and can no longer be run.
+    await proposal.locator(".proposal-status", { hasText: "Written into target.py" }).waitFor({ timeout: STEP });
+    assert.equal(await proposal.locator("button").count(), 0);
     await vscode.editorLines().first().locator(".view-line", { hasText: "def double(x):" }).waitFor({ timeout: STEP });
     const text = await vscode.editorText();
-    assert.match(text, /# helpers[\s\S]*def double\(x\):\s+return 2 \* x/);
-    await vscode.command("Interpreter: Interrupt");
-    // The turn is over: the proposal can no longer run, and says so.
-    await proposal.locator(".proposal-status", { hasText: "Not run (inserted into the document)" }).waitFor({ timeout: STEP });
-    assert.equal(await proposal.locator("button").count(), 0);
+    // Whole lines after the cursor's line, never glued to it.
+    assert.match(text, /^# helpers\s*\ndef double\(x\):\s+return 2 \* x/);
+    await panel.locator(".entry.notice", { hasText: "Written into target.py; it did not run." }).waitFor({ timeout: STEP });
+    await panel.locator("#activity").waitFor({ state: "hidden", timeout: STEP });
   });
 
-  it("insert over a selection: the change is shown as a diff first, then the document changes", async () => {
+  test("insert over a selection: the change is shown as a diff first, then the document changes", async () => {
     const page = vscode.page;
     await vscode.openFile("geometry.py");
     await vscode.focusEditor();
@@ -332,20 +346,18 @@ describe("VS Code, trusted workspace", { timeout: 6 * 60_000 }, () => {
     assert.match(await vscode.page.locator(".tab.active").first().innerText(), /proposed code/);
     await dialog.getByRole("button", { name: "Replace" }).click();
     await dialog.waitFor({ state: "hidden" });
-    await proposal.locator(".proposal-status", { hasText: "inserted into the document" }).waitFor({ timeout: STEP });
+    await proposal.locator(".proposal-status", { hasText: "Written into geometry.py" }).waitFor({ timeout: STEP });
     await vscode.editorLines().first().locator(".view-line", { hasText: "math.pi" }).waitFor({ timeout: STEP });
     const text = await vscode.editorText();
     assert.match(text, /^import math\s+def area\(r\):\s+return math\.pi \* r \* r\s+print\(area\(2\)\)/);
     assert.doesNotMatch(text, /3\.14/);
     assert.equal(await page.locator(".tab", { hasText: "proposed code" }).count(), 0, "the diff preview was closed");
     assert.match(readFileSync(join(workspace, "geometry.py"), "utf8"), /3\.14/, "the file is left unsaved, as any edit");
-    // Inserting is not a decision: the proposal still waits, and is rejected here.
-    await proposal.locator("button[data-action='reject']").click();
-    await proposal.locator(".proposal-status", { hasText: "Rejected" }).waitFor({ timeout: STEP });
+    assert.equal(await proposal.locator("button").count(), 0, "written instead of run: nothing left to decide");
     await panel.locator("#activity").waitFor({ state: "hidden", timeout: STEP });
   });
 
-  it("the conversation comes back after a window reload, from the server's history", async () => {
+  test("the conversation comes back after a window reload, from the server's history", async () => {
     await vscode.reload();
     await vscode.page.locator(".statusbar-item", { hasText: "python: idle" }).first().waitFor({ timeout: STEP });
     await vscode.command("Interpreter: Show Panel");
@@ -371,8 +383,18 @@ describe("VS Code, trusted workspace", { timeout: 6 * 60_000 }, () => {
     assert.equal(await edited.locator(".run-state").innerText(), "done");
     assert.equal((await edited.locator(".run-code code").textContent())?.trim(), "print(6 * 8)");
     assert.equal(await proposalCard(panel, "rm -rf build").locator(".proposal-status").innerText(), "Rejected");
-    assert.equal(await proposalCard(panel, "def double(x)").locator(".proposal-status").innerText(), "Not run (inserted into the document)");
-    assert.equal(await proposalCard(panel, "math.pi").locator(".proposal-status").innerText(), "Rejected (inserted into the document)");
+    assert.equal(await proposalCard(panel, "def double(x)").locator(".proposal-status").innerText(), "Written into target.py");
+    assert.equal(await proposalCard(panel, "math.pi").locator(".proposal-status").innerText(), "Written into geometry.py");
+    // The notices the live panel showed come back too: a declined run, a written proposal.
+    await panel.locator(".entry.notice", { hasText: "Written into target.py; it did not run." }).waitFor();
+    await panel.locator(".entry.notice", { hasText: /declined/i }).first().waitFor();
+    // The view is at the end of the conversation, not at its top.
+    const lastEntry = panel.locator(".entry").last();
+    await lastEntry.waitFor();
+    assert.ok(
+      await lastEntry.evaluate((el) => el.getBoundingClientRect().bottom <= (el.ownerDocument.defaultView?.innerHeight ?? 0) + 1),
+      "after a reload the panel shows the last message",
+    );
     assert.equal(await panel.locator(".entry.proposal button").count(), 0, "a reloaded proposal offers no actions");
     // The user's own runs: their code, output, plot and interruption.
     assert.equal(await runWithStdout(panel, "answer 42").locator(".run-state").innerText(), "done");
@@ -387,19 +409,29 @@ describe("VS Code, trusted workspace", { timeout: 6 * 60_000 }, () => {
     log("conversation restored after reload");
   });
 
-  it("undo drops the last message and what followed; reset empties the panel", async () => {
+  test("undo drops the last message and what followed; reset empties the panel", async () => {
     const panel = await vscode.panel();
     await vscode.command("Interpreter: Undo Last Message");
     await panel.locator(".entry.user", { hasText: "Make area() exact" }).waitFor({ state: "detached", timeout: STEP });
     assert.equal(await proposalCard(panel, "math.pi").count(), 0);
     await panel.locator(".entry.user", { hasText: "Write a function that doubles a number" }).waitFor();
+    // Reset cannot be undone: VS Code asks first, and "Cancel" keeps the conversation.
     await vscode.command("Interpreter: Reset Conversation");
+    const dialog = vscode.dialog();
+    await dialog.waitFor({ timeout: STEP });
+    assert.match(await dialog.innerText(), /Start a new conversation\?/);
+    await dialog.getByRole("button", { name: "Cancel" }).click();
+    await dialog.waitFor({ state: "hidden" });
+    assert.ok((await panel.locator(".entry").count()) > 0, "Cancel kept the conversation");
+    await vscode.command("Interpreter: Reset Conversation");
+    await dialog.waitFor({ timeout: STEP });
+    await dialog.getByRole("button", { name: "Reset" }).click();
     await panel.locator("#empty").waitFor({ timeout: STEP });
     assert.equal(await panel.locator(".entry").count(), 0);
   });
 });
 
-describe("VS Code, untrusted workspace", { timeout: 2 * 60_000 }, () => {
+suite("VS Code, untrusted workspace", { timeout: 2 * 60_000 }, () => {
   const model = new ScriptedModel();
   let vscode;
   let workspace;
@@ -426,7 +458,7 @@ describe("VS Code, untrusted workspace", { timeout: 2 * 60_000 }, () => {
     if (workspace) rmSync(workspace, { recursive: true, force: true });
   });
 
-  it("runs nothing, and says why", async () => {
+  test("runs nothing, and says why", async () => {
     const page = vscode.page;
     // VS Code asks whether to trust the folder's authors: the user says no (Restricted Mode).
     await page.getByRole("button", { name: /No, I don.t trust the authors/ }).click({ timeout: STEP });
@@ -444,7 +476,7 @@ describe("VS Code, untrusted workspace", { timeout: 2 * 60_000 }, () => {
     assert.equal(model.requests.length, 0);
   });
 
-  it("a chat's proposal says why it will not run, and Run is refused", async () => {
+  test("a chat's proposal says why it will not run, and Run is refused", async () => {
     model.reply(`Writing the file.\n\n${fence("python", 'open("ran.txt", "w").write("x")')}\n`);
     const panel = await vscode.panel();
     const until = await sendChat(panel, "Write ran.txt");

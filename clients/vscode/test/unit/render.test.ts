@@ -73,14 +73,10 @@ test("a proposal shows its language, risk, reasons and the four actions while pe
       ["Insert", "p1"],
     ],
   );
-  applyEvent(s, { type: "proposalStatus", proposalId: "p1", inserted: true });
+  applyEvent(s, { type: "proposalState", params: { proposalId: "p1", turnId: "t1", state: "applied", uri: "file:///ws/calc.py" } });
   doc = rendered(s);
-  assert.deepEqual([...doc.querySelectorAll("button")].map((b) => b.textContent), ["Run", "Edit", "Reject"]);
-  assert.equal(doc.querySelector(".proposal-status")?.textContent, "Waiting for your approval (inserted into the document)");
-  applyEvent(s, { type: "proposalStatus", proposalId: "p1", status: "rejected" });
-  doc = rendered(s);
-  assert.equal(doc.querySelectorAll("button").length, 0);
-  assert.equal(doc.querySelector(".proposal-status")?.textContent, "Rejected (inserted into the document)");
+  assert.equal(doc.querySelectorAll("button").length, 0, "written into a document: decided, nothing to click");
+  assert.equal(doc.querySelector(".proposal-status")?.textContent, "Written into calc.py");
 });
 
 test("run output: ANSI colours become classes, errors show name and value, duration shows", () => {
