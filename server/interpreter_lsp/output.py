@@ -120,7 +120,7 @@ class RunOutput:
         self.error = (ename, evalue)
         self.model_view.append(text + "\n")
         self._emit(
-            OutputParams(self.run_id, self._seq, "error", text=text, ename=ename, evalue=evalue)
+            OutputParams(self.run_id, self._seq, "error", text=text, ename=ename, evalue=evalue, traceback=traceback)
         )
 
     def note(self, kind: str, text: str) -> None:

@@ -524,7 +524,10 @@ export function applyEvent(state: ConversationState, event: PanelEvent): Change 
       return { all: false, ids: changed };
     }
     case "output": {
-      const { runId, seq, kind, text, data, ename, evalue } = event.params;
+      const { runId, seq, kind, data, ename, evalue, traceback } = event.params;
+      // A traceback in colour when the server sends the kernel's lines (as history keeps them).
+      const coloured = kind === "error" && Array.isArray(traceback) && traceback.length > 0;
+      const text = coloured ? traceback.join("\n") : event.params.text;
       const { run } = ensureRun(state, runId);
       if (seq < run.nextSeq) return { all: false, ids: [] };
       if (seq > run.nextSeq) run.lostMessages += seq - run.nextSeq;

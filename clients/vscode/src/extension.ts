@@ -484,7 +484,7 @@ class Extension implements vscode.Disposable {
       { label: "$(output) Show Server Log", command: "interpreterLsp.showLogs" },
       { label: "$(refresh) Restart Server", command: "interpreterLsp.restartServer" },
     ];
-    const pick = await vscode.window.showQuickPick(actions, { title: "Interpreter" });
+    const pick = await this.statusBar.withoutTooltip(() => vscode.window.showQuickPick(actions, { title: "Interpreter" }));
     if (pick) await vscode.commands.executeCommand(pick.command);
   }
 

@@ -128,7 +128,7 @@ export class ConversationPanel implements vscode.WebviewViewProvider, vscode.Dis
 <div id="footer">
 <div id="status-line"><span id="activity" hidden></span><span id="context"></span><span id="kernel"></span></div>
 <div id="input-row">
-<textarea id="prompt" rows="2" placeholder="Ask the interpreter… (Enter to send, Shift+Enter for a new line)" aria-label="Message"></textarea>
+<textarea id="prompt" rows="2" placeholder="Ask the interpreter…" title="Enter sends; Shift+Enter starts a new line" aria-label="Message (Enter sends, Shift+Enter starts a new line)"></textarea>
 <button id="send" title="Send">Send</button>
 <button id="stop" title="Interrupt: stop the model and the running code" hidden>Stop</button>
 </div>

@@ -82,6 +82,8 @@ export interface OutputParams {
   data?: MimeBundle;
   ename?: string;
   evalue?: string;
+  /** For "error": the kernel's traceback lines as they came, ANSI colour codes included. */
+  traceback?: string[];
 }
 
 export type FileChangeKind = "created" | "modified" | "deleted";

@@ -20,6 +20,8 @@ export class KernelStatusBar implements vscode.Disposable {
   private details: StatusDetails | undefined;
   private liveContext: ContextUse | undefined;
   private server: ServerState = "starting";
+  /** While the item's menu is open its tooltip is off: the pointer still rests on the item. */
+  private tooltipOff = false;
 
   constructor(private readonly onChange: (line: StatusLine) => void) {
     this.item.name = "Interpreter kernel";
@@ -61,6 +63,23 @@ export class KernelStatusBar implements vscode.Disposable {
     this.render();
   }
 
+  /**
+   * Runs `menu` (the item's quick pick) with the tooltip off, and turns it back on only after the pointer
+   * has had time to move away: a tooltip must not hang over the panel's input once the menu was used.
+   */
+  async withoutTooltip<T>(menu: () => Thenable<T>): Promise<T> {
+    this.tooltipOff = true;
+    this.render();
+    try {
+      return await menu();
+    } finally {
+      setTimeout(() => {
+        this.tooltipOff = false;
+        this.render();
+      }, 1500);
+    }
+  }
+
   setServerState(state: ServerState): void {
     this.server = state;
     if (state !== "running") {
@@ -76,7 +95,7 @@ export class KernelStatusBar implements vscode.Disposable {
   private render(): void {
     const { text, tooltip } = kernelSummary(this.kernels, this.latest, this.details, this.server, this.kernelInfo, this.liveContext);
     this.item.text = text;
-    this.item.tooltip = tooltip;
+    this.item.tooltip = this.tooltipOff ? undefined : tooltip;
     const dead = this.latest !== undefined && this.kernels.get(this.latest)?.state === "dead";
     this.item.backgroundColor = dead ? new vscode.ThemeColor("statusBarItem.errorBackground") : undefined;
     const context = this.server === "running" ? (this.liveContext ?? this.details?.context) : undefined;

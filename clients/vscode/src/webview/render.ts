@@ -69,6 +69,13 @@ function capitalise(text: string): string {
   return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
+/** A notice as a sentence: a capital first, a full stop last ("input cancelled" → "Input cancelled."). */
+export function sentence(text: string): string {
+  const trimmed = text.trim();
+  if (!trimmed) return trimmed;
+  return capitalise(/[.!?:)`"…]$/.test(trimmed) ? trimmed : `${trimmed}.`);
+}
+
 export function formatDuration(ms: number): string {
   if (ms < 1000) return `${Math.round(ms)} ms`;
   if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
@@ -238,7 +245,7 @@ ${reasons}<pre class="code"><code>${escapeHtml(p.code)}</code></pre>${waitReason
   function run(entry: RunEntry, state: ConversationState): string {
     const parts: string[] = [];
     const label = RUN_STATE_LABEL[entry.state];
-    const duration = entry.durationMs !== undefined ? ` · ${formatDuration(entry.durationMs)}` : "";
+    const duration = entry.durationMs !== undefined ? ` · <span class="run-duration">${formatDuration(entry.durationMs)}</span>` : "";
     const language = entry.language ? `${escapeHtml(entry.language)} · ` : "";
     parts.push(
       `<div class="run-head"><span class="run-title">Run</span> <span class="run-meta">${language}<span class="run-state state-${entry.state}">${label}</span>${duration}</span></div>`,
@@ -264,7 +271,8 @@ ${reasons}<pre class="code"><code>${escapeHtml(p.code)}</code></pre>${waitReason
   }
 
   function notice(entry: NoticeEntry): string {
-    return `<div class="entry notice level-${entry.level}" data-id="${escapeHtml(entry.id)}">${escapeHtml(entry.text)}</div>`;
+    // The server's sentences may carry a list or `code`: Markdown without raw HTML, sanitised.
+    return `<div class="entry notice level-${entry.level}" data-id="${escapeHtml(entry.id)}"><div class="markdown">${markdown(sentence(entry.text))}</div></div>`;
   }
 
   function entryHtml(entry: Entry, state: ConversationState): string {

@@ -14,6 +14,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { after, afterEach, before, describe, it } from "node:test";
+import { compareScreenshot } from "./screenshots.mjs";
 import { ScriptedModel } from "./scriptedModel.mjs";
 import { EXT_DIR, VsCode } from "./vscode.mjs";
 
@@ -94,25 +95,34 @@ function runWithStdout(panel, text) {
   return panel.locator(".entry.run", { has: panel.locator(".stdout", { hasText: exact }) });
 }
 
-suite("VS Code, trusted workspace", { timeout: 6 * 60_000 }, () => {
+suite("VS Code, trusted workspace", { timeout: 9 * 60_000 }, () => {
   const model = new ScriptedModel();
   let vscode;
   let workspace;
+  let modelUrl;
 
   before(async () => {
     assert.ok(existsSync(SERVER), `the server is not installed at ${SERVER}: run scripts/setup.sh`);
     assert.ok(existsSync(VSIX), `no .vsix at ${VSIX}: run npm run package in clients/vscode`);
-    const modelUrl = await model.start();
+    modelUrl = await model.start();
     workspace = makeWorkspace("trusted", {
       "analysis.py": 'x = 21\nopen("result.txt", "w").write("x")\nprint("answer", x * 2)\n',
       "plot.py": "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.show()\n",
+      // A script's way: the non-interactive backend, then show(): the figure is captured all the same.
+      "plot_agg.py": 'import matplotlib\nmatplotlib.use("Agg")\nimport matplotlib.pyplot as plt\nplt.figure()\nplt.bar([1, 2, 3], [3, 1, 2])\nplt.show()\n',
+      "cells.py": '# %% first\nprint("cell one")\n\n# %% second\ndef f():\n    return 1 / 0\n\nf()\n',
+      "boom.py": "def f():\n    return 1 / 0\n\nf()\n",
       "slow.py": "import time\nfor i in range(600):\n    time.sleep(0.1)\n",
       "target.py": "# helpers\n",
       "ask.py": 'name = input("Your name: ")\nprint("hello", name)\n',
       "geometry.py": "def area(r):\n    return 3.14 * r * r\n\nprint(area(2))\n",
       "build/keep.txt": "still here\n",
     });
-    vscode = new VsCode({ name: "trusted", workspace, settings: settings(modelUrl, join(ARTIFACTS, "vscode-server-trusted.log")), vsix: VSIX, trust: true, log });
+    vscode = new VsCode({
+      name: "trusted", workspace, settings: settings(modelUrl, join(ARTIFACTS, "vscode-server-trusted.log")), vsix: VSIX, trust: true, log,
+      // Set only in the user's config file: VS Code's default for it ("") must not override it.
+      userConfig: 'custom_instructions = "House rule: name every variable in English."\n',
+    });
     mkdirSync(ARTIFACTS, { recursive: true });
     await vscode.start();
   });
@@ -143,6 +153,15 @@ suite("VS Code, trusted workspace", { timeout: 6 * 60_000 }, () => {
     const panel = await vscode.panel();
     await panel.locator("#empty", { hasText: "Ask for something below" }).waitFor();
     await panel.locator("#kernel", { hasText: "python: idle · openai/scripted" }).waitFor();
+    // While the server started, the status bar said so; it never read as a stopped (failed) server.
+    const texts = await vscode.statusTexts();
+    log(`status bar texts: ${JSON.stringify(texts)}`);
+    assert.ok(texts.some((t) => /Interpreter: starting/.test(t)), `never said starting: ${JSON.stringify(texts)}`);
+    assert.ok(!texts.some((t) => /server stopped/.test(t)), `said "server stopped" during a normal start: ${JSON.stringify(texts)}`);
+    // The panel's title bar: Interrupt at hand; Reset (which cannot be undone) only in the "…" menu.
+    const titleActions = vscode.page.locator(".part.sidebar .title-actions .action-label");
+    await titleActions.filter({ has: vscode.page.locator(":scope[aria-label*='Interrupt']") }).first().waitFor();
+    assert.equal(await vscode.page.locator(".part.sidebar .title-actions .action-label[aria-label*='Reset Conversation']").count(), 0);
     log("server up, kernel idle, panel shown");
   });
 
@@ -193,6 +212,41 @@ suite("VS Code, trusted workspace", { timeout: 6 * 60_000 }, () => {
     // The image decoded: a real picture, not a broken icon.
     const width = await image.evaluate((img) => (img.complete ? img.naturalWidth : 0));
     assert.ok(width > 100, `the plot image is ${width} pixels wide`);
+    // matplotlib.use("Agg") then plt.show(), as a script does: the figure shows all the same.
+    const images = await panel.locator(".entry.run img.output-image").count();
+    await vscode.openFile("plot_agg.py");
+    await vscode.focusEditor();
+    await vscode.page.keyboard.press("Control+A");
+    await vscode.command("Interpreter: Run Selection or Cell");
+    const run = panel.locator(".entry.run", { has: panel.locator(".run-location", { hasText: "plot_agg.py" }) }).last();
+    await run.locator(".run-state", { hasText: "done" }).waitFor({ timeout: STEP });
+    const agg = run.locator("img.output-image");
+    await agg.waitFor({ timeout: STEP });
+    assert.equal(await panel.locator(".entry.run img.output-image").count(), images + 1);
+    assert.ok((await agg.evaluate((img) => (img.complete ? img.naturalWidth : 0))) > 100, "the Agg figure is a real image");
+  });
+
+  test("the Run cell code lens shows the panel without taking focus, with the cell's code, place and a coloured traceback", async () => {
+    const page = vscode.page;
+    await vscode.command("View: Show Explorer");
+    await page.locator(".part.sidebar .composite.title", { hasText: /explorer/i }).first().waitFor();
+    await vscode.openFile("cells.py");
+    await vscode.focusEditor();
+    const lens = page.locator(".editor-group-container.active .codelens-decoration a", { hasText: "Run cell" });
+    await lens.nth(1).waitFor({ timeout: STEP });
+    await lens.nth(1).click();
+    // The panel came to the front; the cursor stayed in the editor.
+    await page.locator(".part.sidebar .composite.title", { hasText: /interpreter/i }).first().waitFor({ timeout: STEP });
+    await page.locator(".editor-group-container.active .monaco-editor.focused").first().waitFor({ timeout: STEP });
+    const panel = await vscode.panel();
+    const run = panel.locator(".entry.run", { has: panel.locator(".run-location", { hasText: "cells.py" }) }).last();
+    await run.locator(".run-state", { hasText: "error" }).waitFor({ timeout: STEP });
+    assert.match(await run.locator(".run-location").innerText(), /^cells\.py, lines [45]–[89]$/);
+    assert.match((await run.locator(".run-code code").textContent()) ?? "", /def f\(\):\s+return 1 \/ 0/);
+    assert.equal(await run.locator(".error-title").innerText(), "ZeroDivisionError: division by zero");
+    assert.ok((await run.locator(".traceback span[class*='ansi-']").count()) > 0, "the live traceback has colour");
+    const wraps = await run.locator(".traceback").evaluate((pre) => getComputedStyle(pre).whiteSpace);
+    assert.equal(wraps, "pre", "traceback lines scroll, they do not wrap");
   });
 
   test("interrupts running code from the panel's Stop button", async () => {
@@ -227,6 +281,9 @@ suite("VS Code, trusted workspace", { timeout: 6 * 60_000 }, () => {
     await panel.locator(".entry.assistant strong", { hasText: "42" }).waitFor({ timeout: STEP });
     await model.waitForRequests(2, STEP);
     assert.match(model.requestText(2), /42/, "the run's output went back to the model");
+    // The user's config file set customInstructions; the extension sent only settings the user set in
+    // VS Code, so its default did not override the file.
+    assert.match(model.requestText(1), /House rule: name every variable in English\./);
     await panel.locator("#activity").waitFor({ state: "hidden", timeout: STEP });
     await vscode.screenshotPanel(join(ARTIFACTS, "vscode-panel-after-loop.png"));
     log("full loop done; panel screenshot saved");
@@ -256,6 +313,10 @@ suite("VS Code, trusted workspace", { timeout: 6 * 60_000 }, () => {
     assert.equal((await run.locator(".run-code code").textContent())?.trim(), "print(6 * 8)");
     await proposal.locator(".proposal-status", { hasText: "Ran (edited)" }).waitFor({ timeout: STEP });
     assert.equal(await proposal.locator("button").count(), 0);
+    // The editor of the edited code closed once it ran, without asking to save; its ✓ went with it.
+    await page.locator(".tab", { hasText: "Untitled" }).first().waitFor({ state: "detached", timeout: STEP });
+    assert.equal(await vscode.dialog().count(), 0, "closing the edit asked something");
+    assert.equal(await page.locator(".editor-actions .action-label[aria-label*='Approve']").count(), 0);
     await model.waitForRequests(before + 2, STEP);
     assert.match(model.requestText(before + 2), /print\(6 \* 8\)[\s\S]*48/, "the model saw the edited code and its output");
     await panel.locator(".entry.assistant", { hasText: "Your version printed 48." }).waitFor({ timeout: STEP });
@@ -429,9 +490,103 @@ suite("VS Code, trusted workspace", { timeout: 6 * 60_000 }, () => {
     await panel.locator("#empty").waitFor({ timeout: STEP });
     assert.equal(await panel.locator(".entry").count(), 0);
   });
+
+  test("restart kernel asks first; at 300 and 600 px the panel's cards look as their reference screenshots", async () => {
+    const page = vscode.page;
+    const panel = await vscode.panel();
+    // Restarting loses the kernel's variables: VS Code asks first.
+    await vscode.command("Interpreter: Restart Kernel");
+    const dialog = vscode.dialog();
+    await dialog.waitFor({ timeout: STEP });
+    assert.match(await dialog.innerText(), /Restart the Python kernel\?/);
+    await dialog.getByRole("button", { name: "Restart" }).click();
+    await panel.locator(".entry.notice", { hasText: "kernel restarted" }).waitFor({ timeout: STEP });
+    await page.locator(".statusbar-item", { hasText: "python: idle" }).first().waitFor({ timeout: STEP });
+
+    /** Pictures of `locator` at 300 and 600 px, compared with their references. */
+    const shoot = async (name, locator) => {
+      for (const width of [300, 600]) {
+        await vscode.setSidebarWidth(width);
+        // The conversation's column gets a whole number of pixels (the webview's own width may be
+        // fractional, and a pixel of rounding moves every right-aligned word); then two frames of layout.
+        await panel.locator("#entries").evaluate((entries, w) => {
+          entries.style.width = `${w - 24}px`;
+          // Fonts every test machine has (setup installs fonts-dejavu-core), not whatever the system's UI
+          // font resolves to: pictures then compare across machines.
+          const root = entries.ownerDocument.documentElement.style;
+          root.setProperty("--vscode-font-family", '"DejaVu Sans"');
+          root.setProperty("--vscode-font-size", "13px");
+          root.setProperty("--vscode-editor-font-family", '"DejaVu Sans Mono"');
+          root.setProperty("--vscode-editor-font-size", "13px");
+          return new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(undefined))));
+        }, width);
+        // Durations change from run to run: the pictures show a fixed one.
+        await panel.locator(".run-duration").evaluateAll((spans) => spans.forEach((span) => (span.textContent = "10 ms")));
+        // The placeholder fits the input.
+        const fits = await panel.locator("#prompt").evaluate((input) => {
+          const style = getComputedStyle(input);
+          const context = input.ownerDocument.createElement("canvas").getContext("2d");
+          context.font = style.font;
+          const room = input.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+          return context.measureText(input.placeholder).width <= room;
+        });
+        assert.ok(fits, `the input's placeholder is clipped at ${width} px`);
+        await locator.scrollIntoViewIfNeeded();
+        const result = compareScreenshot(`${name}-${width}`, await locator.screenshot({ animations: "disabled", caret: "hide" }), ARTIFACTS);
+        log(`screenshot ${name}-${width}: ${result}`);
+      }
+      await panel.locator("#entries").evaluate((entries) => (entries.style.width = ""));
+      await vscode.setSidebarWidth(300);
+    };
+
+    // A proposal whose risk is low, with its reason on the card; the badge never wraps.
+    model.replies.length = 0;
+    model.reply(`Removing it.\n\n${fence("python", 'import os\nos.remove("scratch.txt")')}\n`);
+    const until = await sendChat(panel, "Remove scratch.txt");
+    const proposal = proposalCard(panel, "scratch.txt");
+    await until(proposal.locator("button[data-action='approve']"));
+    assert.equal(await proposal.locator(".risk").innerText(), "risk: low");
+    assert.match(await proposal.locator(".risk-reasons").innerText(), /deletes scratch\.txt \(inside the workspace\)/);
+    assert.equal(await proposal.locator(".risk").evaluate((el) => el.getClientRects().length), 1, "the risk badge wraps");
+    await shoot("proposal", proposal);
+    await proposal.locator("button[data-action='reject']").click();
+    await panel.locator("#activity").waitFor({ state: "hidden", timeout: STEP });
+
+    // A traceback, and a plot: the first runs of the restarted kernel, so their text is the same every time.
+    for (const file of ["boom.py", "plot.py"]) {
+      await vscode.openFile(file);
+      await vscode.focusEditor();
+      await page.keyboard.press("Control+A");
+      await vscode.command("Interpreter: Run Selection or Cell");
+      await panel.locator(".entry.run", { has: panel.locator(".run-location", { hasText: file }) }).locator(".run-state:not(.state-running):not(.state-queued)").waitFor({ timeout: STEP });
+    }
+    const traceback = panel.locator(".entry.run", { has: panel.locator(".run-location", { hasText: "boom.py" }) }).last();
+    const plot = panel.locator(".entry.run", { has: panel.locator(".run-location", { hasText: "plot.py" }) }).last();
+    await plot.locator("img.output-image").waitFor({ timeout: STEP });
+    await plot.locator("img.output-image").evaluate((img) => (img.complete ? undefined : new Promise((r) => img.addEventListener("load", r))));
+    await shoot("traceback", traceback);
+    await shoot("plot", plot);
+
+    // A changed model shows in the status bar at once; with none, the chat says what to do, as a list.
+    await vscode.updateSettings({ "interpreter.model": "", "interpreter.apiBase": "" });
+    await page.locator(".statusbar-item", { hasText: "python: idle", hasNotText: "openai/scripted" }).first().waitFor({ timeout: STEP });
+    const errors = panel.locator(".entry.notice.level-error");
+    const count = await errors.count();
+    await panel.locator("#prompt").fill("Hello?");
+    await panel.locator("#prompt").press("Enter");
+    const noModel = errors.nth(count);
+    await noModel.waitFor({ timeout: STEP });
+    assert.match(await noModel.innerText(), /^No model is configured/);
+    assert.ok((await noModel.locator("li").count()) >= 3, "the choices are a list");
+    assert.ok((await noModel.locator("li code").count()) >= 1, "commands are code");
+    await shoot("no-model", noModel);
+    await vscode.updateSettings({ "interpreter.model": "openai/scripted-b", "interpreter.apiBase": modelUrl });
+    await page.locator(".statusbar-item", { hasText: "python: idle · openai/scripted-b" }).first().waitFor({ timeout: STEP });
+  });
 });
 
-suite("VS Code, untrusted workspace", { timeout: 2 * 60_000 }, () => {
+
+suite("VS Code, untrusted workspace", { timeout: 4 * 60_000 }, () => {
   const model = new ScriptedModel();
   let vscode;
   let workspace;
@@ -440,6 +595,7 @@ suite("VS Code, untrusted workspace", { timeout: 2 * 60_000 }, () => {
     const modelUrl = await model.start();
     workspace = makeWorkspace("untrusted", {
       "analysis.py": 'open("ran.txt", "w").write("code ran")\nprint("ran")\n',
+      "cells.py": '# %% one\nopen("cell-ran.txt", "w").write("x")\n',
       // A workspace virtualenv whose python would betray being started: an untrusted folder's own
       // interpreter must not run either.
       ".venv/bin/python": `#!/bin/sh\necho started > "$(dirname "$0")/../../venv-python-ran.txt"\nexec python3 "$@"\n`,
@@ -447,7 +603,9 @@ suite("VS Code, untrusted workspace", { timeout: 2 * 60_000 }, () => {
       ".venv/lib/python3.11/site-packages/ipykernel/__init__.py": "",
     });
     chmodSync(join(workspace, ".venv/bin/python"), 0o755);
-    vscode = new VsCode({ name: "untrusted", workspace, settings: settings(modelUrl, join(ARTIFACTS, "vscode-server-untrusted.log")), vsix: VSIX, trust: false, log });
+    // Once trusted, kernels use the server's own environment (the workspace's .venv above is a decoy).
+    const userSettings = { ...settings(modelUrl, join(ARTIFACTS, "vscode-server-untrusted.log")), "interpreter.kernel.python": join(REPO, ".venv/bin/python") };
+    vscode = new VsCode({ name: "untrusted", workspace, settings: userSettings, vsix: VSIX, trust: false, log });
     await vscode.start();
   });
 
@@ -495,5 +653,49 @@ suite("VS Code, untrusted workspace", { timeout: 2 * 60_000 }, () => {
     assert.ok(!existsSync(join(workspace, "venv-python-ran.txt")), "the untrusted workspace's own python was started");
     await proposal.locator("button[data-action='reject']").click();
     await proposal.locator(".proposal-status", { hasText: "Rejected" }).waitFor({ timeout: STEP });
+  });
+
+  test("a Run cell code lens says why nothing ran, once, in the server's words", async () => {
+    const page = vscode.page;
+    await vscode.openFile("cells.py");
+    await vscode.focusEditor();
+    const panel = await vscode.panel();
+    const refusals = panel.locator(".entry.notice.level-error", { hasText: "not trusted" });
+    const before = await refusals.count();
+    const lens = page.locator(".editor-group-container.active .codelens-decoration a", { hasText: "Run cell" }).first();
+    await lens.waitFor({ timeout: STEP });
+    await lens.click();
+    await refusals.nth(before).waitFor({ timeout: STEP });
+    assert.match(await refusals.nth(before).innerText(), /Manage Workspace Trust/, "the notice says how to trust");
+    const toasts = page.locator(".notifications-toasts .notification-toast");
+    await toasts.filter({ hasText: "not trusted" }).first().waitFor({ timeout: STEP });
+    assert.equal(await toasts.filter({ hasText: "not trusted" }).count(), 1, "one toast");
+    assert.equal(await toasts.filter({ hasText: /Request workspace\/executeCommand failed/ }).count(), 0, "no raw request failure");
+    assert.equal(await refusals.count(), before + 1);
+    assert.ok(!existsSync(join(workspace, "cell-ran.txt")), "the cell ran in an untrusted workspace");
+    await page.keyboard.press("Escape");
+  });
+
+  test("granting trust keeps a waiting proposal: it is not interrupted, and runs when approved", async () => {
+    const page = vscode.page;
+    model.replies.length = 0;
+    model.reply(`Writing it.\n\n${fence("python", 'open("trusted.txt", "w").write("yes")\nprint("wrote it")')}\n`);
+    model.reply("Done.");
+    const panel = await vscode.panel();
+    const until = await sendChat(panel, "Write trusted.txt");
+    const proposal = proposalCard(panel, "trusted.txt");
+    await until(proposal.locator(".wait-reason", { hasText: "not trusted" }));
+    await vscode.command("Workspaces: Manage Workspace Trust");
+    const trustEditor = page.locator(".workspace-trust-editor");
+    await trustEditor.waitFor({ timeout: STEP });
+    await trustEditor.getByRole("button", { name: "Trust", exact: true }).first().click();
+    await panel.locator(".entry.notice", { hasText: "trusted now" }).waitFor({ timeout: STEP });
+    assert.equal(await panel.locator(".entry.notice", { hasText: /interrupted/i }).count(), 0, "the turn was interrupted");
+    assert.match(await proposal.locator(".proposal-status").innerText(), /Waiting for your approval/);
+    await proposal.locator("button[data-action='approve']").click();
+    const run = runWithStdout(panel, "wrote it").last();
+    await run.locator(".run-state", { hasText: "done" }).waitFor({ timeout: STEP });
+    assert.equal(readFileSync(join(workspace, "trusted.txt"), "utf8"), "yes");
+    await panel.locator(".entry.assistant", { hasText: "Done." }).waitFor({ timeout: STEP });
   });
 });

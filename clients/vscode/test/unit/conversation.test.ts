@@ -4,6 +4,7 @@ import {
   MAX_RUN_TEXT,
   activityLine,
   applyEvent,
+  compactionNotice,
   emptyConversation,
   describeRange,
   describeSource,
@@ -272,4 +273,23 @@ test("a run started from a document shows its code and where it came from while 
   const run = s.entries[0] as RunEntry;
   assert.deepEqual([run.code, run.location], ["print(1)", "My cells.py, lines 4–6"]);
   assert.equal(describeSource({ uri: "file:///ws/a.py", kind: "selection", startLine: 0, endLine: 0 }), "a.py, line 1");
+});
+
+test("a compaction in the history is one line; the earlier turns stay shown", () => {
+  const s = emptyConversation();
+  applyEvent(s, {
+    type: "history",
+    messages: [
+      { type: "user", turnId: "t1", text: "first" },
+      { type: "assistant", turnId: "t1", text: "answer" },
+      { type: "compaction", summary: "The user asked first; the model answered.", upTo: 2 },
+      { type: "user", turnId: "t2", text: "second" },
+    ],
+  });
+  assert.deepEqual(s.entries.map((e) => e.kind), ["user", "assistant", "notice", "user"]);
+  const notice = s.entries[2];
+  assert.equal(notice.kind === "notice" && notice.text, "Earlier turns condensed into a summary.");
+  assert.equal(compactionNotice(1234), "Earlier turns condensed (1,234 tokens).");
+  applyEvent(s, { type: "turnStatus", params: { turnId: "t3", state: "compacting" } });
+  assert.equal(activityLine(s), "Condensing earlier turns…");
 });
