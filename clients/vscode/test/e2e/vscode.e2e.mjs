@@ -548,6 +548,8 @@ suite("VS Code, trusted workspace", { timeout: 9 * 60_000 }, () => {
     assert.equal(await proposal.locator(".risk").innerText(), "risk: low");
     assert.match(await proposal.locator(".risk-reasons").innerText(), /deletes scratch\.txt \(inside the workspace\)/);
     assert.equal(await proposal.locator(".risk").evaluate((el) => el.getClientRects().length), 1, "the risk badge wraps");
+    // One background for the block, none per line: the <code> inside the <pre> is transparent.
+    assert.equal(await proposal.locator("pre.code code").evaluate((code) => getComputedStyle(code).backgroundColor), "rgba(0, 0, 0, 0)");
     await shoot("proposal", proposal);
     await proposal.locator("button[data-action='reject']").click();
     await panel.locator("#activity").waitFor({ state: "hidden", timeout: STEP });
@@ -582,6 +584,15 @@ suite("VS Code, trusted workspace", { timeout: 9 * 60_000 }, () => {
     await shoot("no-model", noModel);
     await vscode.updateSettings({ "interpreter.model": "openai/scripted-b", "interpreter.apiBase": modelUrl });
     await page.locator(".statusbar-item", { hasText: "python: idle · openai/scripted-b" }).first().waitFor({ timeout: STEP });
+    // The question that failed for lack of a model is not sent along with the next one.
+    const requests = model.requests.length;
+    model.reply("Yes, back.");
+    const back = await sendChat(panel, "Are we back?");
+    await back(panel.locator(".entry.assistant", { hasText: "Yes, back." }));
+    assert.equal(model.requests.length, requests + 1);
+    assert.match(model.requestText(requests + 1), /Are we back\?/);
+    assert.doesNotMatch(model.requestText(requests + 1), /Hello\?/);
+    await panel.locator("#activity").waitFor({ state: "hidden", timeout: STEP });
   });
 });
 
