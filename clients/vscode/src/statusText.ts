@@ -78,7 +78,9 @@ export function kernelSummary(
     : `$(circle-outline) Interpreter: no kernel yet${modelPart}`;
   const lines = [...kernels.values()].map((k) => kernelLine(k, kernelInfo.get(k.language)));
   const tooltip = [lines.length ? lines.join("\n") : "No kernel started yet."];
-  tooltip.push(model ? `Model: ${model}` : "No model configured (interpreter.model).");
+  const modelSource = details?.settingsSources?.model;
+  const from = modelSource && modelSource !== "default" ? ` (from ${modelSource})` : "";
+  tooltip.push(model ? `Model: ${model}${from}` : "No model configured (interpreter.model).");
   if (details) {
     tooltip.push(details.autoRun ? "Auto-run: on (low-risk code runs without asking)" : "Auto-run: off (every run waits for approval)");
     const usage = details.usage;
@@ -88,6 +90,7 @@ export function kernelSummary(
     tooltip.push(...contextDetails(context));
     if (details.trusted === false) tooltip.push("Workspace not trusted: nothing runs.");
     for (const error of details.settingsErrors ?? []) tooltip.push(`Settings: ${error}`);
+    for (const ignored of details.settingsIgnored ?? []) tooltip.push(`Ignored: ${ignored}`);
   }
   tooltip.push("Click: interrupt, restart, reset, compact.");
   return { text, tooltip: tooltip.join("\n") };

@@ -56,3 +56,15 @@ test("context use: in the text and tooltip when the server sends it, absent othe
   assert.equal(contextLine(undefined), "");
   assert.deepEqual([812, 12_345, 128_000, 1_250_000].map(formatTokens), ["812", "12.3k", "128k", "1.3M"]);
 });
+
+test("the tooltip says where the model came from, and which settings were ignored", () => {
+  const { tooltip } = kernelSummary(kernels, "python", {
+    model: "openai/x", autoRun: false,
+    settingsSources: { model: "user file", apiBase: "default" },
+    settingsIgnored: ["apiBase from workspace settings: set it in your user settings"],
+  }, "running");
+  assert.match(tooltip, /Model: openai\/x \(from user file\)/);
+  assert.match(tooltip, /Ignored: apiBase from workspace settings/);
+  const fromDefault = kernelSummary(kernels, "python", { model: "openai/x", autoRun: false, settingsSources: { model: "default" } }, "running");
+  assert.match(fromDefault.tooltip, /Model: openai\/x\n/);
+});
