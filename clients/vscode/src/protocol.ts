@@ -204,6 +204,11 @@ export interface KernelInfo {
   sandbox?: string;
   interpreter?: string;
   pid?: number;
+  /** A kernel on a gateway: its URL (without credentials) and id; it has no pid or interpreter. */
+  gateway?: string;
+  kernelId?: string;
+  /** Why watching the files a run touches is off, when it is ("off (remote kernel: …)"). */
+  filesTouched?: string;
 }
 
 export interface Usage {

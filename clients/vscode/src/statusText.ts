@@ -18,7 +18,8 @@ const ICON: Record<KernelState, string> = {
 export type StatusDetails = Omit<StatusResult, "kernels">;
 
 function kernelLine(kernel: KernelStatusParams, info: KernelInfo | undefined): string {
-  const where = [info?.interpreter ?? info?.kernel, info?.sandbox && info.sandbox !== "off" ? `sandbox: ${info.sandbox}` : ""]
+  const remote = info?.gateway ? `${info.kernel ?? "kernel"} on ${info.gateway}` : undefined;
+  const where = [info?.interpreter ?? remote ?? info?.kernel, info?.sandbox && info.sandbox !== "off" ? `sandbox: ${info.sandbox}` : ""]
     .filter(Boolean)
     .join(", ");
   return `${kernel.language}: ${kernel.state}${kernel.message ? ` (${kernel.message})` : ""}${where ? ` — ${where}` : ""}`;

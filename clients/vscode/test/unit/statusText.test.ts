@@ -68,3 +68,11 @@ test("the tooltip says where the model came from, and which settings were ignore
   const fromDefault = kernelSummary(kernels, "python", { model: "openai/x", autoRun: false, settingsSources: { model: "default" } }, "running");
   assert.match(fromDefault.tooltip, /Model: openai\/x\n/);
 });
+
+test("a kernel on a gateway is named with its gateway", () => {
+  const info = new Map<string, KernelInfo>([
+    ["python", { language: "python", state: "idle", kernel: "python3", gateway: "https://gw.example:8888", kernelId: "k1", sandbox: "off (remote kernel: …)" }],
+  ]);
+  const { tooltip } = kernelSummary(kernels, "python", undefined, "running", info);
+  assert.match(tooltip, /python: busy — python3 on https:\/\/gw\.example:8888, sandbox: off \(remote kernel: …\)/);
+});
