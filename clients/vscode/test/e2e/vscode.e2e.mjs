@@ -231,10 +231,8 @@ suite("VS Code, trusted workspace", { timeout: 9 * 60_000 }, () => {
     await vscode.command("View: Show Explorer");
     await page.locator(".part.sidebar .composite.title", { hasText: /explorer/i }).first().waitFor();
     await vscode.openFile("cells.py");
-    await vscode.focusEditor();
-    const lens = page.locator(".editor-group-container.active .codelens-decoration a", { hasText: "Run cell" });
-    await lens.nth(1).waitFor({ timeout: STEP });
-    await lens.nth(1).click();
+    await page.locator(".editor-group-container.active .codelens-decoration a", { hasText: "Run cell" }).nth(1).waitFor({ state: "attached", timeout: STEP });
+    await vscode.runCodeLens(4, "Run cell");
     // The panel came to the front; the cursor stayed in the editor.
     await page.locator(".part.sidebar .composite.title", { hasText: /interpreter/i }).first().waitFor({ timeout: STEP });
     await page.locator(".editor-group-container.active .monaco-editor.focused").first().waitFor({ timeout: STEP });
@@ -673,9 +671,8 @@ suite("VS Code, untrusted workspace", { timeout: 4 * 60_000 }, () => {
     const panel = await vscode.panel();
     const refusals = panel.locator(".entry.notice.level-error", { hasText: "not trusted" });
     const before = await refusals.count();
-    const lens = page.locator(".editor-group-container.active .codelens-decoration a", { hasText: "Run cell" }).first();
-    await lens.waitFor({ timeout: STEP });
-    await lens.click();
+    await page.locator(".editor-group-container.active .codelens-decoration a", { hasText: "Run cell" }).first().waitFor({ state: "attached", timeout: STEP });
+    await vscode.runCodeLens(1, "Run cell");
     await refusals.nth(before).waitFor({ timeout: STEP });
     assert.match(await refusals.nth(before).innerText(), /Manage Workspace Trust/, "the notice says how to trust");
     const toasts = page.locator(".notifications-toasts .notification-toast");

@@ -202,6 +202,26 @@ export class VsCode {
     await this.editorLines().first().waitFor();
   }
 
+  /**
+   * Runs the code lens `title` of a 1-based line of the active editor, as a keyboard user does ("Show
+   * CodeLens Commands for Current Line"): the same command as a click on the lens, without depending on
+   * the lens being laid out on screen.
+   */
+  async runCodeLens(line, title) {
+    const page = this.page;
+    await this.focusEditor();
+    await page.keyboard.press("Control+G");
+    const input = page.locator(".quick-input-widget input");
+    await input.waitFor({ state: "visible" });
+    await input.fill(`:${line}`);
+    await page.keyboard.press("Enter");
+    await input.waitFor({ state: "hidden" });
+    await this.command("Show CodeLens Commands for Current Line");
+    const row = page.locator(".quick-input-list .monaco-list-row", { hasText: title }).first();
+    await row.waitFor({ state: "visible", timeout: 30_000 });
+    await row.click();
+  }
+
   /** Reloads the window (Developer: Reload Window) and waits for the workbench to come back. */
   async reload() {
     const loaded = this.page.waitForEvent("load", { timeout: 60_000 });
