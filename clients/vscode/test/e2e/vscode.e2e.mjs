@@ -109,7 +109,7 @@ suite("VS Code, trusted workspace", { timeout: 9 * 60_000 }, () => {
       "analysis.py": 'x = 21\nopen("result.txt", "w").write("x")\nprint("answer", x * 2)\n',
       "plot.py": "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.show()\n",
       // A script's way: the non-interactive backend, then show(): the figure is captured all the same.
-      "plot_agg.py": 'import matplotlib\nmatplotlib.use("Agg")\nimport matplotlib.pyplot as plt\nplt.figure()\nplt.bar([1, 2, 3], [3, 1, 2])\nplt.show()\n',
+      "agg_figure.py": 'import matplotlib\nmatplotlib.use("Agg")\nimport matplotlib.pyplot as plt\nplt.figure()\nplt.bar([1, 2, 3], [3, 1, 2])\nplt.show()\n',
       "cells.py": '# %% first\nprint("cell one")\n\n# %% second\ndef f():\n    return 1 / 0\n\nf()\n',
       "boom.py": "def f():\n    return 1 / 0\n\nf()\n",
       "slow.py": "import time\nfor i in range(600):\n    time.sleep(0.1)\n",
@@ -214,11 +214,11 @@ suite("VS Code, trusted workspace", { timeout: 9 * 60_000 }, () => {
     assert.ok(width > 100, `the plot image is ${width} pixels wide`);
     // matplotlib.use("Agg") then plt.show(), as a script does: the figure shows all the same.
     const images = await panel.locator(".entry.run img.output-image").count();
-    await vscode.openFile("plot_agg.py");
+    await vscode.openFile("agg_figure.py");
     await vscode.focusEditor();
     await vscode.page.keyboard.press("Control+A");
     await vscode.command("Interpreter: Run Selection or Cell");
-    const run = panel.locator(".entry.run", { has: panel.locator(".run-location", { hasText: "plot_agg.py" }) }).last();
+    const run = panel.locator(".entry.run", { has: panel.locator(".run-location", { hasText: "agg_figure.py" }) }).last();
     await run.locator(".run-state", { hasText: "done" }).waitFor({ timeout: STEP });
     const agg = run.locator("img.output-image");
     await agg.waitFor({ timeout: STEP });
@@ -529,11 +529,23 @@ suite("VS Code, trusted workspace", { timeout: 9 * 60_000 }, () => {
           return context.measureText(input.placeholder).width <= room;
         });
         assert.ok(fits, `the input's placeholder is clipped at ${width} px`);
-        await locator.scrollIntoViewIfNeeded();
+        // The input row is fixed at the bottom and would cover an element scrolled just above it.
+        await panel.locator("#footer").evaluate((footer) => (footer.style.visibility = "hidden"));
+        // The element alone at the top: its place (to the fraction of a pixel, which moves every glyph's
+        // anti-aliasing) does not depend on what the conversation held before it.
+        await locator.evaluate((el) => {
+          for (const sibling of el.parentElement.children) if (sibling !== el) sibling.style.display = "none";
+          el.ownerDocument.defaultView.scrollTo(0, 0);
+          return new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(undefined))));
+        });
         const result = compareScreenshot(`${name}-${width}`, await locator.screenshot({ animations: "disabled", caret: "hide" }), ARTIFACTS);
         log(`screenshot ${name}-${width}: ${result}`);
       }
-      await panel.locator("#entries").evaluate((entries) => (entries.style.width = ""));
+      await panel.locator("#entries").evaluate((entries) => {
+        entries.style.width = "";
+        for (const entry of entries.children) entry.style.display = "";
+      });
+      await panel.locator("#footer").evaluate((footer) => (footer.style.visibility = ""));
       await vscode.setSidebarWidth(300);
     };
 
@@ -553,15 +565,19 @@ suite("VS Code, trusted workspace", { timeout: 9 * 60_000 }, () => {
     await panel.locator("#activity").waitFor({ state: "hidden", timeout: STEP });
 
     // A traceback, and a plot: the first runs of the restarted kernel, so their text is the same every time.
+    const runs = {};
     for (const file of ["boom.py", "plot.py"]) {
+      // Earlier tests ran these files too: this run is the next one.
+      const ofFile = panel.locator(".entry.run", { has: panel.locator(".run-location", { hasText: file }) });
+      runs[file] = ofFile.nth(await ofFile.count());
       await vscode.openFile(file);
       await vscode.focusEditor();
       await page.keyboard.press("Control+A");
       await vscode.command("Interpreter: Run Selection or Cell");
-      await panel.locator(".entry.run", { has: panel.locator(".run-location", { hasText: file }) }).locator(".run-state:not(.state-running):not(.state-queued)").waitFor({ timeout: STEP });
+      await runs[file].locator(".run-state.state-ok, .run-state.state-error").waitFor({ timeout: STEP });
     }
-    const traceback = panel.locator(".entry.run", { has: panel.locator(".run-location", { hasText: "boom.py" }) }).last();
-    const plot = panel.locator(".entry.run", { has: panel.locator(".run-location", { hasText: "plot.py" }) }).last();
+    const traceback = runs["boom.py"];
+    const plot = runs["plot.py"];
     await plot.locator("img.output-image").waitFor({ timeout: STEP });
     await plot.locator("img.output-image").evaluate((img) => (img.complete ? undefined : new Promise((r) => img.addEventListener("load", r))));
     await shoot("traceback", traceback);

@@ -196,8 +196,12 @@ export class VsCode {
     const input = page.locator(".quick-input-widget input");
     await input.waitFor({ state: "visible" });
     await input.fill(name);
-    await page.locator(".quick-input-list .monaco-list-row", { hasText: name }).first().waitFor();
-    await page.keyboard.press("Enter");
+    // The row of exactly this file, clicked: Enter could take the first row of a list not yet filtered
+    // (the recently opened files), and a longer name may contain this one.
+    const exact = new RegExp(`^${name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}$`);
+    const row = page.locator(".quick-input-list .monaco-list-row", { has: page.locator(".label-name", { hasText: exact }) }).first();
+    await row.waitFor();
+    await row.click();
     await page.locator(`.tab.active[aria-label*="${name}"]`).first().waitFor();
     await this.editorLines().first().waitFor();
   }
