@@ -74,6 +74,9 @@ async def test_error_has_plain_traceback(session: Session) -> None:
     assert error["evalue"] == "division by zero"
     assert "\x1b[" not in error["text"]
     assert "return 1 / 0" in error["text"]
+    # The kernel's own lines too, colour codes included, for clients that colour them.
+    assert any("\x1b[" in line for line in error["traceback"])
+    assert "ZeroDivisionError" in "".join(error["traceback"])
     # The kernel is fine afterwards.
     run_id, status = await session.run_and_wait("print('still here')")
     assert session.text(run_id) == "still here\n"

@@ -7,9 +7,12 @@ export default tseslint.config(
   { ignores: ["dist/**", "out/**", "node_modules/**", ".vscode-test/**", "*.mjs"] },
   js.configs.recommended,
   {
-    // The e2e driver is plain Node ESM (it loads playwright-core from the test tools folder).
+    // The e2e driver is plain Node ESM (it loads playwright-core from the test tools folder); the
+    // functions it passes to evaluate() run in the page, with the browser's globals.
     files: ["test/e2e/**/*.mjs"],
-    languageOptions: { globals: { ...globals.node } },
+    languageOptions: {
+      globals: { ...globals.node, window: "readonly", document: "readonly", getComputedStyle: "readonly", requestAnimationFrame: "readonly", MutationObserver: "readonly" },
+    },
   },
   ...tseslint.configs.recommendedTypeChecked.map((c) => ({ ...c, files: ["**/*.ts"] })),
   {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the VS Code client and its tests need, idempotently:
 #   - system packages: chromium (the browser the e2e tests drive), ripgrep (code-server's search),
-#     libkrb5-dev (code-server's kerberos module compiles from source here);
+#     libkrb5-dev (code-server's kerberos module compiles from source here), fonts-dejavu-core (the fonts
+#     the e2e screenshot checks pin, so pictures compare across machines);
 #   - the extension's own npm dependencies (npm ci in clients/vscode);
 #   - a real VS Code 1.100 (code-server 4.100.3), playwright-core and vsce, in the gitignored
 #     clients/vscode/.vscode-test/tools. Only the npm registry and Debian's apt are used: downloads
@@ -23,6 +24,7 @@ missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v rg >/dev/null 2>&1 || missing+=(ripgrep)
 [ -e /usr/include/krb5.h ] || [ -e /usr/include/gssapi/gssapi.h ] || missing+=(libkrb5-dev)
+[ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || missing+=(fonts-dejavu-core)
 if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         echo "setup vscode: apt-get install ${missing[*]}"

@@ -43,13 +43,13 @@ step "package .vsix" npm run --silent package
 
 echo "--- vscode: end-to-end in VS Code (log: test-artifacts/vscode-e2e.log)"
 start=$(date +%s)
-(cd "$ext" && INTERPRETER_LSP_ARTIFACTS="$artifacts" timeout -s TERM 540 \
+(cd "$ext" && INTERPRETER_LSP_ARTIFACTS="$artifacts" timeout -s TERM 900 \
     node --test-reporter=tap test/e2e/vscode.e2e.mjs) >"$artifacts/vscode-e2e.log" 2>&1
 e2e_rc=$?
 grep -E '^\s*(ok|not ok) |^# \[' "$artifacts/vscode-e2e.log" || true
 count_tap "$artifacts/vscode-e2e.log"
 [ $e2e_rc -eq 0 ] || grep -E -A12 '^\s*not ok' "$artifacts/vscode-e2e.log" | grep -vE 'duration_ms|^\s*---|\.\.\.' | head -80
-echo "vscode: end-to-end took $(($(date +%s) - start)) s; screenshot: test-artifacts/vscode-panel-after-loop.png"
+echo "vscode: end-to-end took $(($(date +%s) - start)) s; screenshots: test-artifacts/vscode-panel-after-loop.png, test-artifacts/screenshot-*.png (a *-diff.png where one differs from clients/vscode/test/screenshots/)"
 
 # No server anywhere: the extension's offer, its managed install from the .vsix's wheel with dependencies
 # from the package index (minutes: a venv and ~100 packages), a reload that uses it, an update.

@@ -145,7 +145,9 @@ class RunOutput:
         text = strip_ansi("\n".join(traceback)) or f"{ename}: {evalue}"
         self.error = (ename, evalue)
         self.model_view.append(text + "\n")
-        self._emit(OutputParams(self.run_id, self._seq, "error", text=text, ename=ename, evalue=evalue))
+        self._emit(
+            OutputParams(self.run_id, self._seq, "error", text=text, ename=ename, evalue=evalue, traceback=traceback)
+        )
 
     def note(self, kind: str, text: str) -> None:
         """Text the server adds (e.g. "input is not available"), shown like stream output."""

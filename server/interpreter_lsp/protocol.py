@@ -145,9 +145,11 @@ class OutputParams:
     kind: OutputKind
     text: str | None = None
     data: dict[str, Any] | None = None
-    # For kind "error": the exception's name and value, the traceback as plain text in `text`.
+    # For kind "error": the exception's name and value, the traceback as plain text in `text`, and the
+    # kernel's traceback lines as they came (with ANSI colour codes) in `traceback`, for clients that colour.
     ename: str | None = None
     evalue: str | None = None
+    traceback: list[str] | None = None
 
 
 @attrs.define

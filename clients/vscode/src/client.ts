@@ -21,12 +21,27 @@ import {
   type MessageParams,
   type OutputParams,
   type ProposalParams,
+  type ProposalStatusParams,
   type RunStatusParams,
   type ServerCommand,
   type TurnStatusParams,
 } from "./protocol";
 import { resolveServerCommand, type ResolveInput, type ServerCommand as ServerArgv } from "./serverCommand";
-import { initializationOptions, plainSection, serverSettings } from "./settings";
+import { initializationOptions, userSettings, type InspectedSetting } from "./settings";
+import { SETTING_KEYS } from "./settingKeys";
+
+/**
+ * The `interpreter` section as the user set it: `inspect()` of every server setting, mapped by
+ * userSettings (user values, workspace values marked as such, never defaults).
+ */
+function userSetSection(config: vscode.WorkspaceConfiguration): Record<string, unknown> {
+  const inspected: Record<string, InspectedSetting> = {};
+  for (const key of SETTING_KEYS) {
+    const value = config.inspect(key);
+    if (value) inspected[key] = value;
+  }
+  return userSettings(inspected);
+}
 
 export interface ProtocolListener {
   message(params: MessageParams): void;
@@ -35,6 +50,16 @@ export interface ProtocolListener {
   runStatus(params: RunStatusParams): void;
   turnStatus(params: TurnStatusParams): void;
   kernelStatus(params: KernelStatusParams): void;
+  proposalStatus(params: ProposalStatusParams): void;
+  /**
+   * A server command VS Code runs for the server (a code lens, a code action): the listener sends it with
+   * `send` and shows a refusal itself (in the panel, once), instead of vscode-languageclient's raw toast.
+   */
+  serverCommand(command: string, args: unknown[], send: () => Promise<unknown>): Promise<unknown>;
+  /** The server read the settings (`workspace/configuration`): its status may have changed. */
+  configurationRead(): void;
+  /** The server is being started. */
+  starting(): void;
   /** The server is running (again): a fresh start or a restart. */
   started(): void;
   stopped(): void;
@@ -96,6 +121,16 @@ export class InterpreterClient implements vscode.Disposable {
   }
 
   private async doStart(): Promise<void> {
+    this.listener.starting();
+    try {
+      await this.startClient();
+    } catch (error) {
+      this.listener.stopped();
+      throw error;
+    }
+  }
+
+  private async startClient(): Promise<void> {
     const folder = vscode.workspace.workspaceFolders?.[0];
     const config = vscode.workspace.getConfiguration("interpreter", folder?.uri);
     const server = await this.resolveServer({
@@ -113,25 +148,35 @@ export class InterpreterClient implements vscode.Disposable {
     const clientOptions: LanguageClientOptions = {
       documentSelector: [{ scheme: "file" }, { scheme: "untitled" }],
       outputChannel: this.output,
-      // Re-read on each start, so a restart after trust is granted tells the server.
+      // Re-read on each start. Only what the user set is sent: a client default never overrides the
+      // user's config file (see settings.ts).
       initializationOptions: () =>
-        initializationOptions(
-          plainSection(vscode.workspace.getConfiguration("interpreter", folder?.uri)),
-          vscode.workspace.isTrusted,
-        ),
+        initializationOptions(userSetSection(vscode.workspace.getConfiguration("interpreter", folder?.uri)), vscode.workspace.isTrusted),
       synchronize: { configurationSection: "interpreter" },
       middleware: {
         workspace: {
           // The server reads section "interpreter"; it never sees the client-only keys.
           configuration: async (params, token, next) => {
             const result = await next(params, token);
+            this.listener.configurationRead();
             if (!Array.isArray(result)) return result;
-            return result.map((value: unknown, i) =>
-              params.items[i]?.section === "interpreter" && value && typeof value === "object"
-                ? serverSettings(value as Record<string, unknown>)
-                : value,
-            );
+            return result.map((value: unknown, i) => {
+              const item = params.items[i];
+              if (item?.section !== "interpreter" || !value || typeof value !== "object") return value;
+              const scope = item.scopeUri ? vscode.Uri.parse(item.scopeUri) : folder?.uri;
+              return userSetSection(vscode.workspace.getConfiguration("interpreter", scope));
+            });
           },
+        },
+        executeCommand: (command, args) => {
+          // Sent here rather than through `next`, whose failure handler shows a raw "Request
+          // workspace/executeCommand failed." toast: the listener shows the server's sentence instead.
+          const client = this.client;
+          const send = async (): Promise<unknown> => {
+            if (!client) throw new Error("The interpreter-lsp server is not running.");
+            return client.sendRequest(ExecuteCommandRequest.type, { command, arguments: args });
+          };
+          return this.listener.serverCommand(command, args, send);
         },
       },
     };
@@ -143,10 +188,12 @@ export class InterpreterClient implements vscode.Disposable {
     client.onNotification(Notifications.runStatus, (p: RunStatusParams) => this.listener.runStatus(p));
     client.onNotification(Notifications.turnStatus, (p: TurnStatusParams) => this.listener.turnStatus(p));
     client.onNotification(Notifications.kernelStatus, (p: KernelStatusParams) => this.listener.kernelStatus(p));
+    client.onNotification(Notifications.proposalStatus, (p: ProposalStatusParams) => this.listener.proposalStatus(p));
     client.onRequest(Requests.input, (p: InputParams) => this.askInput(p));
     this.disposables.push(
       client.onDidChangeState((change) => {
         if (change.newState === State.Running) this.listener.started();
+        else if (change.newState === State.Starting) this.listener.starting();
         else if (change.newState === State.Stopped) this.listener.stopped();
       }),
     );

@@ -12,6 +12,8 @@ import type {
   OutputKind,
   OutputParams,
   ProposalParams,
+  ProposalStatusParams,
+  RunSource,
   RunState,
   RunStatusParams,
   TurnState,
@@ -41,9 +43,9 @@ export interface AssistantEntry {
 
 /**
  * Where a proposal stands. "expired": its turn ended without a decision, so it can no longer run.
- * Inserting it into a document is not a decision: it stays pending, with `inserted` set.
+ * "applied": it was written into a document instead of running (a decision: its turn goes on without it).
  */
-export type ProposalStatus = "pending" | "running" | "ran" | "rejected" | "expired";
+export type ProposalStatus = "pending" | "running" | "ran" | "rejected" | "applied" | "expired";
 
 export interface ProposalEntry {
   kind: "proposal";
@@ -51,7 +53,8 @@ export interface ProposalEntry {
   proposal: ProposalParams;
   status: ProposalStatus;
   edited: boolean;
-  inserted: boolean;
+  /** The document it was written into ("applied"). */
+  appliedTo?: string;
 }
 
 export interface OutputItem {
@@ -75,6 +78,8 @@ export interface RunEntry {
   outputs: OutputItem[];
   /** Workspace files the run created, modified or deleted (from its final status). */
   files?: FileChange[];
+  /** "analysis.py, lines 3–5": where a run started from a document came from. */
+  location?: string;
   nextSeq: number;
   keptChars: number;
   droppedChars: number;
@@ -107,7 +112,9 @@ export type PanelEvent =
   | { type: "runStatus"; params: RunStatusParams }
   | { type: "turnStatus"; params: TurnStatusParams }
   | { type: "runStarted"; runId: string; code?: string; language?: string }
-  | { type: "proposalStatus"; proposalId: string; status?: ProposalStatus; edited?: boolean; inserted?: boolean }
+  | { type: "proposalStatus"; proposalId: string; status?: ProposalStatus; edited?: boolean; appliedTo?: string }
+  /** The server decided a proposal (or it expired): `interpreter/proposalStatus`. */
+  | { type: "proposalState"; params: ProposalStatusParams }
   | { type: "notice"; level: NoticeEntry["level"]; text: string }
   | { type: "history"; messages: HistoryEvent[] }
   | { type: "serverStopped" }
@@ -190,8 +197,16 @@ export function describeRange(name: string, range: LspRange): string {
   return first === last ? `${name}, line ${first}` : `${name}, lines ${first}–${last}`;
 }
 
+/** "analysis.py, lines 3–5" for where a run came from (lines 0-based, end inclusive). */
+export function describeSource(source: RunSource): string {
+  const name = uriName(source.uri);
+  const first = source.startLine + 1;
+  const last = source.endLine + 1;
+  return last <= first ? `${name}, line ${first}` : `${name}, lines ${first}–${last}`;
+}
+
 /** The file name of a URI, for a label. */
-function uriName(uri: string): string {
+export function uriName(uri: string): string {
   const path = uri.replace(/[?#].*$/, "");
   const name = path.slice(path.lastIndexOf("/") + 1);
   try {
@@ -245,8 +260,23 @@ function proposalEntry(state: ConversationState, proposalId: string): ProposalEn
   return findEntry<"proposal">(state, `proposal:${proposalId}`);
 }
 
+/** The notice a turn's end shows ("Stopped.", a model error, "Written into calc.py; …"), if any. */
+export function turnEndNotice(state: TurnState, message: string | null | undefined): { level: NoticeEntry["level"]; text: string } | undefined {
+  if (state === "done" && !message) return undefined;
+  const level = state === "error" ? "error" : "info";
+  return { level, text: message || (state === "cancelled" ? "Stopped." : `The turn ended: ${state}.`) };
+}
+
 /** Rebuilds the conversation from the server's history events, as the live panel showed it. */
 function loadHistory(state: ConversationState, events: HistoryEvent[]): void {
+  // A turn's end repeats its note or error as the message the live panel showed: show it once.
+  const endMessages = new Set<string>();
+  for (const event of events) {
+    if (event.type === "turnEnd" && event.message) endMessages.add(`${event.turnId}\n${event.message}`);
+  }
+  const notice = (level: NoticeEntry["level"], text: string): void => {
+    state.entries.push({ kind: "notice", id: nextId(state, "notice"), level, text });
+  };
   for (const event of events) {
     switch (event.type) {
       case "user": {
@@ -271,20 +301,27 @@ function loadHistory(state: ConversationState, events: HistoryEvent[]): void {
           proposal: { proposalId, turnId, language, code, risk, autoRun },
           status: "expired",
           edited: false,
-          inserted: false,
         });
         break;
       }
       case "decision": {
         const entry = proposalEntry(state, event.proposalId);
         if (!entry) break;
-        entry.status = event.decision === "rejected" ? "rejected" : "ran";
+        if (event.decision === "applied") {
+          entry.status = "applied";
+          if (event.uri) entry.appliedTo = event.uri;
+        } else {
+          entry.status = event.decision === "rejected" ? "rejected" : "ran";
+        }
         if (event.edited) entry.edited = true;
         break;
       }
       case "applied": {
         const entry = proposalEntry(state, event.proposalId);
-        if (entry && event.applied) entry.inserted = true;
+        if (entry && event.applied) {
+          entry.status = "applied";
+          entry.appliedTo = event.uri;
+        }
         break;
       }
       case "run": {
@@ -308,15 +345,33 @@ function loadHistory(state: ConversationState, events: HistoryEvent[]): void {
         break;
       }
       case "note":
-        state.entries.push({ kind: "notice", id: nextId(state, "notice"), level: "info", text: event.text });
+        if (event.text && !endMessages.has(`${event.turnId ?? ""}\n${event.text}`)) notice("info", event.text);
         break;
       case "error":
-        state.entries.push({ kind: "notice", id: nextId(state, "notice"), level: "error", text: event.message });
+        if (event.message && !endMessages.has(`${event.turnId ?? ""}\n${event.message}`)) notice("error", event.message);
+        break;
+      case "turnEnd": {
+        const end = turnEndNotice(event.state, event.message);
+        if (end) notice(end.level, end.text);
+        break;
+      }
+      case "kernel":
+        if (event.message) notice(event.state === "died" ? "error" : "info", event.message);
+        break;
+      case "compaction":
+        notice("info", compactionNotice(event.tokens));
         break;
       default:
         break; // usage, and types this client does not know
     }
   }
+}
+
+/** The one line a compaction shows: the model's view of the conversation starts from a summary. */
+export function compactionNotice(tokens?: number): string {
+  return typeof tokens === "number" && tokens > 0
+    ? `Earlier turns condensed (${tokens.toLocaleString("en")} tokens).`
+    : "Earlier turns condensed into a summary.";
 }
 
 /** Closes the proposals of a turn that ended: the server no longer waits for them. */
@@ -393,7 +448,7 @@ export function applyEvent(state: ConversationState, event: PanelEvent): Change 
         existing.proposal = event.params;
         return { all: false, ids: [id] };
       }
-      state.entries.push({ kind: "proposal", id, proposal: event.params, status: "pending", edited: false, inserted: false });
+      state.entries.push({ kind: "proposal", id, proposal: event.params, status: "pending", edited: false });
       const changed = [id];
       // The text that carried the code block is complete once its proposal arrives: re-render it so the
       // block folds into the proposal card.
@@ -411,7 +466,30 @@ export function applyEvent(state: ConversationState, event: PanelEvent): Change 
       const open = entry.status === "pending" || entry.status === "expired";
       if (event.status !== undefined && event.status !== "pending" && open) entry.status = event.status;
       if (event.edited !== undefined) entry.edited = event.edited;
-      if (event.inserted !== undefined) entry.inserted = event.inserted;
+      if (event.appliedTo !== undefined) entry.appliedTo = event.appliedTo;
+      return { all: false, ids: [entry.id] };
+    }
+    case "proposalState": {
+      const { proposalId, state: decided, uri } = event.params;
+      const entry = proposalEntry(state, proposalId);
+      if (!entry) return { all: false, ids: [] };
+      const open = entry.status === "pending" || entry.status === "expired";
+      switch (decided) {
+        case "approved":
+        case "auto-run":
+          if (open) entry.status = "running";
+          break;
+        case "rejected":
+          entry.status = "rejected";
+          break;
+        case "applied":
+          entry.status = "applied";
+          if (uri) entry.appliedTo = uri;
+          break;
+        case "expired":
+          if (entry.status === "pending") entry.status = "expired";
+          break;
+      }
       return { all: false, ids: [entry.id] };
     }
     case "runStarted": {
@@ -428,6 +506,8 @@ export function applyEvent(state: ConversationState, event: PanelEvent): Change 
       if (params.durationMs !== undefined) run.durationMs = params.durationMs;
       if (params.language !== undefined) run.language = params.language;
       if (params.message !== undefined) run.message = params.message;
+      if (params.code !== undefined && run.code === undefined) run.code = params.code;
+      if (params.source && typeof params.source.uri === "string") run.location = describeSource(params.source);
       const files = fileChanges(params.files);
       if (files.length) run.files = files;
       const changed = [run.id];
@@ -444,7 +524,10 @@ export function applyEvent(state: ConversationState, event: PanelEvent): Change 
       return { all: false, ids: changed };
     }
     case "output": {
-      const { runId, seq, kind, text, data, ename, evalue } = event.params;
+      const { runId, seq, kind, data, ename, evalue, traceback } = event.params;
+      // A traceback in colour when the server sends the kernel's lines (as history keeps them).
+      const coloured = kind === "error" && Array.isArray(traceback) && traceback.length > 0;
+      const text = coloured ? traceback.join("\n") : event.params.text;
       const { run } = ensureRun(state, runId);
       if (seq < run.nextSeq) return { all: false, ids: [] };
       if (seq > run.nextSeq) run.lostMessages += seq - run.nextSeq;
@@ -467,10 +550,9 @@ export function applyEvent(state: ConversationState, event: PanelEvent): Change 
           assistant.done = true;
           changed.push(assistant.id);
         }
-        if (turnState !== "done" || message) {
-          const level = turnState === "error" ? "error" : "info";
-          const text = message ?? (turnState === "cancelled" ? "Stopped." : `The turn ended: ${turnState}.`);
-          const notice: NoticeEntry = { kind: "notice", id: nextId(state, "notice"), level, text };
+        const end = turnEndNotice(turnState, message);
+        if (end) {
+          const notice: NoticeEntry = { kind: "notice", id: nextId(state, "notice"), ...end };
           state.entries.push(notice);
           changed.push(notice.id);
         }
@@ -495,6 +577,7 @@ export function activityLine(state: ConversationState): string {
   const states = Object.values(state.turns);
   if (states.includes("running")) return "Running…";
   if (states.includes("awaiting-approval")) return "Waiting for your approval";
+  if (states.includes("compacting")) return "Condensing earlier turns…";
   if (states.includes("thinking")) return "Thinking…";
   const running = state.entries.some((e) => e.kind === "run" && (e.state === "running" || e.state === "queued"));
   return running ? "Running…" : "";

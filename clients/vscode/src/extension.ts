@@ -10,6 +10,7 @@ import type { PanelToHost } from "./panelMessages";
 import {
   Commands,
   FINAL_TURN_STATES,
+  type CompactResult,
   type HistoryResult,
   type LspRange,
   type ProposalParams,
@@ -52,7 +53,7 @@ class Extension implements vscode.Disposable {
 
   constructor(context: vscode.ExtensionContext) {
     this.panel = new ConversationPanel(context.extensionUri, (message) => this.onPanelMessage(message));
-    this.statusBar = new KernelStatusBar((text, tooltip) => this.panel.setKernelLine(text, tooltip));
+    this.statusBar = new KernelStatusBar((line) => this.panel.setKernelLine(line));
     const push = (event: PanelEvent): void => this.panel.push(event);
     this.installer = new ServerInstaller(context, this.output, () => this.guard(() => this.client.restart()));
     this.client = new InterpreterClient(this.output, {
@@ -62,6 +63,7 @@ class Extension implements vscode.Disposable {
       runStatus: (params) => push({ type: "runStatus", params }),
       turnStatus: (params) => {
         push({ type: "turnStatus", params });
+        if (params.context) this.statusBar.setContext(params.context);
         // Settings (the model) arrive just after initialize: the first news refreshes the status bar, and
         // each finished turn refreshes the usage.
         if (this.takeFirstNews() || FINAL_TURN_STATES.has(params.state)) void this.refreshStatus();
@@ -70,9 +72,16 @@ class Extension implements vscode.Disposable {
         const cameUp = this.statusBar.kernel(params);
         if (this.takeFirstNews() || cameUp) void this.refreshStatus();
       },
+      proposalStatus: (params) => {
+        push({ type: "proposalState", params });
+        if (params.state !== "approved" && params.state !== "auto-run") void this.documents.closeEdit(params.proposalId);
+      },
+      serverCommand: (command, args, send) => this.serverCommand(command, args, send),
+      configurationRead: () => this.scheduleStatusRefresh(),
+      starting: () => this.statusBar.setServerState("starting"),
       started: () => this.onServerStarted(),
       stopped: () => {
-        this.statusBar.setServerRunning(false);
+        this.statusBar.setServerState("stopped");
         push({ type: "serverStopped" });
       },
     }, (input) => this.installer.resolve(input));
@@ -91,8 +100,13 @@ class Extension implements vscode.Disposable {
       vscode.window.registerWebviewViewProvider(VIEW_ID, this.panel),
       this.panel.onDidChange(() => this.updateContextKeys()),
       vscode.workspace.onDidGrantWorkspaceTrust(() => {
-        this.output.appendLine("Workspace trusted: restarting the server so it may run code.");
-        void this.guard(() => this.client.restart());
+        // Told, not restarted: a waiting proposal stays and becomes approvable.
+        this.output.appendLine("Workspace trusted: telling the server it may run code.");
+        void this.guard(async () => {
+          await this.client.command(Commands.setTrusted, { trusted: true });
+          this.panel.push({ type: "notice", level: "info", text: "The workspace is trusted now: code can run." });
+          await this.refreshStatus();
+        });
       }),
       vscode.workspace.onDidChangeConfiguration((event) => {
         if (event.affectsConfiguration("interpreter.server")) void this.guard(() => this.client.restart());
@@ -110,12 +124,27 @@ class Extension implements vscode.Disposable {
     command("interpreterLsp.undo", () => this.undo());
     command("interpreterLsp.showVariables", () => this.showVariables());
     command("interpreterLsp.exportNotebook", () => this.exportNotebook());
+    command("interpreterLsp.compact", () => this.compact());
     command("interpreterLsp.showPanel", () => this.panel.reveal(true));
     command("interpreterLsp.statusMenu", () => this.statusMenu());
     command("interpreterLsp.showLogs", () => this.output.show(true));
     command("interpreterLsp.restartServer", () => this.client.restart());
     command("interpreterLsp.installServer", () => this.installer.installAndRestart());
     void this.guard(() => this.client.start());
+  }
+
+  /**
+   * A server command VS Code runs for the server (a "Run cell" code lens, a code action). A run shows the
+   * panel (without taking focus) so its output is seen; a refusal (an untrusted workspace) is said once,
+   * in the panel and one toast, in the server's words.
+   */
+  private async serverCommand(command: string, _args: unknown[], send: () => Promise<unknown>): Promise<unknown> {
+    if (command === Commands.run) void this.panel.reveal(false);
+    let result: unknown;
+    await this.guard(async () => {
+      result = await send();
+    });
+    return result;
   }
 
   /** Runs a command; a failure is shown to the user (toast and panel), never thrown into VS Code. */
@@ -141,9 +170,23 @@ class Extension implements vscode.Disposable {
     return first;
   }
 
+  private statusTimer: NodeJS.Timeout | undefined;
+
+  /**
+   * The server just read the settings (`workspace/configuration`): ask for its status once it has applied
+   * them, so a new model shows at once. Debounced: one refresh for a burst of questions.
+   */
+  private scheduleStatusRefresh(): void {
+    if (this.statusTimer) clearTimeout(this.statusTimer);
+    this.statusTimer = setTimeout(() => {
+      this.statusTimer = undefined;
+      void this.refreshStatus();
+    }, 250);
+  }
+
   private onServerStarted(): void {
     this.awaitingFirstNews = true;
-    this.statusBar.setServerRunning(true);
+    this.statusBar.setServerState("running");
     void this.refreshStatus();
     // After a window reload the panel is empty: the conversation comes back from the server's history.
     if (this.panel.state.entries.length === 0) void this.loadHistory();
@@ -311,6 +354,8 @@ class Extension implements vscode.Disposable {
     const code = this.documents.editedCode(id);
     const { runId } = await this.client.command<{ runId: string }>(Commands.approve, { proposalId: id, ...(code !== undefined ? { code } : {}) });
     this.panel.push({ type: "proposalStatus", proposalId: id, status: "running", ...(code !== undefined ? { edited: true } : {}) });
+    // The edited code is on its way: its editor (and the ✓ in the title) has done its job.
+    await this.documents.closeEdit(id);
     // The run shows the code that ran: the edited code when the user changed it.
     if (code !== undefined) this.panel.push({ type: "runStarted", runId, code });
     return true;
@@ -352,7 +397,9 @@ class Extension implements vscode.Disposable {
       this.panel.push({ type: "notice", level: "warning", text: "The proposal was not written into the document (the editor refused the edit)." });
       return false;
     }
-    this.panel.push({ type: "proposalStatus", proposalId, inserted: true });
+    // Written instead of run: the server decided the proposal (its proposalStatus says where).
+    const target = editor ? editor.document.uri.toString() : undefined;
+    this.panel.push({ type: "proposalStatus", proposalId, status: "applied", ...(target ? { appliedTo: target } : {}) });
     return true;
   }
 
@@ -360,14 +407,44 @@ class Extension implements vscode.Disposable {
     return this.documents.confirmReplace(editor, code);
   }
 
+  /** Asks before something that cannot be undone, unless interpreter.confirmDestructive is off. */
+  private async confirmDestructive(question: string, detail: string, action: string): Promise<boolean> {
+    if (!vscode.workspace.getConfiguration("interpreter").get<boolean>("confirmDestructive", true)) return true;
+    const answer = await vscode.window.showWarningMessage(question, { modal: true, detail }, action);
+    return answer === action;
+  }
+
   private async restartKernel(): Promise<void> {
+    const ok = await this.confirmDestructive(
+      "Restart the Python kernel?",
+      "Its variables and imports are lost. (Turn this question off with interpreter.confirmDestructive.)",
+      "Restart",
+    );
+    if (!ok) return;
     await this.client.command(Commands.restartKernel);
-    this.panel.push({ type: "notice", level: "info", text: "Kernel restarted: its variables are gone." });
+    this.panel.push({ type: "notice", level: "info", text: "The python kernel restarted: its variables and imports were cleared." });
   }
 
   private async reset(): Promise<void> {
+    const ok = await this.confirmDestructive(
+      "Start a new conversation?",
+      "The panel is cleared and the model forgets this conversation; the kernel keeps its variables. (Turn this question off with interpreter.confirmDestructive.)",
+      "Reset",
+    );
+    if (!ok) return;
     await this.client.command(Commands.reset);
     this.panel.push({ type: "clear" });
+  }
+
+  private async compact(): Promise<void> {
+    const result = await this.client.command<CompactResult>(Commands.compact);
+    const turns = result.droppedTurns === 1 ? "1 earlier turn" : `${result.droppedTurns} earlier turns`;
+    this.panel.push({
+      type: "notice",
+      level: "info",
+      text: `Condensed ${turns} into a summary of ${result.summaryTokens.toLocaleString("en")} tokens.`,
+    });
+    await this.refreshStatus();
   }
 
   private async undo(): Promise<void> {
@@ -407,12 +484,13 @@ class Extension implements vscode.Disposable {
       { label: "$(debug-stop) Interrupt", command: "interpreterLsp.interrupt" },
       { label: "$(debug-restart) Restart Kernel", command: "interpreterLsp.restartKernel" },
       { label: "$(clear-all) Reset Conversation", command: "interpreterLsp.reset" },
+      { label: "$(fold) Compact Conversation", command: "interpreterLsp.compact" },
       { label: "$(symbol-variable) Show Variables", command: "interpreterLsp.showVariables" },
       { label: "$(terminal) Show Panel", command: "interpreterLsp.showPanel" },
       { label: "$(output) Show Server Log", command: "interpreterLsp.showLogs" },
       { label: "$(refresh) Restart Server", command: "interpreterLsp.restartServer" },
     ];
-    const pick = await vscode.window.showQuickPick(actions, { title: "Interpreter" });
+    const pick = await this.statusBar.withoutTooltip(() => vscode.window.showQuickPick(actions, { title: "Interpreter" }));
     if (pick) await vscode.commands.executeCommand(pick.command);
   }
 

@@ -6,6 +6,7 @@ import * as crypto from "node:crypto";
 import * as vscode from "vscode";
 import { applyEvent, emptyConversation, type ConversationState, type PanelEvent } from "./conversation";
 import type { HostToPanel, PanelToHost } from "./panelMessages";
+import type { StatusLine } from "./statusBar";
 
 export const VIEW_ID = "interpreterLsp.panel";
 const BATCH_MS = 40;
@@ -18,7 +19,7 @@ export class ConversationPanel implements vscode.WebviewViewProvider, vscode.Dis
   private ready = false;
   private queue: PanelEvent[] = [];
   private timer: NodeJS.Timeout | undefined;
-  private kernelLine: { text: string; tooltip: string } = { text: "", tooltip: "" };
+  private kernelLine: StatusLine = { text: "", tooltip: "", context: "", contextTooltip: "" };
   private readonly changeEmitter = new vscode.EventEmitter<void>();
   /** Fires after the state changed (for context keys and the status bar). */
   readonly onDidChange = this.changeEmitter.event;
@@ -61,8 +62,8 @@ export class ConversationPanel implements vscode.WebviewViewProvider, vscode.Dis
     this.timer ??= setTimeout(() => this.flush(), BATCH_MS);
   }
 
-  setKernelLine(text: string, tooltip: string): void {
-    this.kernelLine = { text, tooltip };
+  setKernelLine(line: StatusLine): void {
+    this.kernelLine = line;
     this.post({ type: "kernel", ...this.kernelLine });
   }
 
@@ -125,9 +126,9 @@ export class ConversationPanel implements vscode.WebviewViewProvider, vscode.Dis
 <div id="entries" role="log" aria-live="polite"></div>
 </div>
 <div id="footer">
-<div id="status-line"><span id="activity" hidden></span><span id="kernel"></span></div>
+<div id="status-line"><span id="activity" hidden></span><span id="context"></span><span id="kernel"></span></div>
 <div id="input-row">
-<textarea id="prompt" rows="2" placeholder="Ask the interpreter… (Enter to send, Shift+Enter for a new line)" aria-label="Message"></textarea>
+<textarea id="prompt" rows="2" placeholder="Ask the interpreter…" title="Enter sends; Shift+Enter starts a new line" aria-label="Message (Enter sends, Shift+Enter starts a new line)"></textarea>
 <button id="send" title="Send">Send</button>
 <button id="stop" title="Interrupt: stop the model and the running code" hidden>Stop</button>
 </div>

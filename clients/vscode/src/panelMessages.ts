@@ -5,7 +5,7 @@ import type { ConversationState, PanelEvent } from "./conversation";
 export type HostToPanel =
   | { type: "state"; state: ConversationState }
   | { type: "events"; events: PanelEvent[] }
-  | { type: "kernel"; text: string; tooltip: string }
+  | { type: "kernel"; text: string; tooltip: string; context: string; contextTooltip: string }
   | { type: "focusInput" };
 
 export type ProposalAction = "approve" | "reject" | "edit" | "insert";

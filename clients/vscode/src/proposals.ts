@@ -65,6 +65,27 @@ export class ProposalDocuments implements vscode.TextDocumentContentProvider, vs
     void vscode.window.showInformationMessage("Edit the code, then run it with 'Interpreter: Approve' (the ✓ in the editor title) or the panel's Run button.");
   }
 
+  /**
+   * Closes the editor of a proposal's code once the proposal is decided (ran, rejected, written, expired):
+   * reverted first, so closing never asks to save an untitled document nobody needs any more.
+   */
+  async closeEdit(proposalId: string): Promise<void> {
+    const entry = [...this.edits.entries()].find(([, v]) => v.proposalId === proposalId);
+    if (!entry) return;
+    const [uri] = entry;
+    this.edits.delete(uri);
+    const active = vscode.window.activeTextEditor?.document.uri.toString() === uri;
+    await vscode.commands.executeCommand("setContext", "interpreterLsp.editingProposal", false);
+    const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri);
+    if (!doc || doc.isClosed) return;
+    const previous = active ? undefined : vscode.window.activeTextEditor;
+    await vscode.window.showTextDocument(doc, { preview: false, preserveFocus: false });
+    await vscode.commands.executeCommand("workbench.action.revertAndCloseActiveEditor");
+    if (previous && !previous.document.isClosed) {
+      await vscode.window.showTextDocument(previous.document, { viewColumn: previous.viewColumn, preserveFocus: false });
+    }
+  }
+
   /** The proposal edited in this document, with its current text. */
   editedIn(document: vscode.TextDocument | undefined): { proposalId: string; code: string } | undefined {
     if (!document) return undefined;

@@ -17,6 +17,8 @@ export const Commands = {
   variables: "interpreter.variables",
   status: "interpreter.status",
   exportNotebook: "interpreter.exportNotebook",
+  setTrusted: "interpreter.setTrusted",
+  compact: "interpreter.compact",
 } as const;
 
 export type ServerCommand = (typeof Commands)[keyof typeof Commands];
@@ -28,6 +30,7 @@ export const Notifications = {
   runStatus: "interpreter/runStatus",
   turnStatus: "interpreter/turnStatus",
   kernelStatus: "interpreter/kernelStatus",
+  proposalStatus: "interpreter/proposalStatus",
 } as const;
 
 export const Requests = {
@@ -36,9 +39,11 @@ export const Requests = {
 
 export type RiskLevel = "low" | "medium" | "high";
 export type RunState = "queued" | "running" | "ok" | "error" | "interrupted" | "died" | "timeout";
-export type TurnState = "thinking" | "awaiting-approval" | "running" | "done" | "cancelled" | "error";
+export type TurnState = "thinking" | "compacting" | "awaiting-approval" | "running" | "done" | "cancelled" | "error";
 export type OutputKind = "stdout" | "stderr" | "result" | "display" | "error";
 export type KernelState = "starting" | "idle" | "busy" | "dead" | "restarting" | "stopped";
+/** How a waiting proposal was decided, or "expired": its turn (or step) ended while it still waited. */
+export type ProposalState = "approved" | "auto-run" | "rejected" | "applied" | "expired";
 
 export const FINAL_RUN_STATES: ReadonlySet<RunState> = new Set(["ok", "error", "interrupted", "died", "timeout"]);
 export const FINAL_TURN_STATES: ReadonlySet<TurnState> = new Set(["done", "cancelled", "error"]);
@@ -77,6 +82,8 @@ export interface OutputParams {
   data?: MimeBundle;
   ename?: string;
   evalue?: string;
+  /** For "error": the kernel's traceback lines as they came, ANSI colour codes included. */
+  traceback?: string[];
 }
 
 export type FileChangeKind = "created" | "modified" | "deleted";
@@ -97,12 +104,60 @@ export interface RunStatusParams {
   proposalId?: string;
   /** On final states, when the run touched workspace files. */
   files?: FileChange[];
+  /** The workspace folder `files` are relative to. */
+  root?: string;
+  /** On "queued": what runs and who started it. */
+  code?: string;
+  origin?: "user" | "model";
+  /** On "queued", for runs started from a document (a code lens, a code action, run cell or selection). */
+  source?: RunSource;
+}
+
+/** Where a run started from a document came from; lines are 0-based, `endLine` inclusive. */
+export interface RunSource {
+  uri: string;
+  kind: "selection" | "cell" | "document";
+  startLine: number;
+  endLine: number;
+}
+
+export interface ProposalStatusParams {
+  proposalId: string;
+  turnId: string;
+  state: ProposalState;
+  /** When it runs. */
+  runId?: string;
+  /** A rejection's reason. */
+  reason?: string;
+  /** The document it was written into ("applied"). */
+  uri?: string;
 }
 
 export interface TurnStatusParams {
   turnId: string;
   state: TurnState;
   message?: string;
+  /** With "thinking" and at the end of a turn: how full the model's context is. */
+  context?: ContextUse;
+}
+
+/** How much of the model's context window the conversation uses, and what it cost so far. */
+export interface ContextUse {
+  /** The prompt the next request would send, counted for the model in use. */
+  tokens: number;
+  window: number;
+  windowSource?: "setting" | "model" | "guess";
+  replyReserve?: number;
+  /** This conversation's cost so far in USD (0 for local models). */
+  cost: number;
+  /** False when litellm has no price for the model. */
+  costKnown: boolean;
+  compactions?: number;
+}
+
+export interface CompactResult {
+  summaryTokens: number;
+  droppedTurns: number;
 }
 
 export interface KernelStatusParams {
@@ -149,6 +204,11 @@ export interface KernelInfo {
   sandbox?: string;
   interpreter?: string;
   pid?: number;
+  /** A kernel on a gateway: its URL (without credentials) and id; it has no pid or interpreter. */
+  gateway?: string;
+  kernelId?: string;
+  /** Why watching the files a run touches is off, when it is ("off (remote kernel: …)"). */
+  filesTouched?: string;
 }
 
 export interface Usage {
@@ -169,7 +229,11 @@ export interface StatusResult {
   kernels: KernelInfo[];
   trusted?: boolean;
   settingsErrors?: string[];
+  settingsIgnored?: string[];
+  /** Where each setting's value came from ("workspace/configuration", "user file", "default", ...). */
+  settingsSources?: Record<string, string>;
   workspaces?: string[];
+  context?: ContextUse;
 }
 
 export interface Variable {
@@ -205,10 +269,12 @@ export type HistoryEvent = { ts?: number } & (
       type: "decision";
       proposalId: string;
       turnId: string;
-      decision: "approved" | "rejected" | "auto-run";
-      code?: string;
-      edited?: boolean;
+      decision: "approved" | "rejected" | "auto-run" | "applied";
+      language?: string | null;
+      code?: string | null;
+      edited?: boolean | null;
       reason?: string | null;
+      uri?: string | null;
     }
   | {
       type: "run";
@@ -225,10 +291,14 @@ export type HistoryEvent = { ts?: number } & (
       outputs: NotebookOutput[];
       files?: FileChange[];
     }
-  | { type: "usage"; promptTokens: number; completionTokens: number; cost: number }
-  | { type: "note"; text: string }
+  | { type: "usage"; turnId?: string; promptTokens: number; completionTokens: number; cost: number }
+  | { type: "note"; text: string; turnId?: string | null; forModel?: string | null }
   | { type: "error"; turnId?: string; message: string }
   | { type: "applied"; proposalId: string; uri: string; applied: boolean }
+  | { type: "turnEnd"; turnId: string; state: TurnState; message?: string | null }
+  | { type: "kernel"; language: string; state: "restarted" | "died"; message: string }
+  /** The model's view starts from this summary; the panel still shows every earlier event. */
+  | { type: "compaction"; summary: string; upTo?: unknown; tokens?: number }
 );
 
 export interface HistoryResult {

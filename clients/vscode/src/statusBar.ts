@@ -1,8 +1,16 @@
 // The status bar item: kernel state and model; a click offers interrupt, restart and reset.
 
 import * as vscode from "vscode";
-import type { KernelInfo, KernelStatusParams, StatusResult } from "./protocol";
-import { kernelSummary, type StatusDetails } from "./statusText";
+import type { ContextUse, KernelInfo, KernelStatusParams, StatusResult } from "./protocol";
+import { contextDetails, contextLine, kernelSummary, type ServerState, type StatusDetails } from "./statusText";
+
+/** What the panel's status line shows: the status bar's words, and the context use on their own. */
+export interface StatusLine {
+  text: string;
+  tooltip: string;
+  context: string;
+  contextTooltip: string;
+}
 
 export class KernelStatusBar implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem("interpreterLsp.kernel", vscode.StatusBarAlignment.Left, 50);
@@ -10,9 +18,12 @@ export class KernelStatusBar implements vscode.Disposable {
   private readonly kernelInfo = new Map<string, KernelInfo>();
   private latest: string | undefined;
   private details: StatusDetails | undefined;
-  private serverRunning = false;
+  private liveContext: ContextUse | undefined;
+  private server: ServerState = "starting";
+  /** While the item's menu is open its tooltip is off: the pointer still rests on the item. */
+  private tooltipOff = false;
 
-  constructor(private readonly onChange: (text: string, tooltip: string) => void) {
+  constructor(private readonly onChange: (line: StatusLine) => void) {
     this.item.name = "Interpreter kernel";
     this.item.command = "interpreterLsp.statusMenu";
     this.render();
@@ -32,6 +43,8 @@ export class KernelStatusBar implements vscode.Disposable {
   setStatus(status: StatusResult): void {
     const { kernels, ...details } = status;
     this.details = details;
+    // The status answer is as new as anything a turn said before it was asked.
+    if (details.context) this.liveContext = undefined;
     this.kernelInfo.clear();
     for (const kernel of kernels ?? []) {
       this.kernelInfo.set(kernel.language, kernel);
@@ -44,24 +57,57 @@ export class KernelStatusBar implements vscode.Disposable {
     this.render();
   }
 
-  setServerRunning(running: boolean): void {
-    this.serverRunning = running;
-    if (!running) {
+  /** A turn's context use (turnStatus `context`), newer than the last status answer. */
+  setContext(context: ContextUse): void {
+    this.liveContext = context;
+    this.render();
+  }
+
+  /**
+   * Runs `menu` (the item's quick pick) with the tooltip off, and turns it back on only after the pointer
+   * has had time to move away: a tooltip must not hang over the panel's input once the menu was used.
+   */
+  async withoutTooltip<T>(menu: () => Thenable<T>): Promise<T> {
+    this.tooltipOff = true;
+    this.render();
+    try {
+      return await menu();
+    } finally {
+      setTimeout(() => {
+        this.tooltipOff = false;
+        this.render();
+      }, 1500);
+    }
+  }
+
+  setServerState(state: ServerState): void {
+    this.server = state;
+    if (state !== "running") {
       this.kernels.clear();
       this.kernelInfo.clear();
       this.latest = undefined;
       this.details = undefined;
+      this.liveContext = undefined;
     }
     this.render();
   }
 
   private render(): void {
-    const { text, tooltip } = kernelSummary(this.kernels, this.latest, this.details, this.serverRunning, this.kernelInfo);
+    const { text, tooltip } = kernelSummary(this.kernels, this.latest, this.details, this.server, this.kernelInfo, this.liveContext);
     this.item.text = text;
-    this.item.tooltip = tooltip;
+    this.item.tooltip = this.tooltipOff ? undefined : tooltip;
     const dead = this.latest !== undefined && this.kernels.get(this.latest)?.state === "dead";
     this.item.backgroundColor = dead ? new vscode.ThemeColor("statusBarItem.errorBackground") : undefined;
-    this.onChange(text.replace(/\$\([^)]*\)\s*/g, ""), tooltip);
+    const context = this.server === "running" ? (this.liveContext ?? this.details?.context) : undefined;
+    // The panel shows the context use on its own, so the kernel part drops it.
+    const plain = text.replace(/\$\([^)]*\)\s*/g, "");
+    const usage = contextLine(context);
+    this.onChange({
+      text: usage ? plain.replace(` · ${usage}`, "") : plain,
+      tooltip,
+      context: usage,
+      contextTooltip: contextDetails(context).join("\n"),
+    });
   }
 
   dispose(): void {

@@ -1,6 +1,9 @@
 // The status bar's words, as a pure function of what the server said (tested without VS Code).
 
-import type { KernelInfo, KernelState, KernelStatusParams, StatusResult } from "./protocol";
+import type { ContextUse, KernelInfo, KernelState, KernelStatusParams, StatusResult } from "./protocol";
+
+/** Where the server process is: being started, running, or stopped (crashed, or stopped by the user). */
+export type ServerState = "starting" | "running" | "stopped";
 
 const ICON: Record<KernelState, string> = {
   starting: "$(loading~spin)",
@@ -15,7 +18,8 @@ const ICON: Record<KernelState, string> = {
 export type StatusDetails = Omit<StatusResult, "kernels">;
 
 function kernelLine(kernel: KernelStatusParams, info: KernelInfo | undefined): string {
-  const where = [info?.interpreter ?? info?.kernel, info?.sandbox && info.sandbox !== "off" ? `sandbox: ${info.sandbox}` : ""]
+  const remote = info?.gateway ? `${info.kernel ?? "kernel"} on ${info.gateway}` : undefined;
+  const where = [info?.interpreter ?? remote ?? info?.kernel, info?.sandbox && info.sandbox !== "off" ? `sandbox: ${info.sandbox}` : ""]
     .filter(Boolean)
     .join(", ");
   return `${kernel.language}: ${kernel.state}${kernel.message ? ` (${kernel.message})` : ""}${where ? ` — ${where}` : ""}`;
@@ -25,33 +29,70 @@ function formatCost(cost: number): string {
   return cost > 0 ? `, $${cost.toFixed(cost < 0.01 ? 4 : 2)}` : "";
 }
 
+/** A token count in a few characters: 812, 12.3k, 128k, 1.2M. */
+export function formatTokens(n: number): string {
+  if (!Number.isFinite(n) || n < 0) return "?";
+  if (n < 1000) return String(Math.round(n));
+  const [value, unit] = n < 1_000_000 ? [n / 1000, "k"] : [n / 1_000_000, "M"];
+  const text = value < 100 ? value.toFixed(1) : value.toFixed(0);
+  return `${text.replace(/\.0$/, "")}${unit}`;
+}
+
+/** "12.3k / 128k tokens · $0.04": how full the model's context is, and what the conversation cost. */
+export function contextLine(context: ContextUse | undefined): string {
+  if (!context || typeof context.tokens !== "number" || typeof context.window !== "number") return "";
+  const cost = context.costKnown && context.cost > 0 ? ` · $${context.cost.toFixed(context.cost < 0.01 ? 4 : 2)}` : "";
+  return `${formatTokens(context.tokens)} / ${formatTokens(context.window)} tokens${cost}`;
+}
+
+/** The tooltip's lines about the context: the counts in full, where the window came from, the cost. */
+export function contextDetails(context: ContextUse | undefined): string[] {
+  if (!context || typeof context.tokens !== "number" || typeof context.window !== "number") return [];
+  const source = { setting: "from interpreter.contextWindow", model: "the model's", guess: "a guess: set interpreter.contextWindow" };
+  const where = context.windowSource ? ` (${source[context.windowSource]})` : "";
+  const share = context.window > 0 ? ` (${Math.round((100 * context.tokens) / context.window)}%)` : "";
+  const lines = [`Context: ${context.tokens.toLocaleString("en")} of ${context.window.toLocaleString("en")} tokens${share}; window${where}`];
+  lines.push(context.costKnown ? `Cost of this conversation: $${context.cost.toFixed(context.cost < 0.01 ? 4 : 2)}` : "Cost: unknown for this model");
+  if (context.compactions) lines.push(`Earlier turns condensed ${context.compactions === 1 ? "once" : `${context.compactions} times`}`);
+  return lines;
+}
+
 /** The status bar text and tooltip: the most recently changed kernel, the model, and the details. */
 export function kernelSummary(
   kernels: ReadonlyMap<string, KernelStatusParams>,
   latest: string | undefined,
   details: StatusDetails | undefined,
-  serverRunning: boolean,
+  server: ServerState | boolean,
   kernelInfo: ReadonlyMap<string, KernelInfo> = new Map(),
+  liveContext?: ContextUse,
 ): { text: string; tooltip: string } {
-  if (!serverRunning) return { text: `$(debug-disconnect) Interpreter: server stopped`, tooltip: "The interpreter-lsp server is not running. Click for actions." };
+  const state: ServerState = server === true ? "running" : server === false ? "stopped" : server;
+  if (state === "starting") return { text: `$(loading~spin) Interpreter: starting…`, tooltip: "The interpreter-lsp server is starting." };
+  if (state === "stopped") return { text: `$(debug-disconnect) Interpreter: server stopped`, tooltip: "The interpreter-lsp server is not running. Click for actions." };
   const model = details?.model ?? "";
-  const modelPart = model ? ` · ${model}` : "";
+  const context = liveContext ?? details?.context;
+  const usage = contextLine(context);
+  const modelPart = `${model ? ` · ${model}` : ""}${usage ? ` · ${usage}` : ""}`;
   const current = latest ? kernels.get(latest) : undefined;
   const text = current
     ? `${ICON[current.state]} ${current.language}: ${current.state}${modelPart}`
     : `$(circle-outline) Interpreter: no kernel yet${modelPart}`;
   const lines = [...kernels.values()].map((k) => kernelLine(k, kernelInfo.get(k.language)));
   const tooltip = [lines.length ? lines.join("\n") : "No kernel started yet."];
-  tooltip.push(model ? `Model: ${model}` : "No model configured (interpreter.model).");
+  const modelSource = details?.settingsSources?.model;
+  const from = modelSource && modelSource !== "default" ? ` (from ${modelSource})` : "";
+  tooltip.push(model ? `Model: ${model}${from}` : "No model configured (interpreter.model).");
   if (details) {
     tooltip.push(details.autoRun ? "Auto-run: on (low-risk code runs without asking)" : "Auto-run: off (every run waits for approval)");
     const usage = details.usage;
     if (usage && usage.promptTokens + usage.completionTokens > 0) {
       tooltip.push(`Tokens: ${usage.promptTokens} in, ${usage.completionTokens} out${formatCost(usage.cost)}`);
     }
+    tooltip.push(...contextDetails(context));
     if (details.trusted === false) tooltip.push("Workspace not trusted: nothing runs.");
     for (const error of details.settingsErrors ?? []) tooltip.push(`Settings: ${error}`);
+    for (const ignored of details.settingsIgnored ?? []) tooltip.push(`Ignored: ${ignored}`);
   }
-  tooltip.push("Click: interrupt, restart, reset.");
+  tooltip.push("Click: interrupt, restart, reset, compact.");
   return { text, tooltip: tooltip.join("\n") };
 }

@@ -19,10 +19,15 @@ let state: ConversationState = emptyConversation();
 let dirtyAll = true;
 const dirty = new Set<string>();
 let frameRequested = false;
+/** The next render scrolls to the end whatever the position (the whole conversation just arrived). */
+let followNext = true;
+/** The view followed the end at the last render: images that load later keep it there. */
+let following = true;
 
 const list = document.getElementById("entries") as HTMLElement;
 const activity = document.getElementById("activity") as HTMLElement;
 const kernel = document.getElementById("kernel") as HTMLElement;
+const contextUse = document.getElementById("context") as HTMLElement;
 const prompt = document.getElementById("prompt") as HTMLTextAreaElement;
 const send = document.getElementById("send") as HTMLButtonElement;
 const stop = document.getElementById("stop") as HTMLButtonElement;
@@ -34,7 +39,8 @@ function nearBottom(): boolean {
 
 function render(): void {
   frameRequested = false;
-  const follow = nearBottom();
+  const follow = followNext || nearBottom();
+  followNext = false;
   if (dirtyAll) {
     list.innerHTML = state.entries.map((e) => renderer.entry(e, state)).join("");
   } else {
@@ -60,8 +66,21 @@ function render(): void {
   activity.hidden = line === "";
   stop.hidden = line === "" || line === "Waiting for your approval";
   empty.hidden = state.entries.length > 0;
+  following = follow;
   if (follow) window.scrollTo(0, document.body.scrollHeight);
 }
+
+// An image (a plot) gets its height when it has loaded, after the render that scrolled to the end.
+list.addEventListener(
+  "load",
+  () => {
+    if (following) window.scrollTo(0, document.body.scrollHeight);
+  },
+  true,
+);
+window.addEventListener("scroll", () => {
+  following = nearBottom();
+});
 
 function schedule(): void {
   if (!frameRequested) {
@@ -76,9 +95,11 @@ window.addEventListener("message", (event: MessageEvent<HostToPanel>) => {
     case "state":
       state = message.state;
       dirtyAll = true;
+      followNext = true;
       break;
     case "events":
       for (const panelEvent of message.events) {
+        if (panelEvent.type === "history") followNext = true;
         const change = applyEvent(state, panelEvent);
         if (change.all) dirtyAll = true;
         else change.ids.forEach((id) => dirty.add(id));
@@ -87,6 +108,8 @@ window.addEventListener("message", (event: MessageEvent<HostToPanel>) => {
     case "kernel":
       kernel.textContent = message.text;
       kernel.title = message.tooltip;
+      contextUse.textContent = message.context;
+      contextUse.title = message.contextTooltip;
       return;
     case "focusInput":
       prompt.focus();

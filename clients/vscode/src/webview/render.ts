@@ -3,6 +3,7 @@
 
 import MarkdownIt from "markdown-it";
 import { AnsiUp } from "ansi_up";
+import { uriName } from "../conversation";
 import type {
   AssistantEntry,
   ConversationState,
@@ -66,6 +67,13 @@ export function pickMime(bundle: MimeBundle): string | undefined {
 
 function capitalise(text: string): string {
   return text.charAt(0).toUpperCase() + text.slice(1);
+}
+
+/** A notice as a sentence: a capital first, a full stop last ("input cancelled" → "Input cancelled."). */
+export function sentence(text: string): string {
+  const trimmed = text.trim();
+  if (!trimmed) return trimmed;
+  return capitalise(/[.!?:)`"…]$/.test(trimmed) ? trimmed : `${trimmed}.`);
 }
 
 export function formatDuration(ms: number): string {
@@ -212,19 +220,20 @@ export function createRenderer(sanitize: Sanitize): Renderer {
       : "";
     const button = (action: string, label: string, title: string): string =>
       `<button class="action ${action}" data-action="${action}" data-proposal-id="${id}" title="${escapeHtml(title)}">${label}</button>`;
-    // Inserting writes the code into a document; the proposal still waits to be run or rejected.
+    // Inserting writes the code into a document instead of running it: that decides the proposal.
     const open = entry.status === "pending";
     const actions = open
-      ? `<div class="actions">${button("approve", "Run", "Run this code in the kernel")}${button("edit", "Edit", "Open the code in an editor; run it from there")}${button("reject", "Reject", "Tell the model you declined")}${entry.inserted ? "" : button("insert", "Insert", "Write the code into the document")}</div>`
+      ? `<div class="actions">${button("approve", "Run", "Run this code in the kernel")}${button("edit", "Edit", "Open the code in an editor; run it from there")}${button("reject", "Reject", "Tell the model you declined")}${button("insert", "Insert", "Write the code into the document instead of running it")}</div>`
       : "";
     const statusText: Record<ProposalEntry["status"], string> = {
       pending: p.autoRun ? "Runs automatically" : "Waiting for your approval",
       running: "Running",
       ran: "Ran",
       rejected: "Rejected",
+      applied: entry.appliedTo ? `Written into ${uriName(entry.appliedTo)}` : "Written into the document",
       expired: "Not run",
     };
-    const notes = [entry.edited ? "edited" : "", entry.inserted ? "inserted into the document" : ""].filter(Boolean);
+    const notes = [entry.edited ? "edited" : ""].filter(Boolean);
     const status = `${statusText[entry.status]}${notes.length ? ` (${notes.join(", ")})` : ""}`;
     const waitReason =
       open && !p.autoRun && p.waitReason ? `<div class="wait-reason">${escapeHtml(capitalise(p.waitReason))}</div>` : "";
@@ -236,11 +245,12 @@ ${reasons}<pre class="code"><code>${escapeHtml(p.code)}</code></pre>${waitReason
   function run(entry: RunEntry, state: ConversationState): string {
     const parts: string[] = [];
     const label = RUN_STATE_LABEL[entry.state];
-    const duration = entry.durationMs !== undefined ? ` · ${formatDuration(entry.durationMs)}` : "";
+    const duration = entry.durationMs !== undefined ? ` · <span class="run-duration">${formatDuration(entry.durationMs)}</span>` : "";
     const language = entry.language ? `${escapeHtml(entry.language)} · ` : "";
     parts.push(
       `<div class="run-head"><span class="run-title">Run</span> <span class="run-meta">${language}<span class="run-state state-${entry.state}">${label}</span>${duration}</span></div>`,
     );
+    if (entry.location) parts.push(`<div class="run-location">${escapeHtml(entry.location)}</div>`);
     // The code of a proposal's run is on the proposal's card, unless the user edited it before running.
     const proposal = entry.proposalId === undefined ? undefined : state.entries.find((e) => e.id === `proposal:${entry.proposalId}`);
     const shownOnCard = proposal?.kind === "proposal" && proposal.proposal.code === entry.code;
@@ -261,7 +271,8 @@ ${reasons}<pre class="code"><code>${escapeHtml(p.code)}</code></pre>${waitReason
   }
 
   function notice(entry: NoticeEntry): string {
-    return `<div class="entry notice level-${entry.level}" data-id="${escapeHtml(entry.id)}">${escapeHtml(entry.text)}</div>`;
+    // The server's sentences may carry a list or `code`: Markdown without raw HTML, sanitised.
+    return `<div class="entry notice level-${entry.level}" data-id="${escapeHtml(entry.id)}"><div class="markdown">${markdown(sentence(entry.text))}</div></div>`;
   }
 
   function entryHtml(entry: Entry, state: ConversationState): string {

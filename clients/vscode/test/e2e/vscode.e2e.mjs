@@ -4,13 +4,17 @@
 //
 // Run: node test/e2e/vscode.e2e.mjs  (after `npm run package`; see scripts/test.d/40-vscode.sh)
 // Env: INTERPRETER_LSP_SERVER (default <repo>/.venv/bin/interpreter-lsp), INTERPRETER_LSP_VSIX,
-//      INTERPRETER_LSP_ARTIFACTS (default <repo>/test-artifacts).
+//      INTERPRETER_LSP_ARTIFACTS (default <repo>/test-artifacts);
+//      E2E_SUITE=<regex>: only the describe blocks whose name matches ("trusted workspace", "untrusted");
+//      E2E_ONLY=<regex>: only the tests whose name matches (later tests of a block may rely on earlier ones);
+//      UPDATE_SCREENSHOTS=1: rewrite the reference screenshots instead of comparing with them.
 
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, chmodSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { after, afterEach, before, describe, it } from "node:test";
+import { compareScreenshot } from "./screenshots.mjs";
 import { ScriptedModel } from "./scriptedModel.mjs";
 import { EXT_DIR, VsCode } from "./vscode.mjs";
 
@@ -19,6 +23,13 @@ const SERVER = process.env.INTERPRETER_LSP_SERVER ?? join(REPO, ".venv/bin/inter
 const VSIX = process.env.INTERPRETER_LSP_VSIX ?? join(EXT_DIR, "interpreter-lsp.vsix");
 const ARTIFACTS = process.env.INTERPRETER_LSP_ARTIFACTS ?? join(REPO, "test-artifacts");
 const STEP = 60_000; // bound for anything that involves a kernel or the model
+
+const SUITE = process.env.E2E_SUITE ? new RegExp(process.env.E2E_SUITE, "i") : undefined;
+const ONLY = process.env.E2E_ONLY ? new RegExp(process.env.E2E_ONLY, "i") : undefined;
+/** `describe`, skipped when E2E_SUITE does not match its name. */
+const suite = (name, options, fn) => describe(name, { ...options, skip: SUITE !== undefined && !SUITE.test(name) }, fn);
+/** `it`, skipped when E2E_ONLY does not match its name. */
+const test = (name, fn) => it(name, { skip: ONLY !== undefined && !ONLY.test(name) }, fn);
 
 const started = Date.now();
 const log = (line) => console.log(`# [${((Date.now() - started) / 1000).toFixed(1)}s] ${line}`);
@@ -84,25 +95,34 @@ function runWithStdout(panel, text) {
   return panel.locator(".entry.run", { has: panel.locator(".stdout", { hasText: exact }) });
 }
 
-describe("VS Code, trusted workspace", { timeout: 6 * 60_000 }, () => {
+suite("VS Code, trusted workspace", { timeout: 9 * 60_000 }, () => {
   const model = new ScriptedModel();
   let vscode;
   let workspace;
+  let modelUrl;
 
   before(async () => {
     assert.ok(existsSync(SERVER), `the server is not installed at ${SERVER}: run scripts/setup.sh`);
     assert.ok(existsSync(VSIX), `no .vsix at ${VSIX}: run npm run package in clients/vscode`);
-    const modelUrl = await model.start();
+    modelUrl = await model.start();
     workspace = makeWorkspace("trusted", {
       "analysis.py": 'x = 21\nopen("result.txt", "w").write("x")\nprint("answer", x * 2)\n',
       "plot.py": "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.show()\n",
+      // A script's way: the non-interactive backend, then show(): the figure is captured all the same.
+      "agg_figure.py": 'import matplotlib\nmatplotlib.use("Agg")\nimport matplotlib.pyplot as plt\nplt.figure()\nplt.bar([1, 2, 3], [3, 1, 2])\nplt.show()\n',
+      "cells.py": '# %% first\nprint("cell one")\n\n# %% second\ndef f():\n    return 1 / 0\n\nf()\n',
+      "boom.py": "def f():\n    return 1 / 0\n\nf()\n",
       "slow.py": "import time\nfor i in range(600):\n    time.sleep(0.1)\n",
       "target.py": "# helpers\n",
       "ask.py": 'name = input("Your name: ")\nprint("hello", name)\n',
       "geometry.py": "def area(r):\n    return 3.14 * r * r\n\nprint(area(2))\n",
       "build/keep.txt": "still here\n",
     });
-    vscode = new VsCode({ name: "trusted", workspace, settings: settings(modelUrl, join(ARTIFACTS, "vscode-server-trusted.log")), vsix: VSIX, trust: true, log });
+    vscode = new VsCode({
+      name: "trusted", workspace, settings: settings(modelUrl, join(ARTIFACTS, "vscode-server-trusted.log")), vsix: VSIX, trust: true, log,
+      // Set only in the user's config file: VS Code's default for it ("") must not override it.
+      userConfig: 'custom_instructions = "House rule: name every variable in English."\n',
+    });
     mkdirSync(ARTIFACTS, { recursive: true });
     await vscode.start();
   });
@@ -125,7 +145,7 @@ describe("VS Code, trusted workspace", { timeout: 6 * 60_000 }, () => {
     if (workspace) rmSync(workspace, { recursive: true, force: true });
   });
 
-  it("activates, starts the server and shows the python kernel in the status bar", async () => {
+  test("activates, starts the server and shows the python kernel in the status bar", async () => {
     await vscode.statusBar().waitFor({ timeout: STEP });
     // The model comes from the settings, which the server reads just after initialize.
     await vscode.page.locator(".statusbar-item", { hasText: "python: idle · openai/scripted" }).first().waitFor({ timeout: STEP });
@@ -133,10 +153,19 @@ describe("VS Code, trusted workspace", { timeout: 6 * 60_000 }, () => {
     const panel = await vscode.panel();
     await panel.locator("#empty", { hasText: "Ask for something below" }).waitFor();
     await panel.locator("#kernel", { hasText: "python: idle · openai/scripted" }).waitFor();
+    // While the server started, the status bar said so; it never read as a stopped (failed) server.
+    const texts = await vscode.statusTexts();
+    log(`status bar texts: ${JSON.stringify(texts)}`);
+    assert.ok(texts.some((t) => /Interpreter: starting/.test(t)), `never said starting: ${JSON.stringify(texts)}`);
+    assert.ok(!texts.some((t) => /server stopped/.test(t)), `said "server stopped" during a normal start: ${JSON.stringify(texts)}`);
+    // The panel's title bar: Interrupt at hand; Reset (which cannot be undone) only in the "…" menu.
+    const titleActions = vscode.page.locator(".part.sidebar .title-actions .action-label");
+    await titleActions.filter({ has: vscode.page.locator(":scope[aria-label*='Interrupt']") }).first().waitFor();
+    assert.equal(await vscode.page.locator(".part.sidebar .title-actions .action-label[aria-label*='Reset Conversation']").count(), 0);
     log("server up, kernel idle, panel shown");
   });
 
-  it("runs the selection and shows its output in the panel", async () => {
+  test("runs the selection and shows its output in the panel", async () => {
     await vscode.openFile("analysis.py");
     await vscode.focusEditor();
     await vscode.page.keyboard.press("Control+A");
@@ -156,7 +185,7 @@ describe("VS Code, trusted workspace", { timeout: 6 * 60_000 }, () => {
     assert.equal(await vscode.editorText(), "x");
   });
 
-  it("input(): the running code asks, and the answer typed in VS Code's input box reaches it", async () => {
+  test("input(): the running code asks, and the answer typed in VS Code's input box reaches it", async () => {
     await vscode.openFile("ask.py");
     await vscode.focusEditor();
     await vscode.page.keyboard.press("Control+A");
@@ -171,7 +200,7 @@ describe("VS Code, trusted workspace", { timeout: 6 * 60_000 }, () => {
     await run.locator(".run-state", { hasText: "done" }).waitFor({ timeout: STEP });
   });
 
-  it("shows a matplotlib plot as an image", async () => {
+  test("shows a matplotlib plot as an image", async () => {
     await vscode.openFile("plot.py");
     await vscode.focusEditor();
     await vscode.page.keyboard.press("Control+A");
@@ -183,9 +212,42 @@ describe("VS Code, trusted workspace", { timeout: 6 * 60_000 }, () => {
     // The image decoded: a real picture, not a broken icon.
     const width = await image.evaluate((img) => (img.complete ? img.naturalWidth : 0));
     assert.ok(width > 100, `the plot image is ${width} pixels wide`);
+    // matplotlib.use("Agg") then plt.show(), as a script does: the figure shows all the same.
+    const images = await panel.locator(".entry.run img.output-image").count();
+    await vscode.openFile("agg_figure.py");
+    await vscode.focusEditor();
+    await vscode.page.keyboard.press("Control+A");
+    await vscode.command("Interpreter: Run Selection or Cell");
+    const run = panel.locator(".entry.run", { has: panel.locator(".run-location", { hasText: "agg_figure.py" }) }).last();
+    await run.locator(".run-state", { hasText: "done" }).waitFor({ timeout: STEP });
+    const agg = run.locator("img.output-image");
+    await agg.waitFor({ timeout: STEP });
+    assert.equal(await panel.locator(".entry.run img.output-image").count(), images + 1);
+    assert.ok((await agg.evaluate((img) => (img.complete ? img.naturalWidth : 0))) > 100, "the Agg figure is a real image");
   });
 
-  it("interrupts running code from the panel's Stop button", async () => {
+  test("the Run cell code lens shows the panel without taking focus, with the cell's code, place and a coloured traceback", async () => {
+    const page = vscode.page;
+    await vscode.command("View: Show Explorer");
+    await page.locator(".part.sidebar .composite.title", { hasText: /explorer/i }).first().waitFor();
+    await vscode.openFile("cells.py");
+    await page.locator(".editor-group-container.active .codelens-decoration a", { hasText: "Run cell" }).nth(1).waitFor({ state: "attached", timeout: STEP });
+    await vscode.runCodeLens(4, "Run cell");
+    // The panel came to the front; the cursor stayed in the editor.
+    await page.locator(".part.sidebar .composite.title", { hasText: /interpreter/i }).first().waitFor({ timeout: STEP });
+    await page.locator(".editor-group-container.active .monaco-editor.focused").first().waitFor({ timeout: STEP });
+    const panel = await vscode.panel();
+    const run = panel.locator(".entry.run", { has: panel.locator(".run-location", { hasText: "cells.py" }) }).last();
+    await run.locator(".run-state", { hasText: "error" }).waitFor({ timeout: STEP });
+    assert.match(await run.locator(".run-location").innerText(), /^cells\.py, lines [45]–[89]$/);
+    assert.match((await run.locator(".run-code code").textContent()) ?? "", /def f\(\):\s+return 1 \/ 0/);
+    assert.equal(await run.locator(".error-title").innerText(), "ZeroDivisionError: division by zero");
+    assert.ok((await run.locator(".traceback span[class*='ansi-']").count()) > 0, "the live traceback has colour");
+    const wraps = await run.locator(".traceback").evaluate((pre) => getComputedStyle(pre).whiteSpace);
+    assert.equal(wraps, "pre", "traceback lines scroll, they do not wrap");
+  });
+
+  test("interrupts running code from the panel's Stop button", async () => {
     await vscode.openFile("slow.py");
     await vscode.focusEditor();
     await vscode.page.keyboard.press("Control+A");
@@ -198,7 +260,7 @@ describe("VS Code, trusted workspace", { timeout: 6 * 60_000 }, () => {
     assert.match(await run.innerText(), /KeyboardInterrupt/);
   });
 
-  it("chat: streamed text, a proposal, Run, output, and the model's next step", async () => {
+  test("chat: streamed text, a proposal, Run, output, and the model's next step", async () => {
     // A slow model: the first answer streams in twelve-character pieces, 150 ms apart.
     model.reply(`I will compute it in Python.\n\n${fence("python", "print(6 * 7)")}\n`, { chunkDelayMs: 150 });
     model.reply("The answer is **42**.");
@@ -217,12 +279,15 @@ describe("VS Code, trusted workspace", { timeout: 6 * 60_000 }, () => {
     await panel.locator(".entry.assistant strong", { hasText: "42" }).waitFor({ timeout: STEP });
     await model.waitForRequests(2, STEP);
     assert.match(model.requestText(2), /42/, "the run's output went back to the model");
+    // The user's config file set customInstructions; the extension sent only settings the user set in
+    // VS Code, so its default did not override the file.
+    assert.match(model.requestText(1), /House rule: name every variable in English\./);
     await panel.locator("#activity").waitFor({ state: "hidden", timeout: STEP });
     await vscode.screenshotPanel(join(ARTIFACTS, "vscode-panel-after-loop.png"));
     log("full loop done; panel screenshot saved");
   });
 
-  it("edit: the code opens in an editor, and approving runs the edited code", async () => {
+  test("edit: the code opens in an editor, and approving runs the edited code", async () => {
     const page = vscode.page;
     model.replies.length = 0;
     const before = model.requests.length;
@@ -246,13 +311,17 @@ describe("VS Code, trusted workspace", { timeout: 6 * 60_000 }, () => {
     assert.equal((await run.locator(".run-code code").textContent())?.trim(), "print(6 * 8)");
     await proposal.locator(".proposal-status", { hasText: "Ran (edited)" }).waitFor({ timeout: STEP });
     assert.equal(await proposal.locator("button").count(), 0);
+    // The editor of the edited code closed once it ran, without asking to save; its ✓ went with it.
+    await page.locator(".tab", { hasText: "Untitled" }).first().waitFor({ state: "detached", timeout: STEP });
+    assert.equal(await vscode.dialog().count(), 0, "closing the edit asked something");
+    assert.equal(await page.locator(".editor-actions .action-label[aria-label*='Approve']").count(), 0);
     await model.waitForRequests(before + 2, STEP);
     assert.match(model.requestText(before + 2), /print\(6 \* 8\)[\s\S]*48/, "the model saw the edited code and its output");
     await panel.locator(".entry.assistant", { hasText: "Your version printed 48." }).waitFor({ timeout: STEP });
     await panel.locator("#activity").waitFor({ state: "hidden", timeout: STEP });
   });
 
-  it("reject: the code does not run and the proposal says so", async () => {
+  test("reject: the code does not run and the proposal says so", async () => {
     model.replies.length = 0;
     const before = model.requests.length;
     model.reply(`Cleaning up.\n\n${fence("shell", "rm -rf build")}\n`);
@@ -271,7 +340,7 @@ describe("VS Code, trusted workspace", { timeout: 6 * 60_000 }, () => {
     await panel.locator(".entry.notice", { hasText: "declined" }).last().waitFor({ timeout: STEP });
   });
 
-  it("a model error ends the turn, and the panel says what happened", async () => {
+  test("a model error ends the turn, and the panel says what happened", async () => {
     model.replies.length = 0; // the scripted model answers HTTP 500
     const before = model.requests.length;
     const panel = await vscode.panel();
@@ -287,28 +356,32 @@ describe("VS Code, trusted workspace", { timeout: 6 * 60_000 }, () => {
     await panel.locator("#activity").waitFor({ state: "hidden", timeout: STEP });
   });
 
-  it("insert: a proposal is written into the document at the cursor", async () => {
+  test("insert: a proposal is written into the document at the cursor", async () => {
     await vscode.openFile("target.py");
     await vscode.focusEditor();
     await vscode.page.keyboard.press("Control+End");
     model.replies.length = 0;
+    const before = model.requests.length;
     model.reply(`Here is a helper.\n\n${fence("python", "def double(x):\n    return 2 * x")}\n`);
     const panel = await vscode.panel();
     const until = await sendChat(panel, "Write a function that doubles a number");
     const proposal = panel.locator(".entry.proposal", { hasText: "def double(x):" }).last();
     await until(proposal);
+    // The turn that failed before (no reply from the model) is not glued to this question.
+    assert.doesNotMatch(model.requestText(before + 1), /Are you there\?/);
     await proposal.locator("button[data-action='insert']").click();
-    await proposal.locator(".proposal-status", { hasText: "Waiting for your approval (inserted into the document)" }).waitFor({ timeout: STEP });
+    // Writing it into the document decides the proposal: it did not run, and can no longer be run.
+    await proposal.locator(".proposal-status", { hasText: "Written into target.py" }).waitFor({ timeout: STEP });
+    assert.equal(await proposal.locator("button").count(), 0);
     await vscode.editorLines().first().locator(".view-line", { hasText: "def double(x):" }).waitFor({ timeout: STEP });
     const text = await vscode.editorText();
-    assert.match(text, /# helpers[\s\S]*def double\(x\):\s+return 2 \* x/);
-    await vscode.command("Interpreter: Interrupt");
-    // The turn is over: the proposal can no longer run, and says so.
-    await proposal.locator(".proposal-status", { hasText: "Not run (inserted into the document)" }).waitFor({ timeout: STEP });
-    assert.equal(await proposal.locator("button").count(), 0);
+    // Whole lines after the cursor's line, never glued to it.
+    assert.match(text, /^# helpers\s*\ndef double\(x\):\s+return 2 \* x/);
+    await panel.locator(".entry.notice", { hasText: "Written into target.py; it did not run." }).waitFor({ timeout: STEP });
+    await panel.locator("#activity").waitFor({ state: "hidden", timeout: STEP });
   });
 
-  it("insert over a selection: the change is shown as a diff first, then the document changes", async () => {
+  test("insert over a selection: the change is shown as a diff first, then the document changes", async () => {
     const page = vscode.page;
     await vscode.openFile("geometry.py");
     await vscode.focusEditor();
@@ -332,20 +405,18 @@ describe("VS Code, trusted workspace", { timeout: 6 * 60_000 }, () => {
     assert.match(await vscode.page.locator(".tab.active").first().innerText(), /proposed code/);
     await dialog.getByRole("button", { name: "Replace" }).click();
     await dialog.waitFor({ state: "hidden" });
-    await proposal.locator(".proposal-status", { hasText: "inserted into the document" }).waitFor({ timeout: STEP });
+    await proposal.locator(".proposal-status", { hasText: "Written into geometry.py" }).waitFor({ timeout: STEP });
     await vscode.editorLines().first().locator(".view-line", { hasText: "math.pi" }).waitFor({ timeout: STEP });
     const text = await vscode.editorText();
     assert.match(text, /^import math\s+def area\(r\):\s+return math\.pi \* r \* r\s+print\(area\(2\)\)/);
     assert.doesNotMatch(text, /3\.14/);
     assert.equal(await page.locator(".tab", { hasText: "proposed code" }).count(), 0, "the diff preview was closed");
     assert.match(readFileSync(join(workspace, "geometry.py"), "utf8"), /3\.14/, "the file is left unsaved, as any edit");
-    // Inserting is not a decision: the proposal still waits, and is rejected here.
-    await proposal.locator("button[data-action='reject']").click();
-    await proposal.locator(".proposal-status", { hasText: "Rejected" }).waitFor({ timeout: STEP });
+    assert.equal(await proposal.locator("button").count(), 0, "written instead of run: nothing left to decide");
     await panel.locator("#activity").waitFor({ state: "hidden", timeout: STEP });
   });
 
-  it("the conversation comes back after a window reload, from the server's history", async () => {
+  test("the conversation comes back after a window reload, from the server's history", async () => {
     await vscode.reload();
     await vscode.page.locator(".statusbar-item", { hasText: "python: idle" }).first().waitFor({ timeout: STEP });
     await vscode.command("Interpreter: Show Panel");
@@ -371,8 +442,18 @@ describe("VS Code, trusted workspace", { timeout: 6 * 60_000 }, () => {
     assert.equal(await edited.locator(".run-state").innerText(), "done");
     assert.equal((await edited.locator(".run-code code").textContent())?.trim(), "print(6 * 8)");
     assert.equal(await proposalCard(panel, "rm -rf build").locator(".proposal-status").innerText(), "Rejected");
-    assert.equal(await proposalCard(panel, "def double(x)").locator(".proposal-status").innerText(), "Not run (inserted into the document)");
-    assert.equal(await proposalCard(panel, "math.pi").locator(".proposal-status").innerText(), "Rejected (inserted into the document)");
+    assert.equal(await proposalCard(panel, "def double(x)").locator(".proposal-status").innerText(), "Written into target.py");
+    assert.equal(await proposalCard(panel, "math.pi").locator(".proposal-status").innerText(), "Written into geometry.py");
+    // The notices the live panel showed come back too: a declined run, a written proposal.
+    await panel.locator(".entry.notice", { hasText: "Written into target.py; it did not run." }).waitFor();
+    await panel.locator(".entry.notice", { hasText: /declined/i }).first().waitFor();
+    // The view is at the end of the conversation, not at its top.
+    const lastEntry = panel.locator(".entry").last();
+    await lastEntry.waitFor();
+    assert.ok(
+      await lastEntry.evaluate((el) => el.getBoundingClientRect().bottom <= (el.ownerDocument.defaultView?.innerHeight ?? 0) + 1),
+      "after a reload the panel shows the last message",
+    );
     assert.equal(await panel.locator(".entry.proposal button").count(), 0, "a reloaded proposal offers no actions");
     // The user's own runs: their code, output, plot and interruption.
     assert.equal(await runWithStdout(panel, "answer 42").locator(".run-state").innerText(), "done");
@@ -387,19 +468,150 @@ describe("VS Code, trusted workspace", { timeout: 6 * 60_000 }, () => {
     log("conversation restored after reload");
   });
 
-  it("undo drops the last message and what followed; reset empties the panel", async () => {
+  test("undo drops the last message and what followed; reset empties the panel", async () => {
     const panel = await vscode.panel();
     await vscode.command("Interpreter: Undo Last Message");
     await panel.locator(".entry.user", { hasText: "Make area() exact" }).waitFor({ state: "detached", timeout: STEP });
     assert.equal(await proposalCard(panel, "math.pi").count(), 0);
     await panel.locator(".entry.user", { hasText: "Write a function that doubles a number" }).waitFor();
+    // Reset cannot be undone: VS Code asks first, and "Cancel" keeps the conversation.
     await vscode.command("Interpreter: Reset Conversation");
+    const dialog = vscode.dialog();
+    await dialog.waitFor({ timeout: STEP });
+    assert.match(await dialog.innerText(), /Start a new conversation\?/);
+    await dialog.getByRole("button", { name: "Cancel" }).click();
+    await dialog.waitFor({ state: "hidden" });
+    assert.ok((await panel.locator(".entry").count()) > 0, "Cancel kept the conversation");
+    await vscode.command("Interpreter: Reset Conversation");
+    await dialog.waitFor({ timeout: STEP });
+    await dialog.getByRole("button", { name: "Reset" }).click();
     await panel.locator("#empty").waitFor({ timeout: STEP });
     assert.equal(await panel.locator(".entry").count(), 0);
   });
+
+  test("restart kernel asks first; at 300 and 600 px the panel's cards look as their reference screenshots", async () => {
+    const page = vscode.page;
+    const panel = await vscode.panel();
+    // Restarting loses the kernel's variables: VS Code asks first.
+    await vscode.command("Interpreter: Restart Kernel");
+    const dialog = vscode.dialog();
+    await dialog.waitFor({ timeout: STEP });
+    assert.match(await dialog.innerText(), /Restart the Python kernel\?/);
+    await dialog.getByRole("button", { name: "Restart" }).click();
+    await panel.locator(".entry.notice", { hasText: "kernel restarted" }).waitFor({ timeout: STEP });
+    await page.locator(".statusbar-item", { hasText: "python: idle" }).first().waitFor({ timeout: STEP });
+
+    /** Pictures of `locator` at 300 and 600 px, compared with their references. */
+    const shoot = async (name, locator) => {
+      for (const width of [300, 600]) {
+        await vscode.setSidebarWidth(width);
+        // The conversation's column gets a whole number of pixels (the webview's own width may be
+        // fractional, and a pixel of rounding moves every right-aligned word); then two frames of layout.
+        await panel.locator("#entries").evaluate((entries, w) => {
+          entries.style.width = `${w - 24}px`;
+          // Fonts every test machine has (setup installs fonts-dejavu-core), not whatever the system's UI
+          // font resolves to: pictures then compare across machines.
+          const root = entries.ownerDocument.documentElement.style;
+          root.setProperty("--vscode-font-family", '"DejaVu Sans"');
+          root.setProperty("--vscode-font-size", "13px");
+          root.setProperty("--vscode-editor-font-family", '"DejaVu Sans Mono"');
+          root.setProperty("--vscode-editor-font-size", "13px");
+          return new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(undefined))));
+        }, width);
+        // Durations change from run to run: the pictures show a fixed one.
+        await panel.locator(".run-duration").evaluateAll((spans) => spans.forEach((span) => (span.textContent = "10 ms")));
+        // The placeholder fits the input.
+        const fits = await panel.locator("#prompt").evaluate((input) => {
+          const style = getComputedStyle(input);
+          const context = input.ownerDocument.createElement("canvas").getContext("2d");
+          context.font = style.font;
+          const room = input.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+          return context.measureText(input.placeholder).width <= room;
+        });
+        assert.ok(fits, `the input's placeholder is clipped at ${width} px`);
+        // The input row is fixed at the bottom and would cover an element scrolled just above it.
+        await panel.locator("#footer").evaluate((footer) => (footer.style.visibility = "hidden"));
+        // The element alone at the top: its place (to the fraction of a pixel, which moves every glyph's
+        // anti-aliasing) does not depend on what the conversation held before it.
+        await locator.evaluate((el) => {
+          for (const sibling of el.parentElement.children) if (sibling !== el) sibling.style.display = "none";
+          el.ownerDocument.defaultView.scrollTo(0, 0);
+          return new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(undefined))));
+        });
+        const result = compareScreenshot(`${name}-${width}`, await locator.screenshot({ animations: "disabled", caret: "hide" }), ARTIFACTS);
+        log(`screenshot ${name}-${width}: ${result}`);
+      }
+      await panel.locator("#entries").evaluate((entries) => {
+        entries.style.width = "";
+        for (const entry of entries.children) entry.style.display = "";
+      });
+      await panel.locator("#footer").evaluate((footer) => (footer.style.visibility = ""));
+      await vscode.setSidebarWidth(300);
+    };
+
+    // A proposal whose risk is low, with its reason on the card; the badge never wraps.
+    model.replies.length = 0;
+    model.reply(`Removing it.\n\n${fence("python", 'import os\nos.remove("scratch.txt")')}\n`);
+    const until = await sendChat(panel, "Remove scratch.txt");
+    const proposal = proposalCard(panel, "scratch.txt");
+    await until(proposal.locator("button[data-action='approve']"));
+    assert.equal(await proposal.locator(".risk").innerText(), "risk: low");
+    assert.match(await proposal.locator(".risk-reasons").innerText(), /deletes scratch\.txt \(inside the workspace\)/);
+    assert.equal(await proposal.locator(".risk").evaluate((el) => el.getClientRects().length), 1, "the risk badge wraps");
+    // One background for the block, none per line: the <code> inside the <pre> is transparent.
+    assert.equal(await proposal.locator("pre.code code").evaluate((code) => getComputedStyle(code).backgroundColor), "rgba(0, 0, 0, 0)");
+    await shoot("proposal", proposal);
+    await proposal.locator("button[data-action='reject']").click();
+    await panel.locator("#activity").waitFor({ state: "hidden", timeout: STEP });
+
+    // A traceback, and a plot: the first runs of the restarted kernel, so their text is the same every time.
+    const runs = {};
+    for (const file of ["boom.py", "plot.py"]) {
+      // Earlier tests ran these files too: this run is the next one.
+      const ofFile = panel.locator(".entry.run", { has: panel.locator(".run-location", { hasText: file }) });
+      runs[file] = ofFile.nth(await ofFile.count());
+      await vscode.openFile(file);
+      await vscode.focusEditor();
+      await page.keyboard.press("Control+A");
+      await vscode.command("Interpreter: Run Selection or Cell");
+      await runs[file].locator(".run-state.state-ok, .run-state.state-error").waitFor({ timeout: STEP });
+    }
+    const traceback = runs["boom.py"];
+    const plot = runs["plot.py"];
+    await plot.locator("img.output-image").waitFor({ timeout: STEP });
+    await plot.locator("img.output-image").evaluate((img) => (img.complete ? undefined : new Promise((r) => img.addEventListener("load", r))));
+    await shoot("traceback", traceback);
+    await shoot("plot", plot);
+
+    // A changed model shows in the status bar at once; with none, the chat says what to do, as a list.
+    await vscode.updateSettings({ "interpreter.model": "", "interpreter.apiBase": "" });
+    await page.locator(".statusbar-item", { hasText: "python: idle", hasNotText: "openai/scripted" }).first().waitFor({ timeout: STEP });
+    const errors = panel.locator(".entry.notice.level-error");
+    const count = await errors.count();
+    await panel.locator("#prompt").fill("Hello?");
+    await panel.locator("#prompt").press("Enter");
+    const noModel = errors.nth(count);
+    await noModel.waitFor({ timeout: STEP });
+    assert.match(await noModel.innerText(), /^No model is configured/);
+    assert.ok((await noModel.locator("li").count()) >= 3, "the choices are a list");
+    assert.ok((await noModel.locator("li code").count()) >= 1, "commands are code");
+    await shoot("no-model", noModel);
+    await vscode.updateSettings({ "interpreter.model": "openai/scripted-b", "interpreter.apiBase": modelUrl });
+    await page.locator(".statusbar-item", { hasText: "python: idle · openai/scripted-b" }).first().waitFor({ timeout: STEP });
+    // The question that failed for lack of a model is not sent along with the next one.
+    const requests = model.requests.length;
+    model.reply("Yes, back.");
+    const back = await sendChat(panel, "Are we back?");
+    await back(panel.locator(".entry.assistant", { hasText: "Yes, back." }));
+    assert.equal(model.requests.length, requests + 1);
+    assert.match(model.requestText(requests + 1), /Are we back\?/);
+    assert.doesNotMatch(model.requestText(requests + 1), /Hello\?/);
+    await panel.locator("#activity").waitFor({ state: "hidden", timeout: STEP });
+  });
 });
 
-describe("VS Code, untrusted workspace", { timeout: 2 * 60_000 }, () => {
+
+suite("VS Code, untrusted workspace", { timeout: 4 * 60_000 }, () => {
   const model = new ScriptedModel();
   let vscode;
   let workspace;
@@ -408,6 +620,7 @@ describe("VS Code, untrusted workspace", { timeout: 2 * 60_000 }, () => {
     const modelUrl = await model.start();
     workspace = makeWorkspace("untrusted", {
       "analysis.py": 'open("ran.txt", "w").write("code ran")\nprint("ran")\n',
+      "cells.py": '# %% one\nopen("cell-ran.txt", "w").write("x")\n',
       // A workspace virtualenv whose python would betray being started: an untrusted folder's own
       // interpreter must not run either.
       ".venv/bin/python": `#!/bin/sh\necho started > "$(dirname "$0")/../../venv-python-ran.txt"\nexec python3 "$@"\n`,
@@ -415,7 +628,9 @@ describe("VS Code, untrusted workspace", { timeout: 2 * 60_000 }, () => {
       ".venv/lib/python3.11/site-packages/ipykernel/__init__.py": "",
     });
     chmodSync(join(workspace, ".venv/bin/python"), 0o755);
-    vscode = new VsCode({ name: "untrusted", workspace, settings: settings(modelUrl, join(ARTIFACTS, "vscode-server-untrusted.log")), vsix: VSIX, trust: false, log });
+    // Once trusted, kernels use the server's own environment (the workspace's .venv above is a decoy).
+    const userSettings = { ...settings(modelUrl, join(ARTIFACTS, "vscode-server-untrusted.log")), "interpreter.kernel.python": join(REPO, ".venv/bin/python") };
+    vscode = new VsCode({ name: "untrusted", workspace, settings: userSettings, vsix: VSIX, trust: false, log });
     await vscode.start();
   });
 
@@ -426,7 +641,7 @@ describe("VS Code, untrusted workspace", { timeout: 2 * 60_000 }, () => {
     if (workspace) rmSync(workspace, { recursive: true, force: true });
   });
 
-  it("runs nothing, and says why", async () => {
+  test("runs nothing, and says why", async () => {
     const page = vscode.page;
     // VS Code asks whether to trust the folder's authors: the user says no (Restricted Mode).
     await page.getByRole("button", { name: /No, I don.t trust the authors/ }).click({ timeout: STEP });
@@ -444,7 +659,7 @@ describe("VS Code, untrusted workspace", { timeout: 2 * 60_000 }, () => {
     assert.equal(model.requests.length, 0);
   });
 
-  it("a chat's proposal says why it will not run, and Run is refused", async () => {
+  test("a chat's proposal says why it will not run, and Run is refused", async () => {
     model.reply(`Writing the file.\n\n${fence("python", 'open("ran.txt", "w").write("x")')}\n`);
     const panel = await vscode.panel();
     const until = await sendChat(panel, "Write ran.txt");
@@ -463,5 +678,48 @@ describe("VS Code, untrusted workspace", { timeout: 2 * 60_000 }, () => {
     assert.ok(!existsSync(join(workspace, "venv-python-ran.txt")), "the untrusted workspace's own python was started");
     await proposal.locator("button[data-action='reject']").click();
     await proposal.locator(".proposal-status", { hasText: "Rejected" }).waitFor({ timeout: STEP });
+  });
+
+  test("a Run cell code lens says why nothing ran, once, in the server's words", async () => {
+    const page = vscode.page;
+    await vscode.openFile("cells.py");
+    await vscode.focusEditor();
+    const panel = await vscode.panel();
+    const refusals = panel.locator(".entry.notice.level-error", { hasText: "not trusted" });
+    const before = await refusals.count();
+    await page.locator(".editor-group-container.active .codelens-decoration a", { hasText: "Run cell" }).first().waitFor({ state: "attached", timeout: STEP });
+    await vscode.runCodeLens(1, "Run cell");
+    await refusals.nth(before).waitFor({ timeout: STEP });
+    assert.match(await refusals.nth(before).innerText(), /Manage Workspace Trust/, "the notice says how to trust");
+    const toasts = page.locator(".notifications-toasts .notification-toast");
+    await toasts.filter({ hasText: "not trusted" }).first().waitFor({ timeout: STEP });
+    assert.equal(await toasts.filter({ hasText: "not trusted" }).count(), 1, "one toast");
+    assert.equal(await toasts.filter({ hasText: /Request workspace\/executeCommand failed/ }).count(), 0, "no raw request failure");
+    assert.equal(await refusals.count(), before + 1);
+    assert.ok(!existsSync(join(workspace, "cell-ran.txt")), "the cell ran in an untrusted workspace");
+    await page.keyboard.press("Escape");
+  });
+
+  test("granting trust keeps a waiting proposal: it is not interrupted, and runs when approved", async () => {
+    const page = vscode.page;
+    model.replies.length = 0;
+    model.reply(`Writing it.\n\n${fence("python", 'open("trusted.txt", "w").write("yes")\nprint("wrote it")')}\n`);
+    model.reply("Done.");
+    const panel = await vscode.panel();
+    const until = await sendChat(panel, "Write trusted.txt");
+    const proposal = proposalCard(panel, "trusted.txt");
+    await until(proposal.locator(".wait-reason", { hasText: "not trusted" }));
+    await vscode.command("Workspaces: Manage Workspace Trust");
+    const trustEditor = page.locator(".workspace-trust-editor");
+    await trustEditor.waitFor({ timeout: STEP });
+    await trustEditor.getByRole("button", { name: "Trust", exact: true }).first().click();
+    await panel.locator(".entry.notice", { hasText: "trusted now" }).waitFor({ timeout: STEP });
+    assert.equal(await panel.locator(".entry.notice", { hasText: /interrupted/i }).count(), 0, "the turn was interrupted");
+    assert.match(await proposal.locator(".proposal-status").innerText(), /Waiting for your approval/);
+    await proposal.locator("button[data-action='approve']").click();
+    const run = runWithStdout(panel, "wrote it").last();
+    await run.locator(".run-state", { hasText: "done" }).waitFor({ timeout: STEP });
+    assert.equal(readFileSync(join(workspace, "trusted.txt"), "utf8"), "yes");
+    await panel.locator(".entry.assistant", { hasText: "Done." }).waitFor({ timeout: STEP });
   });
 });

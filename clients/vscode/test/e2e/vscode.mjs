@@ -3,7 +3,7 @@
 // 127.0.0.1 port, the process group killed on every exit path.
 
 import { spawn, execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -48,7 +48,8 @@ for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) {
 
 export class VsCode {
   /**
-   * @param {{name: string, workspace: string, settings: object, vsix: string, trust: boolean, log: (s: string) => void}} options
+   * @param {{name: string, workspace: string, settings: object, vsix: string, trust: boolean, log: (s: string) => void, userConfig?: string}} options
+   *   userConfig: the server's user file (~/.config/interpreter-lsp/config.toml) of this run
    */
   constructor(options) {
     this.options = options;
@@ -74,6 +75,10 @@ export class VsCode {
   async start() {
     const { log } = this.options;
     writeFileSync(join(this.userData, "User/settings.json"), JSON.stringify(this.options.settings, null, 2));
+    if (this.options.userConfig !== undefined) {
+      mkdirSync(join(this.env.XDG_CONFIG_HOME, "interpreter-lsp"), { recursive: true });
+      writeFileSync(join(this.env.XDG_CONFIG_HOME, "interpreter-lsp/config.toml"), this.options.userConfig);
+    }
     const t0 = Date.now();
     execFileSync(CODE_SERVER, ["--user-data-dir", this.userData, "--extensions-dir", this.extensions, "--install-extension", this.options.vsix], {
       env: this.env,
@@ -107,6 +112,31 @@ export class VsCode {
         "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage", "--disable-breakpad",
       ],
+    });
+    // Every text the Interpreter's status bar item shows, in order, from the first page load on (a
+    // MutationObserver on the status bar: states too short to poll for are seen too).
+    await this.context.addInitScript(() => {
+      const seen = [];
+      Object.defineProperty(window, "__interpreterStatusTexts", { value: seen });
+      const record = () => {
+        for (const item of document.querySelectorAll(".statusbar-item")) {
+          const text = (item.textContent ?? "").trim();
+          if (/^(Interpreter:|python:)/.test(text) && seen[seen.length - 1] !== text) seen.push(text);
+        }
+      };
+      const start = () => {
+        const bar = document.getElementById("workbench.parts.statusbar");
+        if (!bar) return false;
+        record();
+        new MutationObserver(record).observe(bar, { subtree: true, childList: true, characterData: true });
+        return true;
+      };
+      const waiting = new MutationObserver(() => {
+        if (start()) waiting.disconnect();
+      });
+      document.addEventListener("DOMContentLoaded", () => {
+        if (!start()) waiting.observe(document.body, { childList: true, subtree: true });
+      });
     });
     this.page = this.context.pages()[0] ?? (await this.context.newPage());
     this.page.setDefaultTimeout(30_000);
@@ -166,10 +196,34 @@ export class VsCode {
     const input = page.locator(".quick-input-widget input");
     await input.waitFor({ state: "visible" });
     await input.fill(name);
-    await page.locator(".quick-input-list .monaco-list-row", { hasText: name }).first().waitFor();
-    await page.keyboard.press("Enter");
+    // The row of exactly this file, clicked: Enter could take the first row of a list not yet filtered
+    // (the recently opened files), and a longer name may contain this one.
+    const exact = new RegExp(`^${name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}$`);
+    const row = page.locator(".quick-input-list .monaco-list-row", { has: page.locator(".label-name", { hasText: exact }) }).first();
+    await row.waitFor();
+    await row.click();
     await page.locator(`.tab.active[aria-label*="${name}"]`).first().waitFor();
     await this.editorLines().first().waitFor();
+  }
+
+  /**
+   * Runs the code lens `title` of a 1-based line of the active editor, as a keyboard user does ("Show
+   * CodeLens Commands for Current Line"): the same command as a click on the lens, without depending on
+   * the lens being laid out on screen.
+   */
+  async runCodeLens(line, title) {
+    const page = this.page;
+    await this.focusEditor();
+    await page.keyboard.press("Control+G");
+    const input = page.locator(".quick-input-widget input");
+    await input.waitFor({ state: "visible" });
+    await input.fill(`:${line}`);
+    await page.keyboard.press("Enter");
+    await input.waitFor({ state: "hidden" });
+    await this.command("Show CodeLens Commands for Current Line");
+    const row = page.locator(".quick-input-list .monaco-list-row", { hasText: title }).first();
+    await row.waitFor({ state: "visible", timeout: 30_000 });
+    await row.click();
   }
 
   /** Reloads the window (Developer: Reload Window) and waits for the workbench to come back. */
@@ -240,6 +294,60 @@ export class VsCode {
   async screenshot(path) {
     mkdirSync(dirname(path), { recursive: true });
     await this.page.screenshot({ path });
+  }
+
+  /** The texts the Interpreter's status bar item showed since this page loaded, in order. */
+  statusTexts() {
+    return this.page.evaluate(() => [...(window.__interpreterStatusTexts ?? [])]);
+  }
+
+  /**
+   * Changes the user's settings as a user would: in the settings.json editor, saved. (code-server does not
+   * notice the file being written behind its back.)
+   */
+  async updateSettings(patch) {
+    const file = join(this.userData, "User/settings.json");
+    const settings = { ...JSON.parse(readFileSync(file, "utf8")), ...patch };
+    // One line: nothing for the editor's auto-indent or auto-closing to add to.
+    const text = JSON.stringify(settings);
+    await this.command("Preferences: Open User Settings (JSON)");
+    await this.page.locator('.tab.active[aria-label*="settings.json"]').first().waitFor();
+    await this.focusEditor();
+    await this.page.keyboard.press("Control+A");
+    await this.page.keyboard.press("Delete");
+    await this.page.keyboard.insertText(text);
+    await this.page.keyboard.press("Control+S");
+    const saved = () => {
+      try {
+        return JSON.stringify(JSON.parse(readFileSync(file, "utf8"))) === text;
+      } catch {
+        return false;
+      }
+    };
+    const deadline = Date.now() + 30_000;
+    while (!saved()) {
+      if (Date.now() > deadline) throw new Error(`settings.json was not saved as asked: ${readFileSync(file, "utf8")}`);
+      await this.page.waitForTimeout(200);
+    }
+    await this.command("View: Close Editor");
+  }
+
+  /** Drags the side bar's edge until the side bar (where the panel is) is `width` pixels wide. */
+  async setSidebarWidth(width) {
+    const sidebar = this.page.locator(".part.sidebar").first();
+    for (let attempt = 0; attempt < 4; attempt++) {
+      const box = await sidebar.boundingBox();
+      if (!box) throw new Error("the side bar is not shown");
+      if (Math.round(box.width) === width) return;
+      const x = box.x + box.width;
+      const y = box.y + box.height / 2;
+      await this.page.mouse.move(x, y);
+      await this.page.mouse.down();
+      await this.page.mouse.move(x + (width - box.width), y, { steps: 5 });
+      await this.page.mouse.up();
+    }
+    const box = await sidebar.boundingBox();
+    if (Math.round(box?.width ?? 0) !== width) throw new Error(`the side bar is ${box?.width} px wide, not ${width}`);
   }
 
   statusBar() {

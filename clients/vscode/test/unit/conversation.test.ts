@@ -4,8 +4,10 @@ import {
   MAX_RUN_TEXT,
   activityLine,
   applyEvent,
+  compactionNotice,
   emptyConversation,
   describeRange,
+  describeSource,
   notebookOutputItem,
   pendingProposals,
   type AssistantEntry,
@@ -144,10 +146,14 @@ test("history events rebuild the conversation as the live panel showed it; clear
       { type: "proposal", ts: 5, proposalId: "p2", turnId: "t1", language: "shell", code: "rm -rf x", risk, autoRun: false },
       { type: "decision", ts: 6, proposalId: "p2", turnId: "t1", decision: "rejected", reason: null },
       { type: "proposal", ts: 7, proposalId: "p3", turnId: "t1", language: "python", code: "x = 1", risk, autoRun: false },
+      { type: "decision", ts: 7, proposalId: "p3", turnId: "t1", decision: "applied", uri: "file:///ws/a.py" },
       { type: "applied", ts: 7, proposalId: "p3", uri: "file:///ws/a.py", applied: true },
-      { type: "note", ts: 8, text: "Stopped after 20 steps (interpreter.maxSteps)." },
+      { type: "note", ts: 8, turnId: "t1", text: "Stopped after 20 steps (interpreter.maxSteps)." },
+      { type: "turnEnd", ts: 8, turnId: "t1", state: "done", message: "Stopped after 20 steps (interpreter.maxSteps)." },
+      { type: "kernel", ts: 8, language: "python", state: "restarted", message: "The python kernel restarted: its variables and imports were cleared." },
       { type: "assistant", ts: 9, turnId: "t2", text: "half an ans", partial: true },
       { type: "error", ts: 9, turnId: "t2", message: "The model is not reachable" },
+      { type: "turnEnd", ts: 9, turnId: "t2", state: "error", message: "The model is not reachable" },
       { type: "run", ts: 10, runId: "r2", origin: "user", language: "python", code: "6*7", state: "ok", durationMs: 3, outputs: [
         { output_type: "execute_result", data: { "text/plain": "42" }, metadata: {} },
       ] },
@@ -157,7 +163,7 @@ test("history events rebuild the conversation as the live panel showed it; clear
   assert.deepEqual(change, { all: true });
   assert.deepEqual(
     s.entries.map((e) => e.kind),
-    ["user", "assistant", "proposal", "run", "proposal", "proposal", "notice", "assistant", "notice", "run"],
+    ["user", "assistant", "proposal", "run", "proposal", "proposal", "notice", "notice", "assistant", "notice", "run"],
   );
   const user = s.entries[0] as UserEntry;
   assert.equal(user.text, "plot it");
@@ -172,11 +178,19 @@ test("history events rebuild the conversation as the live panel showed it; clear
   assert.match(run.outputs[3].text ?? "", /ValueError[\s\S]*bad/);
   assert.equal((s.entries[4] as ProposalEntry).status, "rejected");
   const p3 = s.entries[5] as ProposalEntry;
-  assert.deepEqual([p3.status, p3.inserted], ["expired", true], "an undecided proposal of an ended turn cannot run");
+  assert.deepEqual([p3.status, p3.appliedTo], ["applied", "file:///ws/a.py"], "written into a document, not run");
   assert.equal(pendingProposals(s).length, 0);
-  assert.equal((s.entries[7] as AssistantEntry).partial, true);
-  assert.equal(s.entries[8].kind === "notice" && s.entries[8].level, "error");
-  assert.equal((s.entries[9] as RunEntry).outputs[0].data?.["text/plain"], "42");
+  // The note and its turn's end say the same: shown once; the kernel's restart is a notice too.
+  assert.deepEqual(
+    s.entries.filter((e) => e.kind === "notice").map((e) => e.kind === "notice" && [e.level, e.text]),
+    [
+      ["info", "Stopped after 20 steps (interpreter.maxSteps)."],
+      ["info", "The python kernel restarted: its variables and imports were cleared."],
+      ["error", "The model is not reachable"],
+    ],
+  );
+  assert.equal((s.entries[8] as AssistantEntry).partial, true);
+  assert.equal((s.entries[10] as RunEntry).outputs[0].data?.["text/plain"], "42");
   applyEvent(s, { type: "clear" });
   assert.equal(s.entries.length, 0);
 });
@@ -185,10 +199,9 @@ test("a finished turn closes its undecided proposals; a late click does not undo
   const s = emptyConversation();
   applyEvent(s, { type: "proposal", params: proposal("p1", "t1") });
   applyEvent(s, { type: "proposal", params: proposal("p2", "t2") });
-  applyEvent(s, { type: "proposalStatus", proposalId: "p1", inserted: true });
   applyEvent(s, { type: "turnStatus", params: { turnId: "t1", state: "cancelled", message: "interrupted by the user" } });
   const p1 = s.entries.find((e) => e.id === "proposal:p1") as ProposalEntry;
-  assert.deepEqual([p1.status, p1.inserted], ["expired", true]);
+  assert.equal(p1.status, "expired");
   assert.deepEqual(pendingProposals(s).map((p) => p.proposalId), ["p2"]);
   const notice = s.entries.at(-1);
   assert.equal(notice?.kind === "notice" && notice.text, "interrupted by the user");
@@ -228,4 +241,55 @@ test("nbformat outputs map onto the panel's output kinds", () => {
   assert.deepEqual(notebookOutputItem({ output_type: "error", ename: "E", evalue: "v", traceback: [] }), {
     kind: "error", ename: "E", evalue: "v", text: "E: v",
   });
+});
+
+test("the server's proposalStatus drives the card: applied, rejected, expired, approved", () => {
+  const s = emptyConversation();
+  for (const id of ["p1", "p2", "p3", "p4"]) applyEvent(s, { type: "proposal", params: proposal(id, "t1") });
+  const card = (id: string) => s.entries.find((e) => e.id === `proposal:${id}`) as ProposalEntry;
+  applyEvent(s, { type: "proposalState", params: { proposalId: "p1", turnId: "t1", state: "applied", uri: "file:///ws/calc.py" } });
+  applyEvent(s, { type: "proposalState", params: { proposalId: "p2", turnId: "t1", state: "rejected" } });
+  applyEvent(s, { type: "proposalState", params: { proposalId: "p3", turnId: "t1", state: "approved", runId: "r3" } });
+  applyEvent(s, { type: "proposalState", params: { proposalId: "p4", turnId: "t1", state: "expired" } });
+  assert.deepEqual([card("p1").status, card("p1").appliedTo], ["applied", "file:///ws/calc.py"]);
+  assert.equal(card("p2").status, "rejected");
+  assert.equal(card("p3").status, "running");
+  assert.equal(card("p4").status, "expired");
+  assert.equal(pendingProposals(s).length, 0, "once decided, nothing on it can be approved again");
+  // A late "expired" does not undo a decision.
+  applyEvent(s, { type: "proposalState", params: { proposalId: "p1", turnId: "t1", state: "expired" } });
+  assert.equal(card("p1").status, "applied");
+});
+
+test("a run started from a document shows its code and where it came from while live", () => {
+  const s = emptyConversation();
+  applyEvent(s, {
+    type: "runStatus",
+    params: {
+      runId: "r1", state: "queued", language: "python", code: "print(1)", origin: "user",
+      source: { uri: "file:///ws/My%20cells.py", kind: "cell", startLine: 3, endLine: 5 },
+    },
+  });
+  const run = s.entries[0] as RunEntry;
+  assert.deepEqual([run.code, run.location], ["print(1)", "My cells.py, lines 4–6"]);
+  assert.equal(describeSource({ uri: "file:///ws/a.py", kind: "selection", startLine: 0, endLine: 0 }), "a.py, line 1");
+});
+
+test("a compaction in the history is one line; the earlier turns stay shown", () => {
+  const s = emptyConversation();
+  applyEvent(s, {
+    type: "history",
+    messages: [
+      { type: "user", turnId: "t1", text: "first" },
+      { type: "assistant", turnId: "t1", text: "answer" },
+      { type: "compaction", summary: "The user asked first; the model answered.", upTo: 2 },
+      { type: "user", turnId: "t2", text: "second" },
+    ],
+  });
+  assert.deepEqual(s.entries.map((e) => e.kind), ["user", "assistant", "notice", "user"]);
+  const notice = s.entries[2];
+  assert.equal(notice.kind === "notice" && notice.text, "Earlier turns condensed into a summary.");
+  assert.equal(compactionNotice(1234), "Earlier turns condensed (1,234 tokens).");
+  applyEvent(s, { type: "turnStatus", params: { turnId: "t3", state: "compacting" } });
+  assert.equal(activityLine(s), "Condensing earlier turns…");
 });

@@ -73,14 +73,10 @@ test("a proposal shows its language, risk, reasons and the four actions while pe
       ["Insert", "p1"],
     ],
   );
-  applyEvent(s, { type: "proposalStatus", proposalId: "p1", inserted: true });
+  applyEvent(s, { type: "proposalState", params: { proposalId: "p1", turnId: "t1", state: "applied", uri: "file:///ws/calc.py" } });
   doc = rendered(s);
-  assert.deepEqual([...doc.querySelectorAll("button")].map((b) => b.textContent), ["Run", "Edit", "Reject"]);
-  assert.equal(doc.querySelector(".proposal-status")?.textContent, "Waiting for your approval (inserted into the document)");
-  applyEvent(s, { type: "proposalStatus", proposalId: "p1", status: "rejected" });
-  doc = rendered(s);
-  assert.equal(doc.querySelectorAll("button").length, 0);
-  assert.equal(doc.querySelector(".proposal-status")?.textContent, "Rejected (inserted into the document)");
+  assert.equal(doc.querySelectorAll("button").length, 0, "written into a document: decided, nothing to click");
+  assert.equal(doc.querySelector(".proposal-status")?.textContent, "Written into calc.py");
 });
 
 test("run output: ANSI colours become classes, errors show name and value, duration shows", () => {
@@ -218,4 +214,36 @@ test("files a run touched come back with the run from history; malformed entries
   assert.equal(restored.querySelector("[data-action='openFile']")?.getAttribute("data-path"), "result.txt");
   assert.equal(rendered(s, 1).querySelector(".run-files"), null);
   assert.deepEqual([...rendered(s, 2).querySelectorAll(".run-files li")].map((li) => li.textContent), ["− y.txt deleted"]);
+});
+
+test("a live traceback is in colour when the server sends the kernel's lines, as after a reload", () => {
+  const s = emptyConversation();
+  applyEvent(s, {
+    type: "output",
+    params: {
+      runId: "r", seq: 0, kind: "error", ename: "ZeroDivisionError", evalue: "division by zero",
+      text: "ZeroDivisionError: division by zero",
+      traceback: ["\u001b[31m-----\u001b[39m", "\u001b[31mZeroDivisionError\u001b[39m: division by zero"],
+    },
+  });
+  const doc = rendered(s);
+  assert.equal(doc.querySelector(".traceback span.ansi-red-fg")?.textContent, "-----");
+  assert.ok(!(doc.querySelector(".traceback")?.textContent ?? "").includes("\u001b"), "no raw escape codes");
+});
+
+test("a notice is a sentence; its list and `code` render as such, raw HTML from the server never does", () => {
+  const s = emptyConversation();
+  applyEvent(s, {
+    type: "notice",
+    level: "error",
+    text: 'No model is configured. Set interpreter.model, for example:\n- Ollama: "ollama_chat/qwen2.5-coder" (after `ollama pull qwen2.5-coder`)\n- <img src=x onerror=alert(1)> cloud',
+  });
+  applyEvent(s, { type: "notice", level: "info", text: "input cancelled" });
+  const doc = rendered(s);
+  const items = [...doc.querySelectorAll(".notice li")].map((li) => li.textContent);
+  assert.equal(items.length, 2);
+  assert.equal(doc.querySelector(".notice li code")?.textContent, "ollama pull qwen2.5-coder");
+  assert.equal(doc.querySelectorAll(".notice img").length, 0);
+  assert.match(items[1] ?? "", /<img src=x onerror=alert\(1\)> cloud/);
+  assert.equal(rendered(s, 1).querySelector(".notice")?.textContent?.trim(), "Input cancelled.");
 });

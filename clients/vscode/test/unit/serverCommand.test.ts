@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { besidePython, commandFromSetting, resolveServerCommand, splitCommandLine } from "../../src/serverCommand";
-import { initializationOptions, serverSettings } from "../../src/settings";
+import manifest from "../../package.json";
+import { initializationOptions, settingKeys, userSettings } from "../../src/settings";
 
 test("a command line splits like a shell's words and quotes", () => {
   assert.deepEqual(splitCommandLine(`/opt/my env/bin/python -m interpreter_lsp`), ["/opt/my", "env/bin/python", "-m", "interpreter_lsp"]);
@@ -36,12 +37,27 @@ test("resolution order: setting, then beside the selected Python, then PATH; els
   assert.equal(besidePython("C:\\venv\\Scripts\\python.exe", "win32"), "C:\\venv\\Scripts\\interpreter-lsp.exe");
 });
 
-test("the server never sees client-only settings; initializationOptions carry trust and input support", () => {
-  const section = { model: "openai/x", server: { command: ["/x"] }, kernel: { python: "" } };
-  assert.deepEqual(serverSettings(section), { model: "openai/x", kernel: { python: "" } });
-  assert.deepEqual(initializationOptions(section, false), {
-    settings: { model: "openai/x", kernel: { python: "" } },
-    capabilities: { input: true },
-    trusted: false,
+test("the server gets only what the user set: user values on top, workspace values under $workspace, never defaults", () => {
+  const settings = userSettings({
+    model: { defaultValue: "", globalValue: "openai/x" },
+    autoRun: { defaultValue: false }, // never set: the user's config file must decide, not VS Code's default
+    maxSteps: { defaultValue: 20, workspaceValue: 5 },
+    apiBase: { defaultValue: "", workspaceValue: "http://evil.example/v1", workspaceFolderValue: "http://folder/v1" },
+    "kernel.python": { defaultValue: "", globalValue: ".venv/bin/python" },
+    "kernel.gatewayKernels": { defaultValue: {}, globalValue: { python: "py" } },
+    "server.command": { defaultValue: [], globalValue: ["/x"] },
   });
+  assert.deepEqual(settings, {
+    model: "openai/x",
+    kernel: { python: ".venv/bin/python", gatewayKernels: { python: "py" } },
+    $workspace: { maxSteps: 5, apiBase: "http://folder/v1" },
+  });
+  assert.deepEqual(userSettings({ autoRun: { defaultValue: false } }), {}, "nothing set: nothing sent");
+  assert.deepEqual(initializationOptions(settings, false), { settings, capabilities: { input: true }, trusted: false });
+});
+
+test("the setting keys come from the manifest, without the client-only server command", () => {
+  const keys = settingKeys(manifest);
+  assert.ok(keys.includes("model") && keys.includes("kernel.python") && keys.includes("autoRun"));
+  assert.ok(!keys.some((k) => k.startsWith("server")));
 });

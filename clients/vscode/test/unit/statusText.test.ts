@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { KernelInfo, KernelStatusParams } from "../../src/protocol";
-import { kernelSummary } from "../../src/statusText";
+import { contextLine, formatTokens, kernelSummary } from "../../src/statusText";
 
 const kernels = new Map<string, KernelStatusParams>([["python", { language: "python", state: "busy" }]]);
 
@@ -30,4 +30,49 @@ test("no model, no kernel, untrusted, server stopped: each is said plainly", () 
   assert.match(none.tooltip, /No model configured \(interpreter\.model\)/);
   assert.match(none.tooltip, /not trusted: nothing runs/);
   assert.match(kernelSummary(kernels, "python", undefined, false).text, /server stopped/);
+});
+
+test("the server starting reads as starting, not as a failure", () => {
+  const { text, tooltip } = kernelSummary(new Map(), undefined, undefined, "starting");
+  assert.equal(text, "$(loading~spin) Interpreter: starting…");
+  assert.doesNotMatch(text + tooltip, /stopped/);
+});
+
+test("context use: in the text and tooltip when the server sends it, absent otherwise", () => {
+  const context = { tokens: 12_345, window: 128_000, windowSource: "model" as const, replyReserve: 4096, cost: 0.04, costKnown: true, compactions: 1 };
+  const withContext = kernelSummary(kernels, "python", { model: "openai/gpt-4o", autoRun: false, context }, "running");
+  assert.equal(withContext.text, "$(circle-filled) python: busy · openai/gpt-4o · 12.3k / 128k tokens · $0.04");
+  assert.match(withContext.tooltip, /Context: 12,345 of 128,000 tokens \(10%\); window \(the model's\)/);
+  assert.match(withContext.tooltip, /Cost of this conversation: \$0\.04/);
+  assert.match(withContext.tooltip, /condensed once/);
+  // A turn's live context wins over the last status answer.
+  const live = kernelSummary(kernels, "python", { model: "m", autoRun: false, context }, "running", new Map(), { ...context, tokens: 20_000, costKnown: false });
+  assert.equal(live.text, "$(circle-filled) python: busy · m · 20k / 128k tokens");
+  assert.match(live.tooltip, /Cost: unknown for this model/);
+  // An older server without the field: nothing about context, nothing broken.
+  const without = kernelSummary(kernels, "python", { model: "m", autoRun: false }, "running");
+  assert.equal(without.text, "$(circle-filled) python: busy · m");
+  assert.doesNotMatch(without.tooltip, /Context|Cost/);
+  assert.equal(contextLine(undefined), "");
+  assert.deepEqual([812, 12_345, 128_000, 1_250_000].map(formatTokens), ["812", "12.3k", "128k", "1.3M"]);
+});
+
+test("the tooltip says where the model came from, and which settings were ignored", () => {
+  const { tooltip } = kernelSummary(kernels, "python", {
+    model: "openai/x", autoRun: false,
+    settingsSources: { model: "user file", apiBase: "default" },
+    settingsIgnored: ["apiBase from workspace settings: set it in your user settings"],
+  }, "running");
+  assert.match(tooltip, /Model: openai\/x \(from user file\)/);
+  assert.match(tooltip, /Ignored: apiBase from workspace settings/);
+  const fromDefault = kernelSummary(kernels, "python", { model: "openai/x", autoRun: false, settingsSources: { model: "default" } }, "running");
+  assert.match(fromDefault.tooltip, /Model: openai\/x\n/);
+});
+
+test("a kernel on a gateway is named with its gateway", () => {
+  const info = new Map<string, KernelInfo>([
+    ["python", { language: "python", state: "idle", kernel: "python3", gateway: "https://gw.example:8888", kernelId: "k1", sandbox: "off (remote kernel: …)" }],
+  ]);
+  const { tooltip } = kernelSummary(kernels, "python", undefined, "running", info);
+  assert.match(tooltip, /python: busy — python3 on https:\/\/gw\.example:8888, sandbox: off \(remote kernel: …\)/);
 });
