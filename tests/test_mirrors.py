@@ -53,3 +53,59 @@ def test_neovim_protocol_names_match_the_server() -> None:
     for name in (*p.ALL_COMMANDS, *p.ALL_NOTIFICATIONS, p.INPUT):
         constant = next(k for k, v in vars(p).items() if v == name and k.isupper() and not k.startswith("ALL"))
         assert mirrored.get(constant) == name, f"protocol.lua: M.{constant} should be {name!r}"
+
+
+# ---- the clients' protocol files, payload fields included --------------------------------------------------
+
+_NOTIFICATION_PARAMS = (
+    "MessageParams",
+    "ProposalParams",
+    "OutputParams",
+    "RunStatusParams",
+    "TurnStatusParams",
+    "KernelStatusParams",
+    "InputParams",
+    "ProposalStatusParams",
+    "Risk",
+)
+
+
+def _ts_interface_fields(source: str, name: str) -> set[str]:
+    import re
+
+    match = re.search(rf"export interface {name}\b[^{{]*\{{(.*?)\n\}}", source, re.S)
+    assert match, f"clients/vscode/src/protocol.ts has no interface {name}"
+    return set(re.findall(r"^\s*(\w+)\??\s*:", match.group(1), re.M))
+
+
+def test_protocol_ts_mirrors_every_payload_field() -> None:
+    import attrs
+
+    from interpreter_lsp import protocol as p
+
+    source = (REPO / "clients" / "vscode" / "src" / "protocol.ts").read_text(encoding="utf-8")
+    for name in _NOTIFICATION_PARAMS:
+        server = {_camel(f.name) for f in attrs.fields(getattr(p, name))}
+        client = _ts_interface_fields(source, name)
+        assert server == client, (
+            f"{name}: only in protocol.py {sorted(server - client)}, only in protocol.ts {sorted(client - server)}"
+        )
+
+
+def _names(module: object, prefix: str) -> set[str]:
+    return {v for k, v in vars(module).items() if k.isupper() and isinstance(v, str) and v.startswith(prefix)}
+
+
+def test_both_clients_spell_every_command_and_notification() -> None:
+    import re
+
+    from interpreter_lsp import protocol as p
+
+    server = _names(p, "interpreter.") | _names(p, "interpreter/")
+    ts = set(re.findall(r'"(interpreter[./]\w+)"', (REPO / "clients/vscode/src/protocol.ts").read_text()))
+    lua_files = list((REPO / "clients/neovim/lua").rglob("protocol.lua"))
+    assert lua_files, "Neovim has no protocol.lua"
+    lua = set(re.findall(r'"(interpreter[./]\w+)"', lua_files[0].read_text()))
+    assert server - ts == set(), f"missing in protocol.ts: {sorted(server - ts)}"
+    assert server - lua == set(), f"missing in protocol.lua: {sorted(server - lua)}"
+    assert ts - server == set() and lua - server == set(), (sorted(ts - server), sorted(lua - server))
