@@ -168,10 +168,26 @@ async def test_kernel_code_cannot_plant_code_or_rewrite_settings(workspace_root:
 
 # ---- 2. every process a kernel starts ends with it ----------------------------------------------------------
 
+# The kernel waits until both sleeps run (exec'ed, visible in /proc), so the test can look for them once:
+# nothing the test waits on would tell it when they appear.
 DETACH = """
-import subprocess
+import os, subprocess, time
 subprocess.Popen(["setsid", "sleep", "{marker}1"])
 subprocess.run(["sh", "-c", "(setsid sleep {marker}2 &) ; exit 0"], check=True)
+
+def running(argument):
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{{entry}}/cmdline", "rb") as f:
+                if f.read() == b"sleep\\0" + argument.encode() + b"\\0":
+                    return True
+        except OSError:
+            pass
+    return False
+
+deadline = time.monotonic() + 60
+while not (running("{marker}1") and running("{marker}2")) and time.monotonic() < deadline:
+    time.sleep(0.05)
 print("detached")
 """
 
@@ -181,7 +197,8 @@ async def _detached(session, marker: str) -> list[int]:
     assert status["state"] == "ok", session.text(run_id)
     pids = []
     for suffix in ("1", "2"):
-        found = await session.wait_for(lambda suffix=suffix: _pids_with(f"{marker}{suffix}"), what="the detached sleep")
+        found = _pids_with(f"{marker}{suffix}")
+        assert found, f"the detached sleep {marker}{suffix} is not running"
         pids += found
     return pids
 
