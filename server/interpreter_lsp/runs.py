@@ -24,7 +24,8 @@ log = logging.getLogger(__name__)
 
 # How long an interrupted run may take to stop before its kernel is restarted.
 INTERRUPT_GRACE = 10.0  # a busy machine may take seconds to deliver a KeyboardInterrupt; a restart loses state
-INTERRUPT_RESEND = 0.5
+# Not sooner: a second SIGINT while the kernel formats the first one's traceback can lose its reply.
+INTERRUPT_RESEND = 2.0
 INPUT_CANCELLED = "Input cancelled: the code was stopped at its input prompt."
 NO_INPUT = "input() is not available in this editor: put the value in the code instead."
 
