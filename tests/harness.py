@@ -186,6 +186,26 @@ def make_client() -> LanguageClient:
     return client
 
 
+async def wait_exited(pids: list[int], timeout: float, describe: Callable[[int], str]) -> None:
+    """Wait for each process to exit, on its pidfd (readable once it exits), bounded; `describe(pid)` says
+    what is wrong if one still runs."""
+    loop = asyncio.get_running_loop()
+    for pid in pids:
+        try:
+            fd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            continue
+        exited = loop.create_future()
+        loop.add_reader(fd, lambda f=exited: f.done() or f.set_result(None))
+        try:
+            await asyncio.wait_for(exited, timeout)
+        except asyncio.TimeoutError:
+            raise AssertionError(describe(pid)) from None
+        finally:
+            loop.remove_reader(fd)
+            os.close(fd)
+
+
 def server_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
     """The server's environment: isolated user config/state, no model configured unless a test says so,
     no API key or token (as a user of a local model has none) and no pointer to a local model server: a

@@ -4,7 +4,6 @@ meets its resource limits as a sentence the user can act on."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import shutil
@@ -18,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import DEFAULT_WAIT, start_session, stop_session
+from harness import DEFAULT_WAIT, start_session, stop_session, wait_exited
 from interpreter_lsp import protocol as p
 
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
@@ -43,22 +42,7 @@ def _pids_with(argument: str) -> list[int]:
 
 
 async def _exited(pids: list[int], timeout: float = DEFAULT_WAIT) -> None:
-    """Wait on each process's pidfd (readable once it exits), bounded generously."""
-    loop = asyncio.get_running_loop()
-    for pid in pids:
-        try:
-            fd = os.pidfd_open(pid)
-        except ProcessLookupError:
-            continue
-        done = loop.create_future()
-        loop.add_reader(fd, lambda f=done: f.done() or f.set_result(None))
-        try:
-            await asyncio.wait_for(done, timeout)
-        except asyncio.TimeoutError:
-            raise AssertionError(f"process {pid} {_command_line(pid)} still runs {timeout:g} s later") from None
-        finally:
-            loop.remove_reader(fd)
-            os.close(fd)
+    await wait_exited(pids, timeout, lambda pid: f"process {pid} {_command_line(pid)} still runs {timeout:g} s later")
 
 
 async def _kernel(session, language: str) -> dict:

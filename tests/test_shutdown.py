@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 from pathlib import Path
 
-from harness import start_session, stop_session
+from harness import start_session, stop_session, wait_exited
 from interpreter_lsp import protocol as p
 
 
@@ -33,22 +32,10 @@ async def _kernel_pids(session) -> list[int]:
 
 
 async def _gone(pids: list[int], timeout: float = 15) -> None:
-    """Wait for each process to exit, on its pidfd (readable when it exits), bounded."""
-    loop = asyncio.get_running_loop()
-    for pid in pids:
-        try:
-            fd = os.pidfd_open(pid)
-        except ProcessLookupError:
-            continue
-        exited = loop.create_future()
-        loop.add_reader(fd, lambda f=exited: f.done() or f.set_result(None))
-        try:
-            await asyncio.wait_for(exited, timeout)
-        except asyncio.TimeoutError:
-            raise AssertionError(f"orphan kernel {pid} still running {timeout:g} s after the server died") from None
-        finally:
-            loop.remove_reader(fd)
-            os.close(fd)
+    def orphan(pid: int) -> str:
+        return f"orphan kernel {pid} still running {timeout:g} s after the server died"
+
+    await wait_exited(pids, timeout, orphan)
 
 
 async def test_shutdown_stops_every_kernel(workspace_root: Path, home: Path) -> None:
