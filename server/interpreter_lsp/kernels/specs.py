@@ -68,6 +68,9 @@ def workspace_python(root: Path) -> Path | None:
     return None
 
 
+_MEMORY_HISTORY = "--HistoryManager.hist_file=:memory:"
+
+
 def _write_spec(specs_root: Path, name: str, spec: dict) -> None:
     folder = specs_root / name
     folder.mkdir(parents=True, exist_ok=True)
@@ -109,7 +112,11 @@ def _python_choice(root: Path, specs_root: Path, configured: str | None) -> Kern
         specs_root,
         name,
         {
-            "argv": [str(exe), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+            # IPython's history database (~/.ipython/profile_default/history.sqlite) is kept in memory: the
+            # conversation is the record, masked; on disk, one sqlite file shared by every kernel of every
+            # workspace would keep model-run code (and any secret in it) in plain text, and kernels racing
+            # for it print "ERROR! Session/line number was not unique" into a run's output.
+            "argv": [str(exe), "-m", "ipykernel_launcher", "-f", "{connection_file}", _MEMORY_HISTORY],
             "display_name": f"Python ({exe})",
             "language": "python",
             "interrupt_mode": "signal",
