@@ -2,6 +2,7 @@
 -- streamed answer (message), proposals as cards and how they were decided (proposal, proposalStatus),
 -- the turn's state and how it ended (turnStatus), the kernels' state (kernelStatus).
 local format = require("interpreter_lsp.format")
+local keymaps = require("interpreter_lsp.keymaps")
 
 ---@param Session table the Session class
 return function(Session)
@@ -35,14 +36,7 @@ return function(Session)
     local risk = prop.risk or { level = "low", reasons = {} }
     local status = prop.state
     if prop.state == "pending" then
-      local acts = {}
-      for _, pair in ipairs({ { "approve", "approve" }, { "edit", "edit" }, { "reject", "reject" },
-        { "reject_reason", "reject, say why" }, { "apply", "apply" } }) do
-        if keys[pair[1]] then
-          table.insert(acts, keys[pair[1]] .. " " .. pair[2])
-        end
-      end
-      status = "pending: " .. table.concat(acts, " · ")
+      status = "pending: " .. keymaps.proposal_hint(keys)
     end
     local head = string.format("**Proposal %d** · %s · risk: %s · %s", prop.index, prop.language, risk.level, status)
     local lines, hls = { head }, { risk.level == "high" and "InterpreterError" or risk.level == "medium" and "InterpreterRisk" or "InterpreterTitle" }
