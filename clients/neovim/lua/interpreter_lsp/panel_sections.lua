@@ -148,13 +148,6 @@ return function(Panel, ns)
     return lines
   end
 
-  --- Remove every section (a new conversation keeps the buffer, not the text).
-  function Panel:clear()
-    self.sections = {}
-    self.total = 0
-    self:_write(0, -1, {})
-  end
-
   --- Add sections above the ones already there: `fill()` adds them (with add()), then the earlier
   --- sections follow, redrawn whole.
   ---@param fill fun()
