@@ -19,7 +19,7 @@ M.opts = nil
 ---@type table<integer, fun()[]>
 local waiting = {}
 
---- The server command (setup option cmd, else PATH, else the managed install: install.lua), or nil and
+--- The server command (setup option cmd, else PATH, else the managed install: managed.lua), or nil and
 --- a message saying how to fix it.
 ---@param opts interpreter_lsp.Options
 ---@return string[]|nil, string|nil
