@@ -11,6 +11,24 @@ local function calc_uri()
   return vim.uri_from_fname(vim.fn.getcwd() .. "/calc.py")
 end
 
+it("every notification of protocol.lua is routed to a session method, and the client handles it", function(t)
+  local protocol = require("interpreter_lsp.protocol")
+  local client = require("interpreter_lsp.client")
+  local s = t.session()
+  local routed = {}
+  for name, method in pairs(protocol) do
+    if type(method) == "string" and method:find("^interpreter/") and method ~= protocol.INPUT then
+      local session_method = client.notification_methods[method]
+      t.truthy(session_method and type(s[session_method]) == "function", name .. " has no session method")
+      t.truthy(client.handlers[method], name .. " has no handler")
+      routed[#routed + 1] = name
+    end
+  end
+  table.sort(routed)
+  t.eq(routed, { "KERNEL_STATUS", "MESSAGE", "OUTPUT", "PROPOSAL", "PROPOSAL_STATUS", "RUN_STATUS", "TURN_STATUS" }, "routed")
+  t.truthy(client.handlers[protocol.INPUT], "input requests are answered")
+end)
+
 -- Conversation -------------------------------------------------------------------------------------
 
 it("streamed text of a turn is one answer, and text after a proposal starts the next one", function(t)
