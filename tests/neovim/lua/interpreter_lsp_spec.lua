@@ -21,7 +21,7 @@ local function show(v)
   return type(v) == "string" and string.format("%q", v) or vim.inspect(v)
 end
 
----@param opts table the session's options: client.opts with `overrides` merged in
+--- The helpers a spec gets as `t`; failures show the last session's panel.
 local function helpers()
   local t = {}
   local current
