@@ -36,6 +36,10 @@ def test_history_is_shown_after_reopening(start_editor, model) -> None:
     ed.wait_panel("Hello from the first session.")
     ed.nvim.command("InterpreterRestart")
     ed.wait_panel("Kernel restarted (python)")
+    # The panel says so when the kernel is up again; the server records the restart when its command
+    # ends, a moment later: quitting in between would lose it.
+    seen = ed.helper("wait_history", "kernel", SLOW_MS)
+    assert seen["ok"], seen["types"]
     quit_editor(ed)
 
     again: Editor = start_editor(settings)

@@ -145,6 +145,25 @@ function M.wait_status(expr, timeout_ms)
   return { ok = ok, status = last }
 end
 
+--- Ask interpreter.history until it holds an event of type `kind`, bounded; returns the event types.
+function M.wait_history(kind, timeout_ms)
+  local c = vim.lsp.get_clients({ name = "interpreter_lsp" })[1]
+  local s = session()
+  local types = {}
+  local ok = vim.wait(timeout_ms, function()
+    local answered = false
+    require("interpreter_lsp.client").execute(c, "interpreter.history", { uri = vim.uri_from_fname(s.root) }, function(r)
+      answered, types = true, {}
+      for _, e in ipairs(type(r) == "table" and r.messages or {}) do
+        types[#types + 1] = e.type
+      end
+    end)
+    vim.wait(10000, function() return answered end, 10)
+    return vim.tbl_contains(types, kind)
+  end, 200)
+  return { ok = ok, types = types }
+end
+
 --- A session of its own for `root`, with no server: the unit-level tests feed it notifications.
 function M.fresh_session(root)
   local s = require("interpreter_lsp.session").get(root, require("interpreter_lsp.client").opts)

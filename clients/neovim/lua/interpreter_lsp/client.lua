@@ -19,7 +19,7 @@ M.opts = nil
 ---@type table<integer, fun()[]>
 local waiting = {}
 
---- The server command (setup option cmd, else PATH, else the managed install: install.lua), or nil and
+--- The server command (setup option cmd, else PATH, else the managed install: managed.lua), or nil and
 --- a message saying how to fix it.
 ---@param opts interpreter_lsp.Options
 ---@return string[]|nil, string|nil
@@ -109,16 +109,21 @@ local function on_input(_, params)
   return { value = answer }
 end
 
-local handlers = {
-  [protocol.MESSAGE] = notification("on_message"),
-  [protocol.PROPOSAL] = notification("on_proposal"),
-  [protocol.OUTPUT] = notification("on_output"),
-  [protocol.RUN_STATUS] = notification("on_run_status"),
-  [protocol.TURN_STATUS] = notification("on_turn_status"),
-  [protocol.KERNEL_STATUS] = notification("on_kernel_status"),
-  [protocol.PROPOSAL_STATUS] = notification("on_proposal_status"),
-  [protocol.INPUT] = on_input,
+--- Which Session method handles each notification (the specs in tests/neovim feed them by this table).
+M.notification_methods = {
+  [protocol.MESSAGE] = "on_message",
+  [protocol.PROPOSAL] = "on_proposal",
+  [protocol.OUTPUT] = "on_output",
+  [protocol.RUN_STATUS] = "on_run_status",
+  [protocol.TURN_STATUS] = "on_turn_status",
+  [protocol.KERNEL_STATUS] = "on_kernel_status",
+  [protocol.PROPOSAL_STATUS] = "on_proposal_status",
 }
+
+local handlers = { [protocol.INPUT] = on_input }
+for method, session_method in pairs(M.notification_methods) do
+  handlers[method] = notification(session_method)
+end
 M.handlers = handlers
 
 -- The server's code lenses ("Run cell" above each `# %%`), kept fresh; `:lua vim.lsp.codelens.run()`

@@ -1,113 +1,29 @@
--- The server's own environment: where the plugin finds the server (setup option cmd, else PATH, else the
--- managed install) and :InterpreterInstall, which makes that managed install. The server never goes into
--- the user's project environment: it gets a virtualenv of its own under stdpath("data"), made from a
--- Python >= 3.10 and filled by pip, from this plugin's checkout when the plugin sits in the repository,
--- else from the package index. Every step runs with vim.system and a callback: the editor never waits.
+-- :InterpreterInstall: the server's own environment. The server never goes into the user's project
+-- environment: it gets a virtualenv of its own under stdpath("data"), made from a Python >= 3.10 and
+-- filled by pip, from this plugin's checkout when the plugin sits in the repository, else from the
+-- package index. Every step runs with vim.system and a callback: the editor never waits. Where the
+-- server is found, and the managed install's state: managed.lua (re-exported here).
+local managed = require("interpreter_lsp.managed")
+
 local M = {}
 
 local MIN_PYTHON = { 3, 10 }
--- Written last: a venv without it is a half-done install and is never used.
-local MARKER = "interpreter-lsp-install.json"
+local MARKER = managed.MARKER
 
 local function notify(msg, level)
   vim.notify("interpreter_lsp: " .. msg, level or vim.log.levels.INFO)
 end
 
---- Where the managed install lives.
-function M.dir()
-  return vim.fn.stdpath("data") .. "/interpreter-lsp"
-end
+local managed_exe = managed.exe
 
-function M.venv()
-  return M.dir() .. "/venv"
-end
-
-function M.log_path()
-  return M.dir() .. "/install.log"
-end
-
-local function managed_exe()
-  return M.venv() .. "/bin/interpreter-lsp"
-end
-
-local function read_file(path)
-  local fd = io.open(path, "r")
-  if not fd then
-    return nil
-  end
-  local text = fd:read("*a")
-  fd:close()
-  return text
-end
-
---- The repository checkout the plugin lives in (clients/neovim of it), or nil when the plugin was
---- installed on its own. The server's sources must be there: pyproject.toml naming the package and
---- server/interpreter_lsp.
----@return {root: string, version: string}|nil
-function M.checkout()
-  local here = debug.getinfo(1, "S").source:gsub("^@", "")
-  -- lua/interpreter_lsp/install.lua -> the plugin root -> the repository root two levels up.
-  local root = vim.fs.normalize(vim.fn.fnamemodify(here, ":p:h:h:h:h:h"))
-  local pyproject = read_file(root .. "/pyproject.toml")
-  local init = read_file(root .. "/server/interpreter_lsp/__init__.py")
-  if not pyproject or not init or not pyproject:find('name%s*=%s*"interpreter%-lsp"') then
-    return nil
-  end
-  return { root = root, version = init:match('__version__%s*=%s*"([^"]+)"') or "?" }
-end
-
---- What the last complete install wrote: {version, source, python, installed}.
----@return table|nil
-function M.installed()
-  local text = read_file(M.venv() .. "/" .. MARKER)
-  if not text or vim.fn.executable(managed_exe()) ~= 1 then
-    return nil
-  end
-  local ok, info = pcall(vim.json.decode, text)
-  return ok and type(info) == "table" and info or nil
-end
-
---- A one-line notice when the managed install is not the version of the plugin's checkout, else nil.
---- (A plugin installed on its own, without the server's sources, cannot know: no notice.)
-function M.update_notice()
-  local info, checkout = M.installed(), M.checkout()
-  if info and checkout and info.version ~= checkout.version then
-    return string.format("the installed server is %s, the plugin is %s: run :InterpreterInstall to update it",
-      tostring(info.version), checkout.version)
-  end
-  return nil
-end
-
-M.NOT_FOUND = "interpreter-lsp server not found: run :InterpreterInstall (or set cmd)"
-
---- The server: setup option cmd, else `interpreter-lsp` on PATH, else the managed install.
---- Returns the argv (a new table), where it came from ("setting", "PATH", "managed"), or nil and why.
----@param opts {cmd: string[]|nil}
----@param quiet boolean|nil no "update available" notice (for :checkhealth)
----@return string[]|nil, string, string|nil
-function M.find_server(opts, quiet)
-  if opts.cmd then
-    if vim.fn.executable(opts.cmd[1]) ~= 1 then
-      return nil, string.format("the server command %q (setup option cmd) is not executable", opts.cmd[1])
-    end
-    return vim.deepcopy(opts.cmd), "setting"
-  end
-  local path = vim.fn.exepath("interpreter-lsp")
-  if path ~= "" then
-    return { path }, "PATH"
-  end
-  if M.installed() then
-    local notice = not quiet and M.update_notice()
-    if notice then
-      vim.notify_once("interpreter_lsp: " .. notice, vim.log.levels.WARN)
-    end
-    return { managed_exe() }, "managed"
-  end
-  if M.job then
-    return nil, "interpreter-lsp is being installed (:InterpreterInstall); it starts when the install is done"
-  end
-  return nil, M.NOT_FOUND
-end
+M.dir = managed.dir
+M.venv = managed.venv
+M.log_path = managed.log_path
+M.checkout = managed.checkout
+M.installed = managed.installed
+M.update_notice = managed.update_notice
+M.NOT_FOUND = managed.NOT_FOUND
+M.find_server = managed.find_server
 
 -- Steps ---------------------------------------------------------------------------------------------
 

@@ -1,6 +1,9 @@
--- One session per workspace root: turns, proposals and runs, and how each shows in the panel.
--- Notifications from the server land here (see client.lua); commands report their results here.
+-- One session per workspace root: its state (turns, proposals, runs, kernels, context use, trust), what the
+-- window bar says about it, and the entries the commands add (the user's request, notes). The server's
+-- notifications land in methods added by session_turns.lua (conversation, proposals, turn and kernel
+-- state) and session_runs.lua (runs and their output); client.lua routes them here.
 local panel_mod = require("interpreter_lsp.panel")
+local format = require("interpreter_lsp.format")
 
 local M = {}
 
@@ -110,34 +113,6 @@ function M.by_panel(buf)
   return nil
 end
 
-local function split_lines(text)
-  return vim.split((text or ""):gsub("\n$", ""), "\n", { plain = true })
-end
-
-local function fence(language, code)
-  local lines = { "```" .. (language or "") }
-  vim.list_extend(lines, split_lines(code))
-  table.insert(lines, "```")
-  return lines
-end
-
-local function with_newline(text)
-  return text:sub(-1) == "\n" and text or text .. "\n"
-end
-
-local function seconds(ms)
-  if not ms then
-    return nil
-  end
-  return ms < 1000 and string.format("%d ms", ms) or string.format("%.1f s", ms / 1000)
-end
-
-function Session:activity()
-  if self.opts.panel.open_on_activity and not self.replaying then
-    self.panel:open()
-  end
-end
-
 local TURN_WORDS = {
   thinking = "thinking",
   ["awaiting-approval"] = "awaiting approval",
@@ -180,6 +155,12 @@ function M.context_text(ctx)
     end
   end
   return text
+end
+
+function Session:activity()
+  if self.opts.panel.open_on_activity and not self.replaying then
+    self.panel:open()
+  end
 end
 
 --- Languages with a run in progress here, as a set.
@@ -247,7 +228,7 @@ end
 ---@param group string|nil
 function Session:note(text, group)
   local sec = self.panel:add("note")
-  local lines = split_lines(text)
+  local lines = format.split_lines(text)
   local hls = {}
   for i = 1, #lines do
     hls[i] = group or "InterpreterMuted"
@@ -264,7 +245,7 @@ function Session:user_chat(text, about)
   self:activity()
   local sec = self.panel:add("user")
   local lines = { "## You" }
-  vim.list_extend(lines, split_lines(text))
+  vim.list_extend(lines, format.split_lines(text))
   local hls = { "InterpreterTitle" }
   if about then
     table.insert(lines, "(about " .. about .. ")")
@@ -282,81 +263,7 @@ function Session:bind_turn(turn_id, context)
   self.turns[turn_id] = turn
 end
 
-function Session:on_message(p)
-  local turn = self.turns[p.turnId] or {}
-  self.turns[p.turnId] = turn
-  local sec = turn.message
-  local last = self.panel.sections[#self.panel.sections]
-  local open = sec and sec == last and not sec.data.closed
-  if not open and (p.delta or "") == "" then
-    return -- nothing to show yet (e.g. an empty final piece)
-  end
-  if not open then
-    sec = self.panel:add("assistant", { turn_id = p.turnId })
-    self.panel:set_header(sec, { "## Assistant" }, { "InterpreterTitle" })
-    turn.message = sec
-  end
-  self.panel:append(sec, p.delta or "")
-  if p.done then
-    self.panel:finish_line(sec)
-    sec.data.closed = true
-  end
-end
-
 -- Proposals -------------------------------------------------------------------------------------
-
-function Session:render_proposal(prop)
-  local keys = self.opts.keymaps
-  local risk = prop.risk or { level = "low", reasons = {} }
-  local status = prop.state
-  if prop.state == "pending" then
-    local acts = {}
-    for _, pair in ipairs({ { "approve", "approve" }, { "edit", "edit" }, { "reject", "reject" },
-      { "reject_reason", "reject, say why" }, { "apply", "apply" } }) do
-      if keys[pair[1]] then
-        table.insert(acts, keys[pair[1]] .. " " .. pair[2])
-      end
-    end
-    status = "pending: " .. table.concat(acts, " · ")
-  end
-  local head = string.format("**Proposal %d** · %s · risk: %s · %s", prop.index, prop.language, risk.level, status)
-  local lines, hls = { head }, { risk.level == "high" and "InterpreterError" or risk.level == "medium" and "InterpreterRisk" or "InterpreterTitle" }
-  for _, reason in ipairs(risk.reasons or {}) do
-    table.insert(lines, "  ⚠ " .. reason)
-    hls[#lines] = "InterpreterRisk"
-  end
-  -- The assistant's text usually holds the same fenced code just above: do not show it twice.
-  local turn = self.turns[prop.turn_id]
-  local msg = turn and turn.message
-  local in_message = msg and table.concat(self.panel:body_lines(msg), "\n"):find(vim.trim(prop.code), 1, true)
-  if not in_message then
-    vim.list_extend(lines, fence(prop.language, prop.code))
-  end
-  self.panel:set_header(prop.section, lines, hls)
-end
-
-function Session:on_proposal(p)
-  local turn = self.turns[p.turnId] or {}
-  self.turns[p.turnId] = turn
-  local prop = {
-    id = p.proposalId,
-    index = #self.proposal_order + 1,
-    turn_id = p.turnId,
-    language = p.language or "",
-    code = p.code or "",
-    risk = p.risk,
-    state = p.autoRun and "auto-run" or "pending",
-    section = self.panel:add("proposal", { proposal_id = p.proposalId }),
-  }
-  self.proposals[p.proposalId] = prop
-  table.insert(self.proposal_order, prop)
-  self:activity()
-  self:render_proposal(prop)
-  -- Text after this proposal starts a new assistant section below it.
-  if turn.message then
-    turn.message.data.closed = true
-  end
-end
 
 ---@param id string|nil
 ---@param state string
@@ -388,82 +295,8 @@ function Session:pick_proposal(row)
   return nil
 end
 
--- Runs: session_runs.lua adds the methods that draw runs and their output.
-require("interpreter_lsp.session_runs")(Session, { fence = fence, with_newline = with_newline, seconds = seconds })
-
--- Turn and kernel state -------------------------------------------------------------------------
-
-local FINAL_TURN = { done = true, cancelled = true, error = true }
-
-function Session:on_turn_status(p)
-  -- A final state ends the turn: the bar says nothing more about it (the panel says how it ended).
-  self.turn_state = not FINAL_TURN[p.state] and p.state or nil
-  if type(p.context) == "table" then
-    self.context = p.context
-  end
-  local turn = self.turns[p.turnId] or {}
-  self.turns[p.turnId] = turn
-  if turn.message then
-    self.panel:finish_line(turn.message)
-  end
-  if p.state == "error" then
-    self:note("⚠ " .. (p.message or "the request failed"), "InterpreterError")
-  elseif p.state == "cancelled" then
-    self:note("■ stopped" .. (p.message and (": " .. p.message) or ""))
-  elseif p.state == "done" and p.message then
-    self:note(p.message)
-  end
-  if FINAL_TURN[p.state] then
-    if turn.message then
-      turn.message.data.closed = true
-    end
-    -- Whatever of this turn still waits can no longer be decided.
-    for _, prop in ipairs(self.proposal_order) do
-      if prop.turn_id == p.turnId and prop.state == "pending" then
-        self:set_proposal_state(prop.id, "expired")
-      end
-    end
-  end
-  self:update_winbar()
-end
-
---- A proposal was decided (here, in another client, or by the loop), or its turn ended first.
-function Session:on_proposal_status(p)
-  local prop = self.proposals[p.proposalId]
-  if not prop then
-    return
-  end
-  if p.state == "approved" then
-    if prop.state == "pending" then
-      self:set_proposal_state(prop.id, "approved")
-    end
-  elseif p.state == "auto-run" then
-    self:set_proposal_state(prop.id, "auto-run")
-  elseif p.state == "rejected" then
-    local reason = type(p.reason) == "string" and p.reason ~= "" and p.reason or nil
-    self:set_proposal_state(prop.id, "rejected", reason and ("(" .. reason:gsub("\n", " ") .. ")") or nil)
-  elseif p.state == "applied" then
-    local where = type(p.uri) == "string" and vim.fn.fnamemodify(vim.uri_to_fname(p.uri), ":.") or nil
-    self:set_proposal_state(prop.id, "applied", where and ("to " .. where) or nil)
-  elseif p.state == "expired" and prop.state == "pending" then
-    self:set_proposal_state(prop.id, "expired")
-  end
-end
-
-function Session:on_kernel_status(p)
-  local before = self.kernels[p.language]
-  self.kernels[p.language] = p.state
-  if p.state == "dead" then
-    self:note("✗ the " .. p.language .. " kernel died" .. (p.message and (": " .. p.message) or "")
-      .. " (:InterpreterRestart starts it again)", "InterpreterError")
-  elseif p.message and (p.state == "restarting" or p.state == "stopped") then
-    self:note(p.language .. " kernel " .. p.state .. ": " .. p.message)
-  end
-  if self.restarting[p.language] and p.state == "idle" and before ~= "idle" then
-    self.restarting[p.language] = nil
-    self:note("↻ Kernel restarted (" .. p.language .. ")")
-  end
-  self:update_winbar()
-end
+-- The notification handlers and how they draw: methods added to Session.
+require("interpreter_lsp.session_turns")(Session)
+require("interpreter_lsp.session_runs")(Session)
 
 return M

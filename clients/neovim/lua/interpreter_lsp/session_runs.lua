@@ -1,9 +1,12 @@
--- The runs of a session: each run's section (state, code, where it came from, the files it touched), its
--- streamed output, and images saved to files. Methods of interpreter_lsp.Session, added by session.lua.
+-- The runs of a session: each run's section (state, code, where it came from, the files it touched) and
+-- its streamed output (images: images.lua). Methods of interpreter_lsp.Session, added by session.lua.
+local images = require("interpreter_lsp.images")
+
+local format = require("interpreter_lsp.format")
+
 ---@param Session table the Session class
----@param util {fence: fun(language: string|nil, code: string): string[], with_newline: fun(text: string): string, seconds: fun(ms: integer|nil): string|nil}
-return function(Session, util)
-  local fence, with_newline, seconds = util.fence, util.with_newline, util.seconds
+return function(Session)
+  local fence, with_newline, seconds = format.fence, format.with_newline, format.seconds
 
   -- Runs ------------------------------------------------------------------------------------------
 
@@ -174,96 +177,6 @@ return function(Session, util)
     self:update_winbar()
   end
 
-  local IMAGE_TYPES = { ["image/png"] = "png", ["image/jpeg"] = "jpg", ["image/gif"] = "gif", ["image/svg+xml"] = "svg" }
-
-  function Session:save_image(mime, payload, run)
-    local dir = self.opts.image_dir or (vim.fn.stdpath("cache") .. "/interpreter_lsp/images")
-    vim.fn.mkdir(dir, "p")
-    local n = (run.section.data.images or 0) + 1
-    run.section.data.images = n
-    local name = string.format("%s-%d.%s", (run.id or "run"):gsub("[^%w_-]", "_"), n, IMAGE_TYPES[mime])
-    local path = dir .. "/" .. name
-    local bytes = payload
-    if mime ~= "image/svg+xml" then
-      local ok, decoded = pcall(vim.base64.decode, (payload:gsub("%s", "")))
-      if not ok then
-        return nil
-      end
-      bytes = decoded
-    end
-    local fd = io.open(path, "wb")
-    if not fd then
-      return nil
-    end
-    fd:write(bytes)
-    fd:close()
-    return path
-  end
-
-  -- With image.nvim installed, draw the image below its "[image] path" line once that line is written.
-  function Session:draw_image_later(path)
-    local ok, image = pcall(require, "image")
-    if not ok or type(image.from_file) ~= "function" then
-      return
-    end
-    local panel = self.panel
-    panel.on_flush = panel.on_flush or {}
-    local function draw()
-      local win = panel:window()
-      if not win then
-        return false
-      end
-      local lines = vim.api.nvim_buf_get_lines(panel.buf, 0, -1, false)
-      for row = #lines, 1, -1 do
-        if lines[row] == "[image] " .. path then
-          local img = image.from_file(path, { window = win, buffer = panel.buf, with_virtual_padding = true, x = 0, y = row })
-          if img then
-            img:render()
-          end
-          return true
-        end
-      end
-      return false
-    end
-    local entry
-    entry = function()
-      if draw() then
-        for i, fn in ipairs(panel.on_flush) do
-          if fn == entry then
-            table.remove(panel.on_flush, i)
-            break
-          end
-        end
-      end
-    end
-    table.insert(panel.on_flush, entry)
-  end
-
-  -- Text a user can read for a MIME bundle: an image becomes a saved file's path.
-  function Session:render_data(data, run)
-    for mime in pairs(IMAGE_TYPES) do
-      if type(data[mime]) == "string" then
-        local path = self:save_image(mime, data[mime], run)
-        if path then
-          self:draw_image_later(path)
-          return "[image] " .. path .. "\n", "muted"
-        end
-      end
-    end
-    local function text_of(v)
-      return type(v) == "table" and table.concat(v, "") or v
-    end
-    if data["text/markdown"] then
-      return text_of(data["text/markdown"])
-    end
-    if data["text/plain"] then
-      return text_of(data["text/plain"])
-    end
-    local mimes = vim.tbl_keys(data)
-    table.sort(mimes)
-    return "[" .. table.concat(mimes, ", ") .. " output: no text form to show]\n", "muted"
-  end
-
   function Session:on_output(p)
     local run = self:run_for(p)
     if p.seq and p.seq > run.next_seq then
@@ -290,7 +203,7 @@ return function(Session, util)
       self.panel:finish_line(sec)
       local text, kind = p.text, nil
       if type(p.data) == "table" and next(p.data) then
-        text, kind = self:render_data(p.data, run)
+        text, kind = images.bundle_text(self, p.data, run)
       end
       self.panel:append(sec, with_newline(text or ""), kind)
     end

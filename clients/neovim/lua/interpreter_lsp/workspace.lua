@@ -1,6 +1,7 @@
 -- Commands about a whole workspace: its kernels (interrupt, restart), its conversation (reset, undo,
 -- compact, export), its status and settings, its trust, and what happens when its server is ready (the
--- history drawn, the status asked). The buffer-level commands (chat, run, proposals) are in init.lua.
+-- history drawn, the status asked). The buffer-level commands are in source.lua (chat, run) and
+-- proposals.lua.
 local client = require("interpreter_lsp.client")
 local session_mod = require("interpreter_lsp.session")
 local protocol = require("interpreter_lsp.protocol")

@@ -1,0 +1,110 @@
+-- Images in run output: a MIME bundle's image is saved to a file (setup option image_dir, else
+-- stdpath("cache")/interpreter_lsp/images) and shown as an "[image] path" line; with image.nvim installed
+-- it is also drawn below that line. A bundle without an image shows its best text form, else a line
+-- saying there is none.
+local M = {}
+
+--- The image types saved from output, with their file extension.
+M.TYPES = { ["image/png"] = "png", ["image/jpeg"] = "jpg", ["image/gif"] = "gif", ["image/svg+xml"] = "svg" }
+
+--- Save an image payload (base64, or the text of an SVG) of `run` to a file; nil when it cannot be.
+---@param s interpreter_lsp.Session
+---@param mime string one of M.TYPES
+---@param payload string
+---@param run interpreter_lsp.Run
+---@return string|nil path
+function M.save(s, mime, payload, run)
+  local dir = s.opts.image_dir or (vim.fn.stdpath("cache") .. "/interpreter_lsp/images")
+  vim.fn.mkdir(dir, "p")
+  local n = (run.section.data.images or 0) + 1
+  run.section.data.images = n
+  local name = string.format("%s-%d.%s", (run.id or "run"):gsub("[^%w_-]", "_"), n, M.TYPES[mime])
+  local path = dir .. "/" .. name
+  local bytes = payload
+  if mime ~= "image/svg+xml" then
+    local ok, decoded = pcall(vim.base64.decode, (payload:gsub("%s", "")))
+    if not ok then
+      return nil
+    end
+    bytes = decoded
+  end
+  local fd = io.open(path, "wb")
+  if not fd then
+    return nil
+  end
+  fd:write(bytes)
+  fd:close()
+  return path
+end
+
+--- With image.nvim installed, draw the image below its "[image] path" line once that line is written.
+---@param panel interpreter_lsp.Panel
+---@param path string
+function M.draw_later(panel, path)
+  local ok, image = pcall(require, "image")
+  if not ok or type(image.from_file) ~= "function" then
+    return
+  end
+  panel.on_flush = panel.on_flush or {}
+  local function draw()
+    local win = panel:window()
+    if not win then
+      return false
+    end
+    local lines = vim.api.nvim_buf_get_lines(panel.buf, 0, -1, false)
+    for row = #lines, 1, -1 do
+      if lines[row] == "[image] " .. path then
+        local img = image.from_file(path, { window = win, buffer = panel.buf, with_virtual_padding = true, x = 0, y = row })
+        if img then
+          img:render()
+        end
+        return true
+      end
+    end
+    return false
+  end
+  local entry
+  entry = function()
+    if draw() then
+      for i, fn in ipairs(panel.on_flush) do
+        if fn == entry then
+          table.remove(panel.on_flush, i)
+          break
+        end
+      end
+    end
+  end
+  table.insert(panel.on_flush, entry)
+end
+
+--- Text a user can read for a MIME bundle of `run`, and its kind ("muted" or nil): an image becomes a
+--- saved file's path; else markdown, else plain text, else a line naming the types.
+---@param s interpreter_lsp.Session
+---@param data table<string, string|string[]>
+---@param run interpreter_lsp.Run
+---@return string text, string|nil kind
+function M.bundle_text(s, data, run)
+  for mime in pairs(M.TYPES) do
+    if type(data[mime]) == "string" then
+      local path = M.save(s, mime, data[mime], run)
+      if path then
+        M.draw_later(s.panel, path)
+        return "[image] " .. path .. "\n", "muted"
+      end
+    end
+  end
+  local function text_of(v)
+    return type(v) == "table" and table.concat(v, "") or v
+  end
+  if data["text/markdown"] then
+    return text_of(data["text/markdown"])
+  end
+  if data["text/plain"] then
+    return text_of(data["text/plain"])
+  end
+  local mimes = vim.tbl_keys(data)
+  table.sort(mimes)
+  return "[" .. table.concat(mimes, ", ") .. " output: no text form to show]\n", "muted"
+end
+
+return M
