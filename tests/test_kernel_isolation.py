@@ -272,28 +272,108 @@ async def test_cpu_time_limit_ends_the_kernel_and_says_why(workspace_root: Path,
         await stop_session(s)
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="Linux ignores RLIMIT_NPROC for root (docs/security.md says so)")
-async def test_process_limit_stops_a_fork_bomb(workspace_root: Path, home: Path) -> None:
-    s = await start_session(workspace_root, home, configuration={"kernel": {"processLimit": 20}})
+NOBODY = 65534  # the unprivileged user of every Debian/Ubuntu (and Fedora) system
+
+
+def _as_unprivileged_user(*paths: Path) -> tuple[str, ...]:
+    """What runs the server as an unprivileged user when the tests run as root (CI does): Linux ignores
+    RLIMIT_NPROC for root, so a root server cannot show what a user sees. `paths` (its workspace, its home)
+    are handed to that user. It keeps one capability, CAP_DAC_READ_SEARCH, only to reach the interpreter
+    (pyenv under /root) and the tests' directories: it is not CAP_SYS_RESOURCE, so the limit holds."""
+    if os.geteuid() != 0:
+        return ()
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root without setpriv (util-linux) to start the server as another user")
+    for path in paths:
+        for item in [path, *path.rglob("*")]:
+            os.chown(item, NOBODY, NOBODY)
+    caps = "+dac_read_search"
+    return (
+        setpriv,
+        f"--reuid={NOBODY}",
+        f"--regid={NOBODY}",
+        "--clear-groups",
+        f"--inh-caps={caps}",
+        f"--ambient-caps={caps}",
+    )
+
+
+FORK_A_LOT = textwrap.dedent("""
+    import subprocess
+    children = []
     try:
+        while len(children) < 200:
+            children.append(subprocess.Popen(["sleep", "60"]))
+    finally:
+        print("started", len(children))
+        for child in children:
+            child.kill()
+            child.wait()
+""")
+
+
+async def test_process_limit_stops_a_fork_bomb(workspace_root: Path, home: Path) -> None:
+    """Code that starts processes past kernel.processLimit fails with a sentence naming the setting; the
+    kernel keeps its state and starts processes again once they ended; the code cannot raise the limit.
+    (The kernel's own threads, a dozen, and the server's count too: RLIMIT_NPROC counts per user.)"""
+    prefix = _as_unprivileged_user(workspace_root, home)
+    s = await start_session(
+        workspace_root,
+        home,
+        configuration={"kernel": {"processLimit": 60}},
+        env={"HOME": str(home)},
+        command_prefix=prefix,
+    )
+    try:
+        run_id, status = await s.run_and_wait("kept = 'state'")
+        assert status["state"] == "ok", s.text(run_id)
+        kernel = await _kernel(s, "python")
+        assert "processes +60" in kernel["limits"], kernel
+        owner = Path(f"/proc/{kernel['pid']}").stat().st_uid  # noqa: ASYNC240
+        assert owner == (NOBODY if prefix else os.geteuid())
+        run_id, status = await s.run_and_wait(FORK_A_LOT)
+        assert status["state"] == "error", s.text(run_id)
+        assert status["message"] == (
+            "the kernel could not start another process: it reached its process limit "
+            "(60 more than you ran when it started, kernel.processLimit)"
+        )
+        assert "BlockingIOError" in s.text(run_id)
+        started = int(s.text(run_id, ("stdout",)).split()[1])
+        assert 0 < started < 60, s.text(run_id)
+        # The kernel and the server are fine: the state is kept, and processes start again.
+        code = (
+            "import subprocess\nprint(kept, subprocess.run(['echo', 'again'], capture_output=True, text=True).stdout)"
+        )
+        run_id, status = await s.run_and_wait(code)
+        assert (status["state"], s.text(run_id).strip()) == ("ok", "state again")
+        # The hard limit was lowered too: kernel code cannot lift the limit it is under.
         code = textwrap.dedent("""
-            import subprocess
-            children = []
+            import resource
+            soft, hard = resource.getrlimit(resource.RLIMIT_NPROC)
             try:
-                for _ in range(200):
-                    children.append(subprocess.Popen(["sleep", "60"]))
-                print("all started")
-            except OSError as error:
-                print("refused after", len(children), type(error).__name__)
-            finally:
-                for child in children:
-                    child.kill()
-                    child.wait()
+                resource.setrlimit(resource.RLIMIT_NPROC, (hard + 1000, hard + 1000))
+                print("raised")
+            except ValueError as error:
+                print("refused:", error, soft == hard)
         """)
         run_id, status = await s.run_and_wait(code)
-        assert s.text(run_id).startswith("refused after"), s.text(run_id)
-        run_id, status = await s.run_and_wait("print('fine')")
-        assert (status["state"], s.text(run_id).strip()) == ("ok", "fine")
+        assert s.text(run_id).strip() == "refused: not allowed to raise maximum limit True"
+    finally:
+        await stop_session(s)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="what a root server says")
+async def test_a_root_server_says_the_process_limit_does_not_hold(workspace_root: Path, home: Path) -> None:
+    s = await start_session(workspace_root, home, configuration={"kernel": {"processLimit": 20}})
+    try:
+        run_id, status = await s.run_and_wait("print('up')")
+        assert status["state"] == "ok", s.text(run_id)
+        kernel = await _kernel(s, "python")
+        assert (
+            "processes NOT ENFORCED (the server runs as root, and Linux ignores RLIMIT_NPROC for root"
+            in (kernel["limits"])
+        )
     finally:
         await stop_session(s)
 

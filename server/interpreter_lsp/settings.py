@@ -201,7 +201,8 @@ SCHEMA: tuple[Spec, ...] = (
        "restarted. 0: no limit.", minimum=0, sensitive=True),
     _s("kernel.processLimit", "integer", 512,
        "Processes and threads a kernel may add to those you already run (RLIMIT_NPROC, counted per user; "
-       "Linux ignores it for root). Stops fork bombs. 0: no limit.", minimum=0, sensitive=True),
+       "Linux ignores it for root, and `interpreter.status` says so). Stops fork bombs. 0: no limit.",
+       minimum=0, sensitive=True),
     _s("kernel.gatewayUrl", "string", None,
        "A Jupyter Kernel Gateway or Enterprise Gateway (`http://` or `https://`): every kernel of the workspace "
        "runs there (docs/remote-kernels.md).", nullable=True, sensitive=True),

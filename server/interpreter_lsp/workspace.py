@@ -77,7 +77,8 @@ def kernel_limits(settings: Settings) -> Limits:
     return Limits(
         memory_mib=memory or None,
         cpu_seconds=settings.kernel.cpu_time_limit or None,
-        processes=(processes + _user_tasks()) if processes else None,
+        processes=processes or None,
+        processes_in_use=_user_tasks() if processes else 0,
     )
 
 

@@ -28,6 +28,7 @@ from ..errors import UserError
 from ..portable import portable_forced
 from . import launcher
 from .launcher import Limits
+from .limits import exit_cause
 from .process_watch import ProcessWatch
 from .specs import KernelChoice
 
@@ -466,31 +467,3 @@ class Kernel:
         else:
             self._kc.input(value)
             self._sent("stdin")
-
-
-def exit_cause(returncode: int | None, limits: Limits) -> str:
-    """Why a kernel process ended, in words for the user: a limit it reached names its setting."""
-    import signal
-
-    if returncode is None or returncode >= 0:
-        return "the kernel process exited" + (f" (exit code {returncode})" if returncode else "")
-    number = -returncode
-    if number == signal.SIGKILL and limits.memory_mib:
-        return (
-            f"the kernel was killed (SIGKILL), most likely it ran out of memory "
-            f"(limit {limits.memory_mib} MiB, kernel.memoryLimit)"
-        )
-    if number == getattr(signal, "SIGXCPU", -1):
-        return f"the kernel used up its CPU time (limit {limits.cpu_seconds} s, kernel.cpuTimeLimit)"
-    try:
-        name = signal.Signals(number).name
-    except ValueError:
-        name = f"signal {number}"
-    return f"the kernel process was killed by {name}"
-
-
-def out_of_memory(limits: Limits) -> str:
-    """Said when code in a kernel failed to allocate memory (MemoryError)."""
-    if limits.memory_mib:
-        return f"the kernel ran out of memory (limit {limits.memory_mib} MiB, kernel.memoryLimit)"
-    return "the kernel ran out of memory"

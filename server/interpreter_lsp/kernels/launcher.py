@@ -7,7 +7,8 @@ standard library only (inside the sandbox the server's packages may be out of si
 - applies the resource limits to itself, so the kernel and everything it starts inherit them:
   RLIMIT_DATA for memory (not RLIMIT_AS: a kernel's threads reserve far more address space than they use),
   RLIMIT_CPU (CPU seconds of each process over its life), RLIMIT_NPROC (processes of this user: Linux counts
-  them per user, and ignores the limit for root or with CAP_SYS_RESOURCE);
+  them per user, and ignores the limit for root or with CAP_SYS_RESOURCE). The hard limits are lowered as
+  well: kernel code cannot raise a soft limit past its hard one, nor raise a hard one (unless root);
 - makes itself a child subreaper (Linux): a process the kernel starts and detaches (`setsid`, a double
   fork) is re-parented to the launcher, not to init, so it stays in the kernel's tree;
 - starts the kernel as its child and waits; when the kernel exits, or the server that started the launcher
@@ -39,14 +40,15 @@ class Limits:
 
     memory_mib: int | None = None
     cpu_seconds: int | None = None
-    processes: int | None = None
+    processes: int | None = None  # the setting: how many the kernel may add to...
+    processes_in_use: int = 0  # ...the processes and threads of this user when it started (RLIMIT_NPROC)
 
     def arguments(self) -> list[str]:
         out: list[str] = []
         for flag, value in (
             ("--memory", self.memory_mib),
             ("--cpu", self.cpu_seconds),
-            ("--processes", self.processes),
+            ("--processes", self.processes + self.processes_in_use if self.processes else None),
         ):
             if value:
                 out += [flag, str(int(value))]
@@ -102,15 +104,17 @@ def kill_descendants(root: int) -> list[int]:
     return stopped
 
 
-def _limit(resource_module, which: str, value: int | None) -> None:
+def _limit(resource_module, which: str, value: int | None, hard_margin: int = 0) -> None:
+    """Soft limit `value`, hard limit `value + hard_margin` (never above the hard limit we were given)."""
     kind = getattr(resource_module, which, None)
     if value is None or kind is None:
         return
     _soft, hard = resource_module.getrlimit(kind)
+    new_hard = value + hard_margin
     if hard != resource_module.RLIM_INFINITY:
-        value = min(value, hard)
+        value, new_hard = min(value, hard), min(new_hard, hard)
     try:
-        resource_module.setrlimit(kind, (value, hard))
+        resource_module.setrlimit(kind, (value, new_hard))
     except (ValueError, OSError) as error:
         sys.stderr.write(f"interpreter-lsp launcher: cannot set {which}: {error}\n")
 
@@ -119,7 +123,9 @@ def apply_limits(memory_mib: int | None, cpu_seconds: int | None, processes: int
     import resource
 
     _limit(resource, "RLIMIT_DATA", memory_mib * _MIB if memory_mib else None)
-    _limit(resource, "RLIMIT_CPU", cpu_seconds)
+    # At the soft CPU limit Linux sends SIGXCPU (said as the CPU limit); at the hard one SIGKILL, which would
+    # read as "out of memory": a margin lets SIGXCPU end the kernel first, and still ends one that ignores it.
+    _limit(resource, "RLIMIT_CPU", cpu_seconds, hard_margin=5)
     _limit(resource, "RLIMIT_NPROC", processes)
 
 

@@ -10,13 +10,15 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..languages import canonical_language
 from .backend import KernelBackend
 from .gateway import GatewayKernel
 from .gateway_client import GatewayClient, GatewayConfig
-from .kernel import CommandWrapper, Kernel, KernelStartError, out_of_memory
+from .kernel import CommandWrapper, Kernel, KernelStartError
 from .launcher import Limits
+from .limits import describe, limit_reached
 from .specs import KernelChoice, choose_kernel
 
 log = logging.getLogger(__name__)
@@ -238,10 +240,11 @@ class KernelPool:
         self._gateway_client, self._old_clients = None, []
         await asyncio.gather(*(c.close() for c in clients), return_exceptions=True)
 
-    def out_of_memory(self, language: str) -> str:
-        """What to say when code ran out of memory in this language's kernel (names the limit in force)."""
+    def limit_reached(self, language: str, error: dict[str, Any]) -> str | None:
+        """What to say when a run in this language's kernel failed with `error` because it reached a limit
+        (memory, processes: names the setting); None for any other error."""
         kernel = self._kernels.get(canonical_language(language))
-        return out_of_memory(getattr(kernel, "limits", None) or Limits())
+        return limit_reached(getattr(kernel, "limits", None) or Limits(), error)
 
     def status(self) -> list[dict[str, object]]:
         out: list[dict[str, object]] = []
@@ -257,6 +260,8 @@ class KernelPool:
                 entry.update(sandbox=REMOTE_SANDBOX, filesTouched=REMOTE_FILES, gateway=kernel.url)
                 if kernel.kernel_id:
                     entry["kernelId"] = kernel.kernel_id
+            if isinstance(kernel, Kernel):
+                entry["limits"] = describe(kernel.limits)
             if kernel.choice.interpreter:
                 entry["interpreter"] = kernel.choice.interpreter
             if (pid := kernel.pid()) is not None:
