@@ -4,6 +4,10 @@ whole process tree.
 Run as a script (`python -I -S launcher.py [--memory MiB] [--cpu S] [--processes N] -- argv...`), with the
 standard library only (inside the sandbox the server's packages may be out of sight), it
 
+- with `--join DIR`, first moves itself into that cgroup (cgroups.py made it, with the limits of the whole
+  tree), so everything it starts is in it; with `--exec` as well, it then only runs the command in its place
+  (outside the sandbox: the sandbox's /sys is read-only, so the join is done before bubblewrap);
+
 - applies the resource limits to itself, so the kernel and everything it starts inherit them:
   RLIMIT_DATA for memory (not RLIMIT_AS: a kernel's threads reserve far more address space than they use),
   RLIMIT_CPU (CPU seconds of each process over its life), RLIMIT_NPROC (processes of this user: Linux counts
@@ -55,10 +59,22 @@ class Limits:
         return out
 
 
-def command(limits: Limits) -> list[str]:
+def command(limits: Limits, cgroup: str | None = None) -> list[str]:
     """The prefix that runs a kernel's command line under the launcher (the server's interpreter, isolated
-    mode, no site: nothing of the workspace's or the user's Python set-up is imported by it)."""
-    return [sys.executable, "-I", "-S", os.path.abspath(__file__), *limits.arguments(), "--"]
+    mode, no site: nothing of the workspace's or the user's Python set-up is imported by it), in `cgroup`."""
+    join = ["--join", cgroup] if cgroup else []
+    return [sys.executable, "-I", "-S", os.path.abspath(__file__), *join, *limits.arguments(), "--"]
+
+
+def join_command(cgroup: str) -> list[str]:
+    """The prefix that runs a command (bubblewrap) in `cgroup`, in the same process."""
+    return [sys.executable, "-I", "-S", os.path.abspath(__file__), "--join", cgroup, "--exec", "--"]
+
+
+def join(cgroup: str) -> None:
+    """Move this process into `cgroup` ("0": the writer itself, whatever its PID namespace)."""
+    with open(os.path.join(cgroup, "cgroup.procs"), "w") as handle:
+        handle.write("0")
 
 
 def children_of(pid: int) -> list[int]:
@@ -192,11 +208,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory", type=int, default=None)
     parser.add_argument("--cpu", type=int, default=None)
     parser.add_argument("--processes", type=int, default=None)
+    parser.add_argument("--join", default=None)
+    parser.add_argument("--exec", action="store_true")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("no command")
+    if args.join:
+        try:
+            join(args.join)
+        except OSError as error:  # the server counts on the cgroup's limits: never run without them
+            sys.stderr.write(f"interpreter-lsp launcher: cannot join the cgroup {args.join}: {error}\n")
+            return 126
+    if args.exec:
+        try:
+            os.execvp(command[0], command)
+        except OSError as error:
+            sys.stderr.write(f"interpreter-lsp launcher: cannot run {command[0]}: {error}\n")
+            return 127
     apply_limits(args.memory, args.cpu, args.processes)
     _become_subreaper()
     parent_fd = _watch_parent()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import signal
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from .launcher import Limits
@@ -36,19 +37,22 @@ def process_limit_ignored() -> str | None:
     return None
 
 
-def describe(limits: Limits, cgroup: str | None = None) -> str:
-    """What holds, for status: e.g. "rlimits, each process: memory 512 MiB, CPU 8 s, processes +512"."""
+def describe(limits: Limits, cgroup: Path | None = None, no_cgroup: str = "") -> str:
+    """What holds, for status: e.g. "rlimits, each process: memory 512 MiB, CPU 8 s, processes +512 (no
+    cgroup: <why>)"; `no_cgroup` says why the kernel has no cgroup of its own."""
     parts = [f"memory {limits.memory_mib} MiB" if limits.memory_mib else "memory none"]
     parts.append(f"CPU {limits.cpu_seconds} s" if limits.cpu_seconds else "CPU none")
     if not limits.processes:
         parts.append("processes none")
-    elif cgroup is None and (why := process_limit_ignored()):
+    elif cgroup is not None:
+        parts.append(f"processes {limits.processes}")
+    elif why := process_limit_ignored():
         parts.append(f"processes NOT ENFORCED ({why}; no delegated cgroup)")
     else:
         parts.append(f"processes +{limits.processes}")
     if cgroup is None:
-        return "rlimits, each process: " + ", ".join(parts)
-    return f"cgroup {cgroup}, the whole process tree: " + ", ".join(parts) + " (rlimits too, each process)"
+        return "rlimits, each process: " + ", ".join(parts) + (f" (no cgroup: {no_cgroup})" if no_cgroup else "")
+    return f"cgroup {cgroup}, the whole process tree: " + ", ".join(parts) + " (and rlimits, each process)"
 
 
 def exit_cause(returncode: int | None, limits: Limits, oom_killed: bool = False) -> str:
@@ -83,9 +87,9 @@ def out_of_memory(limits: Limits) -> str:
     return "the kernel ran out of memory"
 
 
-def limit_reached(limits: Limits, error: Mapping[str, Any]) -> str | None:
+def limit_reached(limits: Limits, error: Mapping[str, Any], whole_tree: bool = False) -> str | None:
     """What to say when a run failed with `error` (an execute reply's ename/evalue/traceback) because a
-    limit was reached; None when the error is not one of those."""
+    limit was reached; None when the error is not one of those. `whole_tree`: the kernel has a cgroup."""
     ename = str(error.get("ename", ""))
     evalue = str(error.get("evalue", ""))
     if ename.endswith("MemoryError"):  # numpy's is _ArrayMemoryError
@@ -96,8 +100,11 @@ def limit_reached(limits: Limits, error: Mapping[str, Any]) -> str | None:
     no_process = ename == "BlockingIOError" and "Errno 11" in evalue and any(w in traceback for w in _FORK_WORDS)
     no_thread = ename == "RuntimeError" and "can't start new thread" in evalue
     if no_process or no_thread:
-        return (
-            f"the kernel could not start another {'process' if no_process else 'thread'}: it reached its "
-            f"process limit ({limits.processes} more than you ran when it started, kernel.processLimit)"
+        limit = (
+            f"{limits.processes} processes and threads in the kernel"
+            if whole_tree
+            else f"{limits.processes} more than you ran when it started"
         )
+        what = "process" if no_process else "thread"
+        return f"the kernel could not start another {what}: it reached its process limit ({limit}, kernel.processLimit)"
     return None

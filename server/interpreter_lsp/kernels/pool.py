@@ -7,12 +7,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..languages import canonical_language
+from . import cgroups
 from .backend import KernelBackend
 from .gateway import GatewayKernel
 from .gateway_client import GatewayClient, GatewayConfig
@@ -174,6 +176,7 @@ class KernelPool:
             on_death=self._restart_after_death,
             command_wrapper=options.command_wrapper,
             limits=options.limits,
+            cgroup_root=cgroups.delegation().root if os.name == "posix" else None,
         )
         self._kernels[lang] = kernel
         self._sandbox[lang] = options.sandbox
@@ -244,7 +247,9 @@ class KernelPool:
         """What to say when a run in this language's kernel failed with `error` because it reached a limit
         (memory, processes: names the setting); None for any other error."""
         kernel = self._kernels.get(canonical_language(language))
-        return limit_reached(getattr(kernel, "limits", None) or Limits(), error)
+        if not isinstance(kernel, Kernel):
+            return limit_reached(Limits(), error)
+        return limit_reached(kernel.limits, error, whole_tree=kernel.cgroup is not None)
 
     def status(self) -> list[dict[str, object]]:
         out: list[dict[str, object]] = []
@@ -261,7 +266,8 @@ class KernelPool:
                 if kernel.kernel_id:
                     entry["kernelId"] = kernel.kernel_id
             if isinstance(kernel, Kernel):
-                entry["limits"] = describe(kernel.limits)
+                no_cgroup = kernel.cgroup_problem or cgroups.delegation().reason
+                entry["limits"] = describe(kernel.limits, kernel.cgroup, no_cgroup)
             if kernel.choice.interpreter:
                 entry["interpreter"] = kernel.choice.interpreter
             if (pid := kernel.pid()) is not None:
