@@ -1,17 +1,24 @@
 """Whether a kernel gets a cgroup of its own (kernels/cgroups.py), decided on a directory laid out like a
 cgroup v2 tree; and what the server says about it on this machine, through the real server.
 
-Only the decision is checked on a plain directory: moving processes and the limits themselves need a real
-cgroup v2 tree with the memory and pids controllers delegated, which the machines the tests run on do not
-offer (docs/security.md section 5 says why, and what was found)."""
+The decision is checked on a plain directory. Where this process may create cgroups in a real cgroup v2
+hierarchy (root on the test machines), a real kernel is put in a real cgroup: its whole tree joins it, in and
+out of the sandbox, and the cgroup goes with the kernel. The limits themselves (memory.max, pids.max) need
+the memory and pids controllers in that hierarchy, which the test machines do not offer (docs/security.md
+section 5 says why, and what was found): there the kernel falls back to rlimits, and that is checked."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import subprocess
 import sys
+import uuid
+from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,6 +26,9 @@ from harness import start_session, stop_session
 from interpreter_lsp import protocol as p
 from interpreter_lsp.kernels import cgroups
 from interpreter_lsp.kernels import launcher as launcher_module
+from interpreter_lsp.kernels.kernel import Kernel
+from interpreter_lsp.kernels.sandbox import SandboxConfig, bwrap_available, wrap_command
+from interpreter_lsp.kernels.specs import choose_kernel
 
 PID = 4242
 
@@ -147,3 +157,150 @@ async def test_status_says_which_limits_hold_here_and_why(workspace_root: Path, 
         assert limits.endswith(f" (no cgroup: {here.reason})"), limits
     finally:
         await stop_session(s)
+
+
+# ---- a real kernel in a real cgroup --------------------------------------------------------------------------
+
+
+def _own_cgroup_dir() -> Path | None:
+    mounted = cgroups._v2_mount(Path("/proc/self/mountinfo").read_text())
+    path = cgroups._v2_path(Path("/proc/self/cgroup").read_text())
+    if mounted is None or path is None:
+        return None
+    return mounted[0] / os.path.relpath(path, mounted[1])
+
+
+@pytest.fixture
+def real_cgroup() -> Iterator[Path]:
+    """A fresh cgroup in the real v2 hierarchy, next to this process (skipped where none can be made)."""
+    here = _own_cgroup_dir()
+    if here is None or not os.access(here, os.W_OK):
+        pytest.skip("no writable cgroup v2 directory here")
+    made = here / f"ilsp-test-{uuid.uuid4().hex[:8]}"
+    try:
+        made.mkdir()
+    except OSError as error:
+        pytest.skip(f"cannot create a cgroup here: {error}")
+    try:
+        yield made
+    finally:
+        for child in made.glob("*/"):
+            if (child / "cgroup.procs").exists():
+                child.rmdir()
+        made.rmdir()
+
+
+def _tree(pid: int) -> list[int]:
+    found, pending = [], [pid]
+    while pending:
+        for child in launcher_module.children_of(pending.pop()):
+            found.append(child)
+            pending.append(child)
+    return found
+
+
+def _cgroup_of(pid: int) -> str:
+    return cgroups._v2_path(Path(f"/proc/{pid}/cgroup").read_text()) or ""
+
+
+DETACH = "import subprocess\nsubprocess.Popen(['setsid', 'sleep', '300']); print('detached')"
+
+
+class _Sink:
+    def __init__(self) -> None:
+        self.text = ""
+
+    def on_busy(self) -> None:
+        pass
+
+    def on_iopub(self, msg_type: str, content: dict[str, Any]) -> None:
+        if msg_type == "stream":
+            self.text += content.get("text", "")
+
+    async def on_input(self, prompt: str, password: bool) -> str | None:
+        return None
+
+
+def _name_in_hierarchy(path: Path) -> str:
+    """`path` (a cgroup directory) as /proc/<pid>/cgroup names it."""
+    mounted = cgroups._v2_mount(Path("/proc/self/mountinfo").read_text())
+    assert mounted is not None
+    return os.path.normpath(os.path.join(mounted[1], os.path.relpath(path, mounted[0])))
+
+
+@pytest.mark.parametrize("sandboxed", [False, True], ids=["plain", "sandboxed"])
+async def test_a_kernels_whole_tree_runs_in_its_cgroup_which_goes_with_it(
+    tmp_path: Path, real_cgroup: Path, sandboxed: bool
+) -> None:
+    if sandboxed and bwrap_available() is not None:
+        pytest.skip("bubblewrap is not usable here")
+    root, runtime, specs = tmp_path / "ws", tmp_path / "rt", tmp_path / "specs"
+    for d in (root, runtime, specs):
+        d.mkdir()
+    runtime.chmod(0o700)
+    env = dict(os.environ)
+    wrapper = None
+    if sandboxed:
+        config = SandboxConfig(workspace=root, runtime_dir=runtime)
+        env = wrap_command([], env, config)[1]
+
+        def wrapper(cmd: list[str], runtime_dir: Path, prefix: list[str]) -> list[str]:
+            return wrap_command(cmd, dict(os.environ), replace(config, runtime_dir=runtime_dir), prefix)[0]
+
+    kernel = Kernel(
+        choose_kernel("python", root, specs),
+        cwd=root,
+        runtime_dir=runtime / "python-1",
+        env=env,
+        on_state=lambda state, message: None,
+        command_wrapper=wrapper,
+        cgroup_root=real_cgroup,
+    )
+    await kernel.start()
+    try:
+        assert kernel.cgroup is not None and kernel.cgroup.parent == real_cgroup, kernel.cgroup_problem
+        sink = _Sink()
+        reply = await kernel.execute(DETACH, sink)
+        assert (reply.status, sink.text) == ("ok", "detached\n")
+        pid = kernel.pid()
+        assert pid is not None
+        tree = await asyncio.to_thread(_tree, pid)
+        commands = [Path(f"/proc/{p}/cmdline").read_bytes() for p in tree]  # noqa: ASYNC240
+        assert any(b"sleep\x00300" in c for c in commands), commands
+        expected = _name_in_hierarchy(kernel.cgroup)
+        for member in [pid, *tree]:
+            assert _cgroup_of(member) == expected, (member, _cgroup_of(member))
+        members = (kernel.cgroup / "cgroup.procs").read_text().split()
+        assert sorted(int(m) for m in members) == sorted([pid, *tree])
+        path = kernel.cgroup
+    finally:
+        await kernel.shutdown()
+    assert not path.exists()  # removed with the kernel: its processes are all gone
+
+
+async def test_a_cgroup_without_the_controllers_falls_back_to_rlimits(tmp_path: Path, real_cgroup: Path) -> None:
+    """This machine's v2 hierarchy has no memory controller: the kernel starts with its rlimits, says why,
+    and leaves no cgroup behind."""
+    if "memory" in (real_cgroup / "cgroup.controllers").read_text().split():
+        pytest.skip("this cgroup has the memory controller")
+    root, runtime, specs = tmp_path / "ws", tmp_path / "rt", tmp_path / "specs"
+    for d in (root, runtime, specs):
+        d.mkdir()
+    kernel = Kernel(
+        choose_kernel("python", root, specs),
+        cwd=root,
+        runtime_dir=runtime / "python-1",
+        env=dict(os.environ),
+        on_state=lambda state, message: None,
+        limits=launcher_module.Limits(memory_mib=700),
+        cgroup_root=real_cgroup,
+    )
+    await kernel.start()
+    try:
+        assert kernel.cgroup is None
+        assert kernel.cgroup_problem.startswith("creating it failed: "), kernel.cgroup_problem
+        assert list(real_cgroup.glob("ilsp-kernel-*")) == []  # noqa: ASYNC240
+        pid = kernel.pid()
+        assert pid is not None and _cgroup_of(pid) == _cgroup_of(os.getpid())
+    finally:
+        await kernel.shutdown()
