@@ -272,6 +272,12 @@ async def test_a_kernels_whole_tree_runs_in_its_cgroup_which_goes_with_it(
             assert _cgroup_of(member) == expected, (member, _cgroup_of(member))
         members = (kernel.cgroup / "cgroup.procs").read_text().split()
         assert sorted(int(m) for m in members) == sorted([pid, *tree])
+        if sandboxed:  # kernel code cannot leave its cgroup (nor change its limits): /sys is read-only there
+            procs = str(real_cgroup / "cgroup.procs")
+            escape = f"try:\n    open({procs!r}, 'w').write('0')\nexcept OSError as e:\n    print(e.strerror)"
+            sink = _Sink()
+            await kernel.execute(escape, sink)
+            assert sink.text == "Read-only file system\n"
         path = kernel.cgroup
     finally:
         await kernel.shutdown()
@@ -304,3 +310,22 @@ async def test_a_cgroup_without_the_controllers_falls_back_to_rlimits(tmp_path: 
         assert pid is not None and _cgroup_of(pid) == _cgroup_of(os.getpid())
     finally:
         await kernel.shutdown()
+
+
+def test_the_server_takes_its_cgroup_by_moving_into_a_leaf(real_cgroup: Path) -> None:
+    """`take`, done by a process alone in a real cgroup: it moves into `ilsp-server` (so the cgroup has no
+    processes of its own and may enable controllers for its children) and removes a kernel cgroup a killed
+    server left. Without enabling controllers: this machine's v2 hierarchy has none of those needed."""
+    (real_cgroup / "ilsp-kernel-python-1-stale").mkdir()
+    code = (
+        "import sys; from pathlib import Path; from interpreter_lsp.kernels import cgroups\n"
+        "root = Path(sys.argv[1]); (root / 'cgroup.procs').write_text('0')\n"
+        "cgroups.NEEDED = tuple(c for c in cgroups.NEEDED if c in (root / 'cgroup.controllers').read_text().split())\n"
+        "cgroups.take(root)\n"
+        "print(open('/proc/self/cgroup').read().splitlines()[-1], (root / 'cgroup.procs').read_text().split())"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(real_cgroup)], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.split(" ", 1) == [f"0::{_name_in_hierarchy(real_cgroup / 'ilsp-server')}", "[]\n"]
+    assert not (real_cgroup / "ilsp-kernel-python-1-stale").exists()
