@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -272,31 +273,26 @@ async def test_cpu_time_limit_ends_the_kernel_and_says_why(workspace_root: Path,
         await stop_session(s)
 
 
-NOBODY = 65534  # the unprivileged user of every Debian/Ubuntu (and Fedora) system
-
-
-def _as_unprivileged_user(*paths: Path) -> tuple[str, ...]:
-    """What runs the server as an unprivileged user when the tests run as root (CI does): Linux ignores
-    RLIMIT_NPROC for root, so a root server cannot show what a user sees. `paths` (its workspace, its home)
-    are handed to that user. It keeps one capability, CAP_DAC_READ_SEARCH, only to reach the interpreter
-    (pyenv under /root) and the tests' directories: it is not CAP_SYS_RESOURCE, so the limit holds."""
+def _as_unprivileged_user(*paths: Path) -> tuple[tuple[str, ...], int]:
+    """What runs the server as an unprivileged user when the tests run as root (CI does), and its uid: Linux
+    ignores RLIMIT_NPROC for root, so a root server cannot show what a user sees. The uid is a fresh one of
+    this run (no account needed): RLIMIT_NPROC counts per user, and another suite running at the same time
+    must not share the count. `paths` (its workspace, its home) are handed to it. It keeps one capability,
+    CAP_DAC_READ_SEARCH, only to reach the interpreter (pyenv under /root) and the tests' directories: it
+    is not CAP_SYS_RESOURCE, so the limit holds."""
     if os.geteuid() != 0:
-        return ()
+        return (), os.getuid()
     setpriv = shutil.which("setpriv")
     if setpriv is None:
         pytest.skip("running as root without setpriv (util-linux) to start the server as another user")
+    uid = 200_000 + secrets.randbelow(800_000)
     for path in paths:
         for item in [path, *path.rglob("*")]:
-            os.chown(item, NOBODY, NOBODY)
+            os.chown(item, uid, uid)
     caps = "+dac_read_search"
     return (
-        setpriv,
-        f"--reuid={NOBODY}",
-        f"--regid={NOBODY}",
-        "--clear-groups",
-        f"--inh-caps={caps}",
-        f"--ambient-caps={caps}",
-    )
+        setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", f"--inh-caps={caps}", f"--ambient-caps={caps}",
+    ), uid  # fmt: skip
 
 
 FORK_A_LOT = textwrap.dedent("""
@@ -317,7 +313,7 @@ async def test_process_limit_stops_a_fork_bomb(workspace_root: Path, home: Path)
     """Code that starts processes past kernel.processLimit fails with a sentence naming the setting; the
     kernel keeps its state and starts processes again once they ended; the code cannot raise the limit.
     (The kernel's own threads, a dozen, and the server's count too: RLIMIT_NPROC counts per user.)"""
-    prefix = _as_unprivileged_user(workspace_root, home)
+    prefix, uid = _as_unprivileged_user(workspace_root, home)
     s = await start_session(
         workspace_root,
         home,
@@ -331,7 +327,7 @@ async def test_process_limit_stops_a_fork_bomb(workspace_root: Path, home: Path)
         kernel = await _kernel(s, "python")
         assert "processes +60" in kernel["limits"], kernel
         owner = Path(f"/proc/{kernel['pid']}").stat().st_uid  # noqa: ASYNC240
-        assert owner == (NOBODY if prefix else os.geteuid())
+        assert owner == uid
         run_id, status = await s.run_and_wait(FORK_A_LOT)
         assert status["state"] == "error", s.text(run_id)
         assert status["message"] == (
