@@ -247,9 +247,8 @@ class KernelPool:
         """What to say when a run in this language's kernel failed with `error` because it reached a limit
         (memory, processes: names the setting); None for any other error."""
         kernel = self._kernels.get(canonical_language(language))
-        if not isinstance(kernel, Kernel):
-            return limit_reached(Limits(), error)
-        return limit_reached(kernel.limits, error, whole_tree=kernel.cgroup is not None)
+        limits = getattr(kernel, "limits", None) or Limits()
+        return limit_reached(limits, error, whole_tree=getattr(kernel, "cgroup", None) is not None)
 
     def status(self) -> list[dict[str, object]]:
         out: list[dict[str, object]] = []
