@@ -20,7 +20,7 @@ from .gateway import GatewayKernel
 from .gateway_client import GatewayClient, GatewayConfig
 from .kernel import CommandWrapper, Kernel, KernelStartError
 from .launcher import Limits
-from .limits import describe, limit_reached
+from .limits import describe, limit_reached, process_limit_ignored
 from .specs import KernelChoice, choose_kernel
 
 log = logging.getLogger(__name__)
@@ -165,6 +165,9 @@ class KernelPool:
             return remote
         choice = self.choice(lang)
         options = self._launch_options()
+        cgroup_root = cgroups.delegation().root if os.name == "posix" else None
+        if options.limits.processes and cgroup_root is None and (why := process_limit_ignored()):
+            log.warning("kernel.processLimit does not hold: %s (run the server as a normal user)", why)
         self._started += 1
         kernel = Kernel(
             choice,
@@ -176,7 +179,7 @@ class KernelPool:
             on_death=self._restart_after_death,
             command_wrapper=options.command_wrapper,
             limits=options.limits,
-            cgroup_root=cgroups.delegation().root if os.name == "posix" else None,
+            cgroup_root=cgroup_root,
         )
         self._kernels[lang] = kernel
         self._sandbox[lang] = options.sandbox
