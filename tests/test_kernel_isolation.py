@@ -308,6 +308,21 @@ FORK_A_LOT = textwrap.dedent("""
             child.wait()
 """)
 
+THREAD_A_LOT = textwrap.dedent("""
+    import threading
+    stop, threads = threading.Event(), []
+    try:
+        while len(threads) < 200:
+            thread = threading.Thread(target=stop.wait)
+            thread.start()
+            threads.append(thread)
+    finally:
+        print("started", len(threads))
+        stop.set()
+        for thread in threads:
+            thread.join()
+""")
+
 
 async def test_process_limit_stops_a_fork_bomb(workspace_root: Path, home: Path) -> None:
     """Code that starts processes past kernel.processLimit fails with a sentence naming the setting; the
@@ -343,6 +358,14 @@ async def test_process_limit_stops_a_fork_bomb(workspace_root: Path, home: Path)
         )
         run_id, status = await s.run_and_wait(code)
         assert (status["state"], s.text(run_id).strip()) == ("ok", "state again")
+        # Threads count too.
+        run_id, status = await s.run_and_wait(THREAD_A_LOT)
+        assert status["state"] == "error", s.text(run_id)
+        assert status["message"] == (
+            "the kernel could not start another thread: it reached its process limit "
+            "(60 more than you ran when it started, kernel.processLimit)"
+        )
+        assert 0 < int(s.text(run_id, ("stdout",)).split()[1]) < 60, s.text(run_id)
         # The hard limit was lowered too: kernel code cannot lift the limit it is under.
         code = textwrap.dedent("""
             import resource
