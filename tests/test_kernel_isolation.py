@@ -20,6 +20,8 @@ import pytest
 
 from harness import DEFAULT_WAIT, start_session, stop_session, wait_exited
 from interpreter_lsp import protocol as p
+from interpreter_lsp.kernels.launcher import Limits
+from interpreter_lsp.kernels.sandbox import SandboxConfig, wrap_command
 
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 SANDBOX = {"sandbox": "bubblewrap"}
@@ -380,6 +382,89 @@ async def test_process_limit_stops_a_fork_bomb(workspace_root: Path, home: Path)
         assert s.text(run_id).strip() == "refused: not allowed to raise maximum limit True"
     finally:
         await stop_session(s)
+
+
+def _python_for_anyone() -> str | None:
+    """An interpreter another user can run (the tests' own may sit under /root): for the launcher, which
+    needs the standard library only."""
+    for candidate in (os.path.realpath(sys.executable), "/usr/bin/python3"):
+        parts = Path(candidate).parents
+        if os.path.exists(candidate) and all(os.stat(d).st_mode & 0o001 for d in parts):
+            return candidate
+    return None
+
+
+SPAWN_A_LOT = textwrap.dedent("""
+    import subprocess
+    children = []
+    try:
+        while len(children) < 200:
+            children.append(subprocess.Popen(["sleep", "60"]))
+    except OSError:
+        pass
+    print("started", len(children))
+    for child in children:
+        child.kill()
+        child.wait()
+""")
+
+
+@needs_bwrap
+def test_in_the_sandbox_the_process_limit_counts_the_sandbox_only() -> None:
+    """An unprivileged user's sandbox is a user namespace of its own, where Linux counts RLIMIT_NPROC apart
+    (`sandbox.counts_processes_apart`, from 5.14): the user's other processes do not use up the kernel's
+    limit, which bounds the sandbox's own. The real launcher in the real sandbox, as a fresh uid when the
+    tests run as root (bubblewrap refuses to run with capabilities, so the interpreter must be one anyone
+    can reach)."""
+    python = _python_for_anyone()
+    if python is None:
+        pytest.skip("no interpreter another user can run")
+    prefix: list[str] = []
+    uid = os.getuid()
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.skip("running as root without setpriv (util-linux)")
+        uid = 200_000 + secrets.randbelow(800_000)
+        prefix = [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
+    server = str(Path(__file__).resolve().parents[1] / "server")
+    check = subprocess.run(
+        [*prefix, python, "-I", "-c", f"import sys; sys.path.insert(0, {server!r}); "
+         "from interpreter_lsp.kernels.sandbox import counts_processes_apart; print(counts_processes_apart())"],
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    release = tuple(int(x) for x in os.uname().release.split(".")[:2])
+    if check.stdout.strip() != "True":
+        assert release < (5, 14) or os.stat(shutil.which("bwrap") or "").st_mode & 0o4000, check
+        pytest.skip("processes are counted per user here (Linux before 5.14, or a setuid bubblewrap)")
+    base = Path(tempfile.mkdtemp(prefix="ilsp-nproc-", dir="/var/tmp"))  # outside the sandbox's private /tmp
+    outside = None
+    try:
+        workspace, runtime = base / "ws", base / "rt"
+        for path in (base, workspace, runtime):
+            path.mkdir(exist_ok=True)
+            path.chmod(0o755)
+            os.chown(path, uid, uid)
+        # 30 processes of the same user outside the sandbox: more than the limit (20).
+        outside = subprocess.Popen(
+            [*prefix, "sh", "-c", "for i in $(seq 30); do sleep 120 & done; echo up; wait"],
+            stdout=subprocess.PIPE, text=True, start_new_session=True,
+        )  # fmt: skip
+        assert outside.stdout is not None and outside.stdout.readline() == "up\n"
+        launcher = [python, "-I", "-S", str(Path(server) / "interpreter_lsp/kernels/launcher.py")]
+        launcher += [*Limits(processes=20).arguments(), "--"]
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(workspace)}
+        argv, env = wrap_command([python, "-c", SPAWN_A_LOT], env, SandboxConfig(workspace, runtime), launcher)
+        result = subprocess.run([*prefix, *argv], env=env, capture_output=True, text=True, timeout=120, check=False)
+        assert result.stdout.startswith("started "), (result.stdout, result.stderr)
+        started = int(result.stdout.split()[1])
+        # Counted per user, the 30 outside would leave none; counted apart, the sandbox's own are bounded.
+        assert 0 < started < 20, result.stdout
+    finally:
+        if outside is not None:
+            os.killpg(outside.pid, signal.SIGKILL)
+            outside.wait()
+        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="what a root server says")

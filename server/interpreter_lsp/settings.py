@@ -201,9 +201,9 @@ SCHEMA: tuple[Spec, ...] = (
        "CPU seconds each kernel process may use over its life (RLIMIT_CPU); the kernel is then ended and "
        "restarted. 0: no limit.", minimum=0, sensitive=True),
     _s("kernel.processLimit", "integer", 512,
-       "Processes and threads a kernel may add to those you already run (RLIMIT_NPROC, counted per user; "
-       "Linux ignores it for root, and `interpreter.status` says so); in a delegated cgroup v2 also those of "
-       "the kernel's tree (pids.max, root too). Stops fork bombs. 0: no limit.",
+       "Processes and threads a kernel may add to those you already run (RLIMIT_NPROC, counted per user; in "
+       "the sandbox: those of the sandbox; Linux ignores it for root, and `interpreter.status` says so); in a "
+       "delegated cgroup v2 also those of the kernel's tree (pids.max, root too). Stops fork bombs. 0: no limit.",
        minimum=0, sensitive=True),
     _s("kernel.gatewayUrl", "string", None,
        "A Jupyter Kernel Gateway or Enterprise Gateway (`http://` or `https://`): every kernel of the workspace "

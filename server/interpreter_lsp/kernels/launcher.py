@@ -46,6 +46,7 @@ class Limits:
     cpu_seconds: int | None = None
     processes: int | None = None  # the setting: how many the kernel may add to...
     processes_in_use: int = 0  # ...the processes and threads of this user when it started (RLIMIT_NPROC)
+    processes_in_sandbox: bool = False  # counted in the sandbox's user namespace only (in_use is 0 then)
 
     def arguments(self) -> list[str]:
         out: list[str] = []

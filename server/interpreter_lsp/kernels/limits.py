@@ -46,6 +46,8 @@ def describe(limits: Limits, cgroup: Path | None = None, no_cgroup: str = "") ->
         parts.append("processes none")
     elif cgroup is not None:
         parts.append(f"processes {limits.processes}")
+    elif limits.processes_in_sandbox:
+        parts.append(f"processes {limits.processes} in the sandbox")
     elif why := process_limit_ignored():
         parts.append(f"processes NOT ENFORCED ({why}; no delegated cgroup)")
     else:
@@ -100,11 +102,12 @@ def limit_reached(limits: Limits, error: Mapping[str, Any], whole_tree: bool = F
     no_process = ename == "BlockingIOError" and "Errno 11" in evalue and any(w in traceback for w in _FORK_WORDS)
     no_thread = ename == "RuntimeError" and "can't start new thread" in evalue
     if no_process or no_thread:
-        limit = (
-            f"{limits.processes} processes and threads in the kernel"
-            if whole_tree
-            else f"{limits.processes} more than you ran when it started"
-        )
+        if whole_tree:
+            limit = f"{limits.processes} processes and threads in the kernel"
+        elif limits.processes_in_sandbox:
+            limit = f"{limits.processes} processes and threads in the sandbox"
+        else:
+            limit = f"{limits.processes} more than you ran when it started"
         what = "process" if no_process else "thread"
         return f"the kernel could not start another {what}: it reached its process limit ({limit}, kernel.processLimit)"
     return None
