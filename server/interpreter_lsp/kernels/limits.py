@@ -63,11 +63,13 @@ def exit_cause(returncode: int | None, limits: Limits, oom_killed: bool = False)
     if returncode is None or returncode >= 0:
         return "the kernel process exited" + (f" (exit code {returncode})" if returncode else "")
     number = -returncode
-    if number == signal.SIGKILL and oom_killed:
-        return (
-            f"the kernel was killed (SIGKILL): it ran out of memory "
-            f"(limit {limits.memory_mib} MiB for the whole kernel, kernel.memoryLimit)"
+    if number == signal.SIGKILL and oom_killed:  # memory.events counts OOM kills of any kind
+        limit = (
+            f"limit {limits.memory_mib} MiB for the whole kernel, kernel.memoryLimit"
+            if limits.memory_mib
+            else "the machine's memory"
         )
+        return f"the kernel was killed (SIGKILL): it ran out of memory ({limit})"
     if number == signal.SIGKILL and limits.memory_mib:
         return (
             f"the kernel was killed (SIGKILL), most likely it ran out of memory "
