@@ -233,14 +233,15 @@ async def start_session(
     configuration: dict[str, Any] | None = None,
     env: dict[str, str] | None = None,
     server_args: tuple[str, ...] = (),
+    command_prefix: tuple[str, ...] = (),
 ) -> Session:
+    """`command_prefix`: what the server runs under (e.g. `setpriv` to run it as another user)."""
     client = make_client()
     session = Session(client, root)
     if configuration is not None:
         client.set_configuration(configuration, section="interpreter")
-    await client.start_io(
-        sys.executable, "-m", "interpreter_lsp", *server_args, env=server_env(home, env), cwd=str(root)
-    )
+    command = (*command_prefix, sys.executable, "-m", "interpreter_lsp", *server_args)
+    await client.start_io(command[0], *command[1:], env=server_env(home, env), cwd=str(root))
     capabilities = client_capabilities(profile)
     session.init_result = await asyncio.wait_for(
         client.initialize_session(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -19,6 +20,8 @@ import pytest
 
 from harness import DEFAULT_WAIT, start_session, stop_session, wait_exited
 from interpreter_lsp import protocol as p
+from interpreter_lsp.kernels.launcher import Limits
+from interpreter_lsp.kernels.sandbox import SandboxConfig, wrap_command
 
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 SANDBOX = {"sandbox": "bubblewrap"}
@@ -272,28 +275,209 @@ async def test_cpu_time_limit_ends_the_kernel_and_says_why(workspace_root: Path,
         await stop_session(s)
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="Linux ignores RLIMIT_NPROC for root (docs/security.md says so)")
-async def test_process_limit_stops_a_fork_bomb(workspace_root: Path, home: Path) -> None:
-    s = await start_session(workspace_root, home, configuration={"kernel": {"processLimit": 20}})
+def _as_unprivileged_user(*paths: Path) -> tuple[tuple[str, ...], int]:
+    """What runs the server as an unprivileged user when the tests run as root (CI does), and its uid: Linux
+    ignores RLIMIT_NPROC for root, so a root server cannot show what a user sees. The uid is a fresh one of
+    this run (no account needed): RLIMIT_NPROC counts per user, and another suite running at the same time
+    must not share the count. `paths` (its workspace, its home) are handed to it. It keeps one capability,
+    CAP_DAC_READ_SEARCH, only to reach the interpreter (pyenv under /root) and the tests' directories: it
+    is not CAP_SYS_RESOURCE, so the limit holds."""
+    if os.geteuid() != 0:
+        return (), os.getuid()
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root without setpriv (util-linux) to start the server as another user")
+    uid = 200_000 + secrets.randbelow(800_000)
+    for path in paths:
+        for item in [path, *path.rglob("*")]:
+            os.chown(item, uid, uid)
+    caps = "+dac_read_search"
+    return (
+        setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", f"--inh-caps={caps}", f"--ambient-caps={caps}",
+    ), uid  # fmt: skip
+
+
+FORK_A_LOT = textwrap.dedent("""
+    import subprocess
+    children = []
     try:
+        while len(children) < 200:
+            children.append(subprocess.Popen(["sleep", "60"]))
+    finally:
+        print("started", len(children))
+        for child in children:
+            child.kill()
+            child.wait()
+""")
+
+THREAD_A_LOT = textwrap.dedent("""
+    import threading
+    stop, threads = threading.Event(), []
+    try:
+        while len(threads) < 200:
+            thread = threading.Thread(target=stop.wait)
+            thread.start()
+            threads.append(thread)
+    finally:
+        print("started", len(threads))
+        stop.set()
+        for thread in threads:
+            thread.join()
+""")
+
+
+async def test_process_limit_stops_a_fork_bomb(workspace_root: Path, home: Path) -> None:
+    """Code that starts processes past kernel.processLimit fails with a sentence naming the setting; the
+    kernel keeps its state and starts processes again once they ended; the code cannot raise the limit.
+    (The kernel's own threads, a dozen, and the server's count too: RLIMIT_NPROC counts per user.)"""
+    prefix, uid = _as_unprivileged_user(workspace_root, home)
+    s = await start_session(
+        workspace_root,
+        home,
+        configuration={"kernel": {"processLimit": 60}},
+        env={"HOME": str(home)},
+        command_prefix=prefix,
+    )
+    try:
+        run_id, status = await s.run_and_wait("kept = 'state'")
+        assert status["state"] == "ok", s.text(run_id)
+        kernel = await _kernel(s, "python")
+        assert "processes +60" in kernel["limits"], kernel
+        owner = Path(f"/proc/{kernel['pid']}").stat().st_uid  # noqa: ASYNC240
+        assert owner == uid
+        run_id, status = await s.run_and_wait(FORK_A_LOT)
+        assert status["state"] == "error", s.text(run_id)
+        assert status["message"] == (
+            "the kernel could not start another process: it reached its process limit "
+            "(60 more than you ran when it started, kernel.processLimit)"
+        )
+        assert "BlockingIOError" in s.text(run_id)
+        started = int(s.text(run_id, ("stdout",)).split()[1])
+        assert 0 < started < 60, s.text(run_id)
+        # The kernel and the server are fine: the state is kept, and processes start again.
+        code = (
+            "import subprocess\nprint(kept, subprocess.run(['echo', 'again'], capture_output=True, text=True).stdout)"
+        )
+        run_id, status = await s.run_and_wait(code)
+        assert (status["state"], s.text(run_id).strip()) == ("ok", "state again")
+        # Threads count too.
+        run_id, status = await s.run_and_wait(THREAD_A_LOT)
+        assert status["state"] == "error", s.text(run_id)
+        assert status["message"] == (
+            "the kernel could not start another thread: it reached its process limit "
+            "(60 more than you ran when it started, kernel.processLimit)"
+        )
+        assert 0 < int(s.text(run_id, ("stdout",)).split()[1]) < 60, s.text(run_id)
+        # The hard limit was lowered too: kernel code cannot lift the limit it is under.
         code = textwrap.dedent("""
-            import subprocess
-            children = []
+            import resource
+            soft, hard = resource.getrlimit(resource.RLIMIT_NPROC)
             try:
-                for _ in range(200):
-                    children.append(subprocess.Popen(["sleep", "60"]))
-                print("all started")
-            except OSError as error:
-                print("refused after", len(children), type(error).__name__)
-            finally:
-                for child in children:
-                    child.kill()
-                    child.wait()
+                resource.setrlimit(resource.RLIMIT_NPROC, (hard + 1000, hard + 1000))
+                print("raised")
+            except ValueError as error:
+                print("refused:", error, soft == hard)
         """)
         run_id, status = await s.run_and_wait(code)
-        assert s.text(run_id).startswith("refused after"), s.text(run_id)
-        run_id, status = await s.run_and_wait("print('fine')")
-        assert (status["state"], s.text(run_id).strip()) == ("ok", "fine")
+        assert s.text(run_id).strip() == "refused: not allowed to raise maximum limit True"
+    finally:
+        await stop_session(s)
+
+
+def _python_for_anyone() -> str | None:
+    """An interpreter another user can run (the tests' own may sit under /root): for the launcher, which
+    needs the standard library only."""
+    for candidate in (os.path.realpath(sys.executable), "/usr/bin/python3"):
+        parts = Path(candidate).parents
+        if os.path.exists(candidate) and all(os.stat(d).st_mode & 0o001 for d in parts):
+            return candidate
+    return None
+
+
+SPAWN_A_LOT = textwrap.dedent("""
+    import subprocess
+    children = []
+    try:
+        while len(children) < 200:
+            children.append(subprocess.Popen(["sleep", "60"]))
+    except OSError:
+        pass
+    print("started", len(children))
+    for child in children:
+        child.kill()
+        child.wait()
+""")
+
+
+@needs_bwrap
+def test_in_the_sandbox_the_process_limit_counts_the_sandbox_only() -> None:
+    """An unprivileged user's sandbox is a user namespace of its own, where Linux counts RLIMIT_NPROC apart
+    (`sandbox.counts_processes_apart`, from 5.14): the user's other processes do not use up the kernel's
+    limit, which bounds the sandbox's own. The real launcher in the real sandbox, as a fresh uid when the
+    tests run as root (bubblewrap refuses to run with capabilities, so the interpreter must be one anyone
+    can reach)."""
+    python = _python_for_anyone()
+    if python is None:
+        pytest.skip("no interpreter another user can run")
+    prefix: list[str] = []
+    uid = os.getuid()
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.skip("running as root without setpriv (util-linux)")
+        uid = 200_000 + secrets.randbelow(800_000)
+        prefix = [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
+    server = str(Path(__file__).resolve().parents[1] / "server")
+    check = subprocess.run(
+        [*prefix, python, "-I", "-c", f"import sys; sys.path.insert(0, {server!r}); "
+         "from interpreter_lsp.kernels.sandbox import counts_processes_apart; print(counts_processes_apart())"],
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    release = tuple(int(x) for x in os.uname().release.split(".")[:2])
+    if check.stdout.strip() != "True":
+        assert release < (5, 14) or os.stat(shutil.which("bwrap") or "").st_mode & 0o4000, check
+        pytest.skip("processes are counted per user here (Linux before 5.14, or a setuid bubblewrap)")
+    base = Path(tempfile.mkdtemp(prefix="ilsp-nproc-", dir="/var/tmp"))  # outside the sandbox's private /tmp
+    outside = None
+    try:
+        workspace, runtime = base / "ws", base / "rt"
+        for path in (base, workspace, runtime):
+            path.mkdir(exist_ok=True)
+            path.chmod(0o755)
+            os.chown(path, uid, uid)
+        # 30 processes of the same user outside the sandbox: more than the limit (20).
+        outside = subprocess.Popen(
+            [*prefix, "sh", "-c", "for i in $(seq 30); do sleep 120 & done; echo up; wait"],
+            stdout=subprocess.PIPE, text=True, start_new_session=True,
+        )  # fmt: skip
+        assert outside.stdout is not None and outside.stdout.readline() == "up\n"
+        launcher = [python, "-I", "-S", str(Path(server) / "interpreter_lsp/kernels/launcher.py")]
+        launcher += [*Limits(processes=20).arguments(), "--"]
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(workspace)}
+        argv, env = wrap_command([python, "-c", SPAWN_A_LOT], env, SandboxConfig(workspace, runtime), launcher)
+        result = subprocess.run([*prefix, *argv], env=env, capture_output=True, text=True, timeout=120, check=False)
+        assert result.stdout.startswith("started "), (result.stdout, result.stderr)
+        started = int(result.stdout.split()[1])
+        # Counted per user, the 30 outside would leave none; counted apart, the sandbox's own are bounded.
+        assert 0 < started < 20, result.stdout
+    finally:
+        if outside is not None:
+            os.killpg(outside.pid, signal.SIGKILL)
+            outside.wait()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="what a root server says")
+async def test_a_root_server_says_the_process_limit_does_not_hold(workspace_root: Path, home: Path) -> None:
+    s = await start_session(workspace_root, home, configuration={"kernel": {"processLimit": 20}})
+    try:
+        run_id, status = await s.run_and_wait("print('up')")
+        assert status["state"] == "ok", s.text(run_id)
+        kernel = await _kernel(s, "python")
+        assert (
+            "processes NOT ENFORCED (the server runs as root, and Linux ignores RLIMIT_NPROC for root"
+            in (kernel["limits"])
+        )
     finally:
         await stop_session(s)
 

@@ -308,8 +308,8 @@ class RunManager:
             return "ok", None
         if reply.status == "aborted":
             return "error", "the kernel aborted this run"
-        if str(reply.content.get("ename", "")).endswith("MemoryError"):  # numpy's is _ArrayMemoryError
-            return "error", self._pool.out_of_memory(run.language)
+        if said := self._pool.limit_reached(run.language, reply.content):  # out of memory, of processes
+            return "error", said
         return "error", reply.content.get("reason")
 
     async def _stop(self, language: str, executions: list[asyncio.Future[Any]]) -> None:

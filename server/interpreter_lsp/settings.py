@@ -194,14 +194,17 @@ SCHEMA: tuple[Spec, ...] = (
     # Limits protect the machine from the code that runs: only the user may loosen them (sensitive).
     _s("kernel.memoryLimit", "integer", None,
        "MiB of memory each kernel process may allocate (RLIMIT_DATA); beyond it allocations fail (Python: "
-       "MemoryError, said as out of memory with this limit). Empty: half of this machine's memory. 0: no limit.",
+       "MemoryError, said as out of memory with this limit). In a delegated cgroup v2 also the whole kernel's "
+       "(memory.max). Empty: half of this machine's memory. 0: no limit.",
        nullable=True, minimum=0, sensitive=True),
     _s("kernel.cpuTimeLimit", "integer", 0,
        "CPU seconds each kernel process may use over its life (RLIMIT_CPU); the kernel is then ended and "
        "restarted. 0: no limit.", minimum=0, sensitive=True),
     _s("kernel.processLimit", "integer", 512,
-       "Processes and threads a kernel may add to those you already run (RLIMIT_NPROC, counted per user; "
-       "Linux ignores it for root). Stops fork bombs. 0: no limit.", minimum=0, sensitive=True),
+       "Processes and threads a kernel may add to those you already run (RLIMIT_NPROC, counted per user; in "
+       "the sandbox: those of the sandbox; Linux ignores it for root, and `interpreter.status` says so); in a "
+       "delegated cgroup v2 also those of the kernel's tree (pids.max, root too). Stops fork bombs. 0: no limit.",
+       minimum=0, sensitive=True),
     _s("kernel.gatewayUrl", "string", None,
        "A Jupyter Kernel Gateway or Enterprise Gateway (`http://` or `https://`): every kernel of the workspace "
        "runs there (docs/remote-kernels.md).", nullable=True, sensitive=True),

@@ -28,7 +28,7 @@ from .kernels.gateway_client import GatewayConfig
 from .kernels.introspect import python_variables
 from .kernels.launcher import Limits
 from .kernels.pool import KernelPool, LaunchOptions
-from .kernels.sandbox import SandboxConfig, bwrap_available, wrap_command
+from .kernels.sandbox import SandboxConfig, bwrap_available, counts_processes_apart, wrap_command
 from .kernels.specs import installed_languages
 from .languages import PYTHON, SHELL, canonical_language
 from .llm.client import Completion, ModelConfig, stream_completion
@@ -69,15 +69,19 @@ class ServerContext:
 def kernel_limits(settings: Settings) -> Limits:
     """The limits kernels start with. Memory: the setting, else half of this machine's memory; 0: none.
     Processes: the setting is what a kernel may add to the processes and threads this user runs now
-    (RLIMIT_NPROC counts them all, the editor's too)."""
+    (RLIMIT_NPROC counts them all, the editor's too), or, in the sandbox's user namespace, what it may run."""
     memory = settings.kernel.memory_limit
     if memory is None:
         memory = _physical_memory_mib() // 2 or None
     processes = settings.kernel.process_limit
+    # In the sandbox's user namespace only its own processes count (sandbox.counts_processes_apart).
+    apart = settings.sandbox == "bubblewrap" and not settings.kernel.gateway_url and counts_processes_apart()
     return Limits(
         memory_mib=memory or None,
         cpu_seconds=settings.kernel.cpu_time_limit or None,
-        processes=(processes + _user_tasks()) if processes else None,
+        processes=processes or None,
+        processes_in_use=_user_tasks() if processes and not apart else 0,
+        processes_in_sandbox=apart,
     )
 
 

@@ -209,6 +209,9 @@ export interface KernelInfo {
   kernelId?: string;
   /** Why watching the files a run touches is off, when it is ("off (remote kernel: …)"). */
   filesTouched?: string;
+  /** A local kernel's resource limits in force and how ("rlimits, each process: …", "cgroup …, the whole
+   * process tree: …"); a limit that does not hold says so ("processes NOT ENFORCED (…)"). */
+  limits?: string;
 }
 
 export interface Usage {

@@ -26,8 +26,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import UserError
 from ..portable import portable_forced
-from . import launcher
+from . import cgroups, launcher
 from .launcher import Limits
+from .limits import exit_cause
 from .process_watch import ProcessWatch
 from .specs import KernelChoice
 
@@ -117,6 +118,7 @@ class Kernel:
         on_death: Callable[[Kernel], Awaitable[None]] | None = None,
         command_wrapper: CommandWrapper | None = None,
         limits: Limits | None = None,
+        cgroup_root: Path | None = None,
     ) -> None:
         self.choice = choice
         self.language = choice.language
@@ -127,6 +129,10 @@ class Kernel:
         self._on_death = on_death
         self._command_wrapper = command_wrapper
         self.limits = limits or Limits()
+        self._cgroup_root = cgroup_root  # a delegated cgroup: this kernel's tree gets a child of it
+        self.cgroup: Path | None = None
+        self.cgroup_problem = ""  # why it has none although the root was given
+        self._oom_kills = 0
         self.state = "stopped"
         self.started_at: float | None = None
         self.transport = "ipc"
@@ -148,15 +154,28 @@ class Kernel:
             self._on_state(state, message)
 
     def _wrap(self, cmd: list[str]) -> list[str]:
-        prefix = launcher.command(self.limits) if os.name == "posix" else []
+        cgroup = str(self.cgroup) if self.cgroup is not None else None
         if self._command_wrapper is not None:
-            return self._command_wrapper(cmd, self._runtime_dir, prefix)
-        return [*prefix, *cmd]
+            # In the sandbox /sys is read-only: bubblewrap itself is started in the cgroup.
+            prefix = launcher.command(self.limits) if os.name == "posix" else []
+            joined = launcher.join_command(cgroup) if cgroup else []
+            return [*joined, *self._command_wrapper(cmd, self._runtime_dir, prefix)]
+        return [*(launcher.command(self.limits, cgroup) if os.name == "posix" else []), *cmd]
+
+    def _make_cgroup(self, tag: str) -> None:
+        if self._cgroup_root is None or self.cgroup is not None:
+            return
+        try:
+            self.cgroup = cgroups.create(self._cgroup_root, tag, self.limits)
+        except OSError as error:  # rlimits still hold; status says why there is no cgroup
+            self.cgroup_problem = f"creating it failed: {error}"
+            log.warning("%s kernel: no cgroup of its own (%s); rlimits only", self.language, error)
 
     async def start(self) -> None:
         self._set_state("starting")
         self._runtime_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         tag = f"{self.language}-{os.getpid()}-{id(self):x}"
+        self._make_cgroup(tag)
         self.transport = self._transport()
         km = _manager_class()(
             kernel_name=self.choice.name,
@@ -243,7 +262,9 @@ class Kernel:
         if self._expect_exit:
             return
         process = getattr(getattr(self._km, "provisioner", None), "process", None)
-        cause = exit_cause(process.poll() if process is not None else None, self.limits)
+        oom_kills = cgroups.oom_kills(self.cgroup)
+        oom_killed, self._oom_kills = oom_kills > self._oom_kills, oom_kills
+        cause = exit_cause(process.poll() if process is not None else None, self.limits, oom_killed)
         log.warning("%s kernel process exited: %s", self.language, cause)
         self._fail_pending("died", cause)
         self._set_state("dead", cause)
@@ -303,6 +324,8 @@ class Kernel:
                 await self._km._async_cleanup_resources()
         with contextlib.suppress(OSError):
             self._runtime_dir.rmdir()  # empty once jupyter_client removed the connection file and sockets
+        cgroups.remove(self.cgroup)
+        self.cgroup = None
 
     async def shutdown(self) -> None:
         await self._kill()
@@ -466,31 +489,3 @@ class Kernel:
         else:
             self._kc.input(value)
             self._sent("stdin")
-
-
-def exit_cause(returncode: int | None, limits: Limits) -> str:
-    """Why a kernel process ended, in words for the user: a limit it reached names its setting."""
-    import signal
-
-    if returncode is None or returncode >= 0:
-        return "the kernel process exited" + (f" (exit code {returncode})" if returncode else "")
-    number = -returncode
-    if number == signal.SIGKILL and limits.memory_mib:
-        return (
-            f"the kernel was killed (SIGKILL), most likely it ran out of memory "
-            f"(limit {limits.memory_mib} MiB, kernel.memoryLimit)"
-        )
-    if number == getattr(signal, "SIGXCPU", -1):
-        return f"the kernel used up its CPU time (limit {limits.cpu_seconds} s, kernel.cpuTimeLimit)"
-    try:
-        name = signal.Signals(number).name
-    except ValueError:
-        name = f"signal {number}"
-    return f"the kernel process was killed by {name}"
-
-
-def out_of_memory(limits: Limits) -> str:
-    """Said when code in a kernel failed to allocate memory (MemoryError)."""
-    if limits.memory_mib:
-        return f"the kernel ran out of memory (limit {limits.memory_mib} MiB, kernel.memoryLimit)"
-    return "the kernel ran out of memory"

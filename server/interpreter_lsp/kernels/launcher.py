@@ -4,10 +4,15 @@ whole process tree.
 Run as a script (`python -I -S launcher.py [--memory MiB] [--cpu S] [--processes N] -- argv...`), with the
 standard library only (inside the sandbox the server's packages may be out of sight), it
 
+- with `--join DIR`, first moves itself into that cgroup (cgroups.py made it, with the limits of the whole
+  tree), so everything it starts is in it; with `--exec` as well, it then only runs the command in its place
+  (outside the sandbox: the sandbox's /sys is read-only, so the join is done before bubblewrap);
+
 - applies the resource limits to itself, so the kernel and everything it starts inherit them:
   RLIMIT_DATA for memory (not RLIMIT_AS: a kernel's threads reserve far more address space than they use),
   RLIMIT_CPU (CPU seconds of each process over its life), RLIMIT_NPROC (processes of this user: Linux counts
-  them per user, and ignores the limit for root or with CAP_SYS_RESOURCE);
+  them per user, and ignores the limit for root or with CAP_SYS_RESOURCE). The hard limits are lowered as
+  well: kernel code cannot raise a soft limit past its hard one, nor raise a hard one (unless root);
 - makes itself a child subreaper (Linux): a process the kernel starts and detaches (`setsid`, a double
   fork) is re-parented to the launcher, not to init, so it stays in the kernel's tree;
 - starts the kernel as its child and waits; when the kernel exits, or the server that started the launcher
@@ -39,24 +44,38 @@ class Limits:
 
     memory_mib: int | None = None
     cpu_seconds: int | None = None
-    processes: int | None = None
+    processes: int | None = None  # the setting: how many the kernel may add to...
+    processes_in_use: int = 0  # ...the processes and threads of this user when it started (RLIMIT_NPROC)
+    processes_in_sandbox: bool = False  # counted in the sandbox's user namespace only (in_use is 0 then)
 
     def arguments(self) -> list[str]:
         out: list[str] = []
         for flag, value in (
             ("--memory", self.memory_mib),
             ("--cpu", self.cpu_seconds),
-            ("--processes", self.processes),
+            ("--processes", self.processes + self.processes_in_use if self.processes else None),
         ):
             if value:
                 out += [flag, str(int(value))]
         return out
 
 
-def command(limits: Limits) -> list[str]:
+def command(limits: Limits, cgroup: str | None = None) -> list[str]:
     """The prefix that runs a kernel's command line under the launcher (the server's interpreter, isolated
-    mode, no site: nothing of the workspace's or the user's Python set-up is imported by it)."""
-    return [sys.executable, "-I", "-S", os.path.abspath(__file__), *limits.arguments(), "--"]
+    mode, no site: nothing of the workspace's or the user's Python set-up is imported by it), in `cgroup`."""
+    join = ["--join", cgroup] if cgroup else []
+    return [sys.executable, "-I", "-S", os.path.abspath(__file__), *join, *limits.arguments(), "--"]
+
+
+def join_command(cgroup: str) -> list[str]:
+    """The prefix that runs a command (bubblewrap) in `cgroup`, in the same process."""
+    return [sys.executable, "-I", "-S", os.path.abspath(__file__), "--join", cgroup, "--exec", "--"]
+
+
+def join(cgroup: str) -> None:
+    """Move this process into `cgroup` ("0": the writer itself, whatever its PID namespace)."""
+    with open(os.path.join(cgroup, "cgroup.procs"), "w") as handle:
+        handle.write("0")
 
 
 def children_of(pid: int) -> list[int]:
@@ -102,15 +121,17 @@ def kill_descendants(root: int) -> list[int]:
     return stopped
 
 
-def _limit(resource_module, which: str, value: int | None) -> None:
+def _limit(resource_module, which: str, value: int | None, hard_margin: int = 0) -> None:
+    """Soft limit `value`, hard limit `value + hard_margin` (never above the hard limit we were given)."""
     kind = getattr(resource_module, which, None)
     if value is None or kind is None:
         return
     _soft, hard = resource_module.getrlimit(kind)
+    new_hard = value + hard_margin
     if hard != resource_module.RLIM_INFINITY:
-        value = min(value, hard)
+        value, new_hard = min(value, hard), min(new_hard, hard)
     try:
-        resource_module.setrlimit(kind, (value, hard))
+        resource_module.setrlimit(kind, (value, new_hard))
     except (ValueError, OSError) as error:
         sys.stderr.write(f"interpreter-lsp launcher: cannot set {which}: {error}\n")
 
@@ -119,7 +140,9 @@ def apply_limits(memory_mib: int | None, cpu_seconds: int | None, processes: int
     import resource
 
     _limit(resource, "RLIMIT_DATA", memory_mib * _MIB if memory_mib else None)
-    _limit(resource, "RLIMIT_CPU", cpu_seconds)
+    # At the soft CPU limit Linux sends SIGXCPU (said as the CPU limit); at the hard one SIGKILL, which would
+    # read as "out of memory": a margin lets SIGXCPU end the kernel first, and still ends one that ignores it.
+    _limit(resource, "RLIMIT_CPU", cpu_seconds, hard_margin=5)
     _limit(resource, "RLIMIT_NPROC", processes)
 
 
@@ -186,11 +209,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory", type=int, default=None)
     parser.add_argument("--cpu", type=int, default=None)
     parser.add_argument("--processes", type=int, default=None)
+    parser.add_argument("--join", default=None)
+    parser.add_argument("--exec", action="store_true")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("no command")
+    if args.join:
+        try:
+            join(args.join)
+        except OSError as error:  # the server counts on the cgroup's limits: never run without them
+            sys.stderr.write(f"interpreter-lsp launcher: cannot join the cgroup {args.join}: {error}\n")
+            return 126
+    if args.exec:
+        try:
+            os.execvp(command[0], command)
+        except OSError as error:
+            sys.stderr.write(f"interpreter-lsp launcher: cannot run {command[0]}: {error}\n")
+            return 127
     apply_limits(args.memory, args.cpu, args.processes)
     _become_subreaper()
     parent_fd = _watch_parent()

@@ -7,16 +7,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..languages import canonical_language
+from . import cgroups
 from .backend import KernelBackend
 from .gateway import GatewayKernel
 from .gateway_client import GatewayClient, GatewayConfig
-from .kernel import CommandWrapper, Kernel, KernelStartError, out_of_memory
+from .kernel import CommandWrapper, Kernel, KernelStartError
 from .launcher import Limits
+from .limits import describe, limit_reached, process_limit_ignored
 from .specs import KernelChoice, choose_kernel
 
 log = logging.getLogger(__name__)
@@ -161,6 +165,9 @@ class KernelPool:
             return remote
         choice = self.choice(lang)
         options = self._launch_options()
+        cgroup_root = cgroups.delegation().root if os.name == "posix" else None
+        if options.limits.processes and cgroup_root is None and (why := process_limit_ignored()):
+            log.warning("kernel.processLimit does not hold: %s (run the server as a normal user)", why)
         self._started += 1
         kernel = Kernel(
             choice,
@@ -172,6 +179,7 @@ class KernelPool:
             on_death=self._restart_after_death,
             command_wrapper=options.command_wrapper,
             limits=options.limits,
+            cgroup_root=cgroup_root,
         )
         self._kernels[lang] = kernel
         self._sandbox[lang] = options.sandbox
@@ -238,10 +246,12 @@ class KernelPool:
         self._gateway_client, self._old_clients = None, []
         await asyncio.gather(*(c.close() for c in clients), return_exceptions=True)
 
-    def out_of_memory(self, language: str) -> str:
-        """What to say when code ran out of memory in this language's kernel (names the limit in force)."""
+    def limit_reached(self, language: str, error: dict[str, Any]) -> str | None:
+        """What to say when a run in this language's kernel failed with `error` because it reached a limit
+        (memory, processes: names the setting); None for any other error."""
         kernel = self._kernels.get(canonical_language(language))
-        return out_of_memory(getattr(kernel, "limits", None) or Limits())
+        limits = getattr(kernel, "limits", None) or Limits()
+        return limit_reached(limits, error, whole_tree=getattr(kernel, "cgroup", None) is not None)
 
     def status(self) -> list[dict[str, object]]:
         out: list[dict[str, object]] = []
@@ -257,6 +267,9 @@ class KernelPool:
                 entry.update(sandbox=REMOTE_SANDBOX, filesTouched=REMOTE_FILES, gateway=kernel.url)
                 if kernel.kernel_id:
                     entry["kernelId"] = kernel.kernel_id
+            if isinstance(kernel, Kernel):
+                no_cgroup = kernel.cgroup_problem or cgroups.delegation().reason
+                entry["limits"] = describe(kernel.limits, kernel.cgroup, no_cgroup)
             if kernel.choice.interpreter:
                 entry["interpreter"] = kernel.choice.interpreter
             if (pid := kernel.pid()) is not None:

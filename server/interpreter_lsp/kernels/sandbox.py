@@ -125,6 +125,22 @@ def _git_dirs(root: str) -> list[str]:
 
 
 @functools.lru_cache(maxsize=1)
+def counts_processes_apart() -> bool:
+    """Whether RLIMIT_NPROC counts a sandboxed kernel's processes apart from the user's others: bubblewrap
+    run by an unprivileged user (not setuid) puts the kernel in a user namespace of its own, and Linux 5.14
+    and later count processes per user namespace (before: per user, everywhere)."""
+    if os.geteuid() == 0:
+        return False  # root's bubblewrap makes no user namespace (and root is not limited anyway)
+    bwrap = shutil.which("bwrap")
+    try:
+        if bwrap is None or os.stat(bwrap).st_mode & 0o4000:
+            return False
+        major, minor = (int(part) for part in os.uname().release.split(".")[:2])
+    except (OSError, ValueError):
+        return False
+    return (major, minor) >= (5, 14)
+
+
 def bwrap_available() -> str | None:
     """None if bubblewrap can sandbox kernels here, else what went wrong and what to do (checked once)."""
     bwrap = shutil.which("bwrap")
