@@ -203,3 +203,77 @@ async def test_which_requests_offer_the_tool(
         assert ("run_code tool" in system) is offered and ("fenced code block" in system) is not offered
     finally:
         await stop_session(s)
+
+
+async def test_calls_and_their_answers_survive_a_restart_even_one_left_waiting(
+    workspace_root: Path, home: Path, model: ScriptedModel
+) -> None:
+    settings = tools_settings(model)
+    s = await start_session(workspace_root, home, configuration=settings)
+    try:
+        model.tool_calls([run_code("print('kept')", call_id="call_kept")], text="Running.")
+        model.reply("It printed kept.")
+        turn = await chat(s, "first")
+        proposal = await next_proposal(s, turn, timeout=120)
+        run_id = (await s.command(p.APPROVE, {"proposalId": proposal["proposalId"]}))["runId"]
+        assert (await s.finished(run_id))["state"] == "ok"
+        assert (await turn_end(s, turn, 120))["state"] == "done"
+        model.tool_calls([run_code("print('never decided')", call_id="call_waiting")])
+        turn = await chat(s, "second")
+        await next_proposal(s, turn, timeout=120)  # the server stops while it waits for approval
+    finally:
+        await stop_session(s)
+
+    s = await start_session(workspace_root, home, configuration=settings)
+    try:
+        model.reply("Back.")
+        assert (await turn_end(s, await chat(s, "third"), 120))["state"] == "done"
+        replayed = model.wait_requests(4, 60)[3]["messages"]
+        assert_valid(replayed)
+        answers = {m["tool_call_id"]: m["content"] for m in tool_messages({"messages": replayed})}
+        assert "kept" in answers["call_kept"]
+        assert answers["call_waiting"].startswith("Not run")
+        assert replayed[-1] == {"role": "user", "content": "third"}
+        # What the model read before the restart is what it reads after it.
+        before = model.requests[1]["messages"]
+        assert replayed[1 : len(before)] == before[1:]
+    finally:
+        await stop_session(s)
+
+
+async def test_compaction_condenses_whole_calls_and_leaves_no_orphan(
+    workspace_root: Path, home: Path, model: ScriptedModel
+) -> None:
+    def summarize(body: dict[str, Any]) -> str | None:
+        if "You condense a conversation" not in str(body["messages"][0]["content"]):
+            return None
+        return "Summary: the user asked for tasks; each printed a block of text."
+
+    model.responder = summarize
+    settings = tools_settings(model, contextWindow=2400, compactAt=0.5, autoRun=True)
+    s = await start_session(workspace_root, home, configuration=settings)
+    try:
+        i = 0
+        while not any("You condense" in str(r["messages"][0]["content"]) for r in model.requests):
+            assert i < 12, "no compaction after 12 turns"
+            model.tool_calls([run_code(f"print('task-{i} ' * 150)", call_id=f"call_{i}")])
+            model.reply(f"Done with task-{i}.")
+            assert (await turn_end(s, await chat(s, f"do task-{i}"), 120))["state"] == "done"
+            i += 1
+        model.tool_calls([run_code("print('after')", call_id="call_after")])
+        model.reply("Done after.")
+        assert (await turn_end(s, await chat(s, "one more"), 120))["state"] == "done"
+        summaries = [r for r in model.requests if "You condense" in str(r["messages"][0]["content"])]
+        chats = [r for r in model.requests if r not in summaries]
+        for request in chats:
+            assert_valid(request["messages"])
+            assert offered_tools(request) == ["run_code"]
+        # The summary request reads the calls as code (a transcript, no tool messages).
+        transcript = summaries[0]["messages"][1]["content"]
+        assert "print('task-0 ' * 150)" in transcript and "tools" not in summaries[0]
+        last = chats[-1]["messages"]
+        assert "Summary: the user asked for tasks" in str(last[1]["content"])
+        assert "call_0" not in json.dumps(last)  # the condensed turns' calls are gone with their answers
+        assert last[-1]["tool_call_id"] == "call_after" and "after" in last[-1]["content"]
+    finally:
+        await stop_session(s)
