@@ -242,7 +242,7 @@ async def test_calls_and_their_answers_survive_a_restart_even_one_left_waiting(
 
 
 async def test_compaction_condenses_whole_calls_and_leaves_no_orphan(
-    workspace_root: Path, home: Path, model: ScriptedModel
+    workspace_root: Path, home: Path, model: ScriptedModel, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def summarize(body: dict[str, Any]) -> str | None:
         if "You condense a conversation" not in str(body["messages"][0]["content"]):
@@ -265,9 +265,15 @@ async def test_compaction_condenses_whole_calls_and_leaves_no_orphan(
         assert (await turn_end(s, await chat(s, "one more"), 120))["state"] == "done"
         summaries = [r for r in model.requests if "You condense" in str(r["messages"][0]["content"])]
         chats = [r for r in model.requests if r not in summaries]
+        monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        import litellm
+
         for request in chats:
             assert_valid(request["messages"])
             assert offered_tools(request) == ["run_code"]
+            # Within the window minus the reply's room, the calls, their answers and the tools' schema counted.
+            sent = litellm.token_counter(model=TOOLS_MODEL, messages=request["messages"], tools=request["tools"])
+            assert sent <= 2400 - 2400 // 8, sent
         # The summary request reads the calls as code (a transcript, no tool messages).
         transcript = summaries[0]["messages"][1]["content"]
         assert "print('task-0 ' * 150)" in transcript and "tools" not in summaries[0]

@@ -198,3 +198,21 @@ async def test_an_interrupt_while_calls_stream_leaves_them_answered(host: FakeHo
     assert_valid(host.requests[1])
     [answer] = [m for m in host.requests[1] if m["role"] == "tool"]
     assert answer["tool_call_id"] == "c1" and answer["content"].startswith("Not run")
+
+
+def test_an_edited_run_and_an_applied_call_answer_their_calls(tmp_path: Path) -> None:
+    events = [
+        p.UserEvent("t1", "go", "go"),
+        p.AssistantEvent("t1", "", tool_calls=[call("A", "print(1)"), call("B", "x = 2")]),
+        p.ProposalEvent("pa", "t1", "python", "print(1)", RISK, False, True, "A"),
+        p.ProposalEvent("pb", "t1", "python", "x = 2", RISK, False, True, "B"),
+        p.DecisionEvent("pa", "t1", "approved", code="print(11)", edited=True),
+        p.RunEvent("r1", "model", "python", "print(11)", "ok", 1, "11\n", turn_id="t1", proposal_id="pa"),
+        p.DecisionEvent("pb", "t1", "applied", language="python", uri=(tmp_path / "calc.py").as_uri()),
+        p.TurnEndEvent("t1", "done"),
+    ]
+    messages = conversation(tmp_path, events).model_messages("SYSTEM", native=True)
+    assert_valid(messages)
+    answers = {m["tool_call_id"]: m["content"] for m in messages if m["role"] == "tool"}
+    assert "The user edited your code before running it" in answers["A"] and "print(11)" in answers["A"]
+    assert answers["B"] == "The user wrote your python code into calc.py instead of running it; it did not run."
