@@ -216,3 +216,21 @@ def test_an_edited_run_and_an_applied_call_answer_their_calls(tmp_path: Path) ->
     answers = {m["tool_call_id"]: m["content"] for m in messages if m["role"] == "tool"}
     assert "The user edited your code before running it" in answers["A"] and "print(11)" in answers["A"]
     assert answers["B"] == "The user wrote your python code into calc.py instead of running it; it did not run."
+
+
+async def test_a_fence_and_a_call_in_one_reply_are_two_proposals_both_answered(host: FakeHost, tmp_path: Path) -> None:
+    loop = Loop(host, Conversation(History(tmp_path / "history.jsonl"), tmp_path))
+    host.replies.extend([["First:\n```python\nprint(1)\n```\nthen ", tool("c2", "print(2)")], ["Both ran."]])
+    loop.chat("both")
+    await host.until(lambda: len(host.notes(p.PROPOSAL)) == 2)
+    first, second = host.notes(p.PROPOSAL)
+    assert (first["code"], second["code"]) == ("print(1)", "print(2)")
+    for shown, output in ((first, "1\n"), (second, "2\n")):
+        run = loop.approve(shown["proposalId"])
+        ran(loop, host, run, output)
+    await host.until(lambda: any(n["state"] == "done" for n in host.notes(p.TURN_STATUS)))
+    after = host.requests[1]
+    assert_valid(after)
+    assert [m["role"] for m in after[-3:]] == ["assistant", "tool", "user"]
+    assert "```python\nprint(1)\n```" in after[-3]["content"] and after[-3]["tool_calls"][0]["id"] == "c2"
+    assert "2" in after[-2]["content"] and "Output of the python code (ok)" in after[-1]["content"]
