@@ -283,3 +283,22 @@ async def test_compaction_condenses_whole_calls_and_leaves_no_orphan(
         assert last[-1]["tool_call_id"] == "call_after" and "after" in last[-1]["content"]
     finally:
         await stop_session(s)
+
+
+async def test_an_unreadable_call_is_answered_with_why_and_the_model_tries_again(
+    workspace_root: Path, home: Path, model: ScriptedModel
+) -> None:
+    s = await start_session(workspace_root, home, configuration=tools_settings(model))
+    try:
+        model.tool_calls([{"id": "call_cut", "name": "run_code", "arguments": '{"language": "python", "code": "pri'}])
+        model.tool_calls([run_code("print('whole')", call_id="call_whole")])
+        turn = await chat(s, "print whole")
+        proposal = await next_proposal(s, turn, timeout=120)  # only the readable call is proposed
+        assert proposal["code"] == "print('whole')" and len(s.notes[p.PROPOSAL]) == 1
+        second = model.wait_requests(2, 60)[1]["messages"]
+        assert_valid(second)
+        assert second[-1]["tool_call_id"] == "call_cut" and "not valid JSON" in second[-1]["content"]
+        await s.command(p.INTERRUPT, {})
+        assert (await turn_end(s, turn, 120))["state"] == "cancelled"
+    finally:
+        await stop_session(s)
