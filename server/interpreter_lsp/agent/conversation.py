@@ -3,6 +3,10 @@ model reads, derived from them.
 
 Events of a turn whose reply is still streaming (a decision, a run that ended quickly) are held and
 added after that reply, so the model reads them in the order they are about.
+
+Native tool calls are derived like everything else: the `assistant` event keeps the calls, a `proposal`
+its call's id, and the view answers every call with one `tool` message (see `model_view`), so no stored
+state can make an invalid message list.
 """
 
 from __future__ import annotations
