@@ -96,7 +96,13 @@ class BenchHost:
         return run
 
     async def call_model(
-        self, messages: list[dict[str, Any]], on_delta: Callable[[str], None], *, max_tokens: int | None = None
+        self,
+        messages: list[dict[str, Any]],
+        on_delta: Callable[[str], None],
+        *,
+        max_tokens: int | None = None,
+        tools: list[dict[str, Any]] | None = None,
+        on_tool_call: Any = None,
     ) -> Completion:
         if "You condense a conversation" in str(messages[0]["content"]):
             self.summaries += 1

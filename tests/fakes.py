@@ -14,6 +14,7 @@ from interpreter_lsp.kernels.kernel import ExecuteReply
 from interpreter_lsp.llm.client import Completion
 from interpreter_lsp.llm.errors import ModelError
 from interpreter_lsp.llm.models import ModelFacts
+from interpreter_lsp.llm.toolstream import ToolCall
 from interpreter_lsp.runs import Run, RunResult
 from interpreter_lsp.settings import Settings
 
@@ -30,7 +31,8 @@ class FakeHost:
         self.settings = settings or Settings()
         self.trusted = True
         self.sent: list[tuple[str, dict[str, Any]]] = []
-        self.replies: deque[list[str] | ModelError] = deque()
+        self.replies: deque[list[str | ToolCall] | ModelError] = deque()  # text pieces and native tool calls
+        self.tools: list[list[dict[str, Any]] | None] = []  # the tools each request offered
         self.requests: list[list[dict[str, Any]]] = []
         self.runs: list[Run] = []
         self.risk = p.Risk("low", [])
@@ -71,18 +73,31 @@ class FakeHost:
         return self.facts
 
     async def call_model(
-        self, messages: list[dict[str, Any]], on_delta: Callable[[str], None], *, max_tokens: int | None = None
+        self,
+        messages: list[dict[str, Any]],
+        on_delta: Callable[[str], None],
+        *,
+        max_tokens: int | None = None,
+        tools: list[dict[str, Any]] | None = None,
+        on_tool_call: Callable[[ToolCall], None] | None = None,
     ) -> Completion:
         self.requests.append(messages)
+        self.tools.append(tools)
         reply = self.replies.popleft()
         if isinstance(reply, ModelError):
             raise reply
         for i, piece in enumerate(reply):
-            on_delta(piece)
+            if isinstance(piece, ToolCall):
+                assert tools and on_tool_call is not None, "a tool call scripted for a request without tools"
+                on_tool_call(piece)
+            else:
+                on_delta(piece)
             if i == self.gate_after and self.model_gate is not None:
                 await self.model_gate.wait()
             await asyncio.sleep(0)
-        return Completion("".join(reply), 10, 5, 0.0)
+        text = "".join(piece for piece in reply if isinstance(piece, str))
+        calls = tuple(piece for piece in reply if isinstance(piece, ToolCall))
+        return Completion(text, 10, 5, 0.0, calls)
 
     async def rate(self, code: str, language: str) -> p.Risk:
         return self.risk

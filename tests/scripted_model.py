@@ -8,11 +8,17 @@ finds the queue empty gets a loud 500 so the test fails visibly.
     with ScriptedModel() as model:          # or model.start() / model.stop()
         model.reply("Hello ```python\\nprint(1)\\n```")
         litellm.completion(model="openai/scripted", api_base=model.base_url, api_key="x", ...)
+
+Native tool calls stream in the OpenAI format (`model.tool_calls([run_code("print(1)")])`): each call's
+first fragment carries its index, id, type and function name, its arguments follow in pieces, and the
+reply ends with finish_reason "tool_calls". Every request body is kept in `model.requests`, the `tools`
+offered and the `tool` messages answering calls included (`offered_tools`, `tool_messages`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import threading
 import time
@@ -37,6 +43,7 @@ class Scripted:
 
     kind: str  # "reply" | "fail" | "malformed" | "stall" | "hold" | "drop"
     text: str = ""
+    calls: list[dict[str, Any]] = field(default_factory=list)  # native tool calls after the text: id, name, arguments
     chunk_size: int = 7
     delay: float = 0.0
     usage: tuple[int, int] | None = None
@@ -146,6 +153,24 @@ class ScriptedModel:
         (or one JSON completion for a stream=False request). `usage` = (prompt, completion) tokens,
         sent as a final usage chunk when the client asked for it."""
         return self._queue(Scripted("reply", text=text, chunk_size=max(1, chunk_size), delay=delay, usage=usage))
+
+    def tool_calls(
+        self,
+        calls: Sequence[dict[str, Any]],
+        text: str = "",
+        *,
+        chunk_size: int = 7,
+        delay: float = 0.0,
+        usage: tuple[int, int] | None = None,
+    ) -> Scripted:
+        """Queue a reply of `text` (maybe empty) then native tool calls (each {"id", "name", "arguments"},
+        arguments a dict or a JSON string; `run_code` builds one), their arguments streamed in pieces of
+        `chunk_size` characters; finish_reason "tool_calls"."""
+        wire = [
+            {**call, "arguments": a if isinstance(a := call["arguments"], str) else json.dumps(a)} for call in calls
+        ]
+        item = Scripted("reply", text=text, calls=wire, chunk_size=max(1, chunk_size), delay=delay, usage=usage)
+        return self._queue(item)
 
     def fail(
         self,
@@ -347,7 +372,7 @@ class ScriptedModel:
             return
         stream = bool(body.get("stream"))
         if item.kind == "reply" and not stream:
-            await _send_json(writer, 200, _completion(item.text, item.usage))
+            await _send_json(writer, 200, _completion(item.text, item.usage, item.calls))
             return
 
         created = int(time.time())
@@ -378,7 +403,12 @@ class ScriptedModel:
                 if item.delay:
                     await asyncio.sleep(item.delay)
                 await _send_chunk(writer, _chunk(created, {"content": item.text[start : start + item.chunk_size]}))
-            await _send_chunk(writer, _chunk(created, {}, finish_reason="stop"))
+            for delta in _tool_call_deltas(item.calls, item.chunk_size):
+                if item.delay:
+                    await asyncio.sleep(item.delay)
+                await _send_chunk(writer, _chunk(created, delta))
+            finish = "tool_calls" if item.calls else "stop"
+            await _send_chunk(writer, _chunk(created, {}, finish_reason=finish))
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             if include_usage and item.usage is not None:
                 await _send_chunk(writer, _usage_chunk(created, item.usage))
@@ -471,14 +501,61 @@ def _usage_chunk(created: int, usage: tuple[int, int]) -> dict[str, Any]:
     }
 
 
-def _completion(text: str, usage: tuple[int, int] | None) -> dict[str, Any]:
+_call_ids = itertools.count(1)
+
+
+def run_code(code: str, language: str = "python", call_id: str | None = None) -> dict[str, Any]:
+    """One native call of the server's `run_code` tool, for `ScriptedModel.tool_calls`."""
+    return {
+        "id": call_id or f"call_scripted_{next(_call_ids)}",
+        "name": "run_code",
+        "arguments": {"language": language, "code": code},
+    }
+
+
+def offered_tools(body: dict[str, Any]) -> list[str]:
+    """The names of the tools a request offered."""
+    return [tool["function"]["name"] for tool in body.get("tools") or []]
+
+
+def tool_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The `tool` messages of a request (results of earlier calls)."""
+    return [m for m in body["messages"] if m.get("role") == "tool"]
+
+
+def _tool_call_deltas(calls: list[dict[str, Any]], size: int) -> list[dict[str, Any]]:
+    """The OpenAI streaming fragments of `calls`: a head per call, then its arguments in pieces."""
+    deltas: list[dict[str, Any]] = []
+    for index, call in enumerate(calls):
+        head = {
+            "index": index,
+            "id": call["id"],
+            "type": "function",
+            "function": {"name": call["name"], "arguments": ""},
+        }
+        deltas.append({"tool_calls": [head]})
+        arguments = call["arguments"]
+        for start in range(0, len(arguments), size):
+            deltas.append(
+                {"tool_calls": [{"index": index, "function": {"arguments": arguments[start : start + size]}}]}
+            )
+    return deltas
+
+
+def _completion(text: str, usage: tuple[int, int] | None, calls: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     prompt, completion = usage or (0, 0)
+    message: dict[str, Any] = {"role": "assistant", "content": text}
+    if calls:
+        message["tool_calls"] = [
+            {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+            for c in calls
+        ]
     return {
         "id": "chatcmpl-scripted",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": MODEL_ID,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
         "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
     }
 

@@ -665,3 +665,40 @@ async def test_a_host_that_does_not_resolve_is_not_retried(monkeypatch: pytest.M
     assert f"Cannot reach {base} (the host name could not be resolved)" in caught.value.message
     assert "retried" not in caught.value.message
     assert time.monotonic() - started < 15  # five retries would wait over 30 s
+
+
+async def test_tool_calls_stream_through_litellm_each_delivered_when_complete(model: ScriptedModel) -> None:
+    from interpreter_lsp.agent.runtool import tools
+    from interpreter_lsp.llm.toolstream import ToolCall
+    from scripted_model import run_code
+
+    code = "for i in range(3):\n    print(f\"{i}: {'x' * i}\")"
+    model.tool_calls([run_code(code, call_id="c1"), run_code("ls -l", "shell", call_id="c2")], "Looking.", chunk_size=4)
+    deltas: list[str] = []
+    calls: list[tuple[ToolCall, str]] = []
+    offered = tools(["python", "shell"])
+    history = [
+        *MESSAGES,
+        {"role": "assistant", "content": None, "tool_calls": [ToolCall("c0", "run_code", '{"code": "1"}').wire()]},
+        {"role": "tool", "tool_call_id": "c0", "content": "Output of the python code (ok): 1"},
+    ]
+
+    completion = await stream_completion(
+        history,
+        config_for(model, model="openai/gpt-4o"),
+        deltas.append,
+        tools=offered,
+        on_tool_call=lambda call: calls.append((call, "".join(deltas))),
+    )
+
+    expected = [
+        ToolCall("c1", "run_code", json.dumps({"language": "python", "code": code})),
+        ToolCall("c2", "run_code", json.dumps({"language": "shell", "code": "ls -l"})),
+    ]
+    assert [call for call, _ in calls] == expected == list(completion.tool_calls)
+    assert all(text == "Looking." for _, text in calls)  # the text came first, then each call whole
+    assert completion.text == "Looking."
+    sent = model.requests[0]
+    assert sent["tools"] == offered
+    # The earlier call and its answer, as the OpenAI format has them (a null content is left out).
+    assert sent["messages"][2:] == [{k: v for k, v in m.items() if v is not None} for m in history[2:]]

@@ -190,3 +190,13 @@ def test_rejection() -> None:
         "The user declined to run the shell code; it did not run. Their reason: too risky"
     )
     assert rejection_message("python") == "The user declined to run the python code; it did not run."
+
+
+def test_with_native_tools_it_asks_for_the_run_code_tool_instead_of_fences() -> None:
+    from dataclasses import replace
+
+    text = system_message(replace(CTX, tools=True))
+
+    assert "call the run_code tool" in text and "tool's result" in text and "without calling the tool" in text
+    assert "fenced code block" not in text and "without a code block" not in text
+    assert len(text) < 1_000

@@ -247,6 +247,7 @@ class AssistantEvent:
     turn_id: str
     text: str
     partial: bool | None = None  # the reply was cut off (interrupt, failure)
+    tool_calls: list[dict[str, str]] | None = None  # native tool calls: {id, name, arguments (JSON text)}
 
 
 @attrs.define
@@ -259,6 +260,7 @@ class ProposalEvent:
     risk: Risk
     auto_run: bool
     complete: bool
+    tool_call_id: str | None = None  # it came as a native tool call: the call it answers
 
 
 DecisionKind = Literal["approved", "rejected", "auto-run", "applied"]

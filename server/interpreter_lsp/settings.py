@@ -150,9 +150,10 @@ SCHEMA: tuple[Spec, ...] = (
        "Most tokens (prompt and reply, summed over its requests) one turn may use: it stops before a request "
        "that would pass it. Empty: no cap.", minimum=1, nullable=True, sensitive=True),
     _s("codeFormat", "string", "auto",
-       "Not built yet: how the model proposes code (`tools`: a `run_code` tool call; `fences`: fenced blocks; "
-       "`auto`: tool calls where litellm says the model supports them). Today code comes as fenced blocks.",
-       enum=("auto", "tools", "fences"), built=False),
+       "How the model proposes code: `tools`: a native `run_code` tool call (litellm's `tools=`), its result "
+       "sent back as the tool's answer; `fences`: fenced blocks; `auto`: tool calls where litellm says the "
+       "model supports function calling, else fences. Fenced blocks are proposals in every mode.",
+       enum=("auto", "tools", "fences")),
     _s("autoRun", "boolean", False,
        "Run the model's code without asking, up to `autoRunMaxRisk`. High-risk code always waits for approval.",
        sensitive=True),

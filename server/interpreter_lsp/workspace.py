@@ -38,6 +38,7 @@ from .llm.errors import NO_MODEL, ModelError
 from .llm.loader import get_litellm, is_loaded, start_warm_up
 from .llm.models import ModelFacts
 from .llm.models import facts as model_facts
+from .llm.toolstream import ToolCall
 from .runs import Run, RunManager, RunResult
 from .safety import policy
 from .safety.secrets import kernel_environment
@@ -262,7 +263,13 @@ class Workspace:
         )
 
     async def call_model(
-        self, messages: list[dict[str, Any]], on_delta: Callable[[str], None], *, max_tokens: int | None = None
+        self,
+        messages: list[dict[str, Any]],
+        on_delta: Callable[[str], None],
+        *,
+        max_tokens: int | None = None,
+        tools: list[dict[str, Any]] | None = None,
+        on_tool_call: Callable[[ToolCall], None] | None = None,
     ) -> Completion:
         config = await self.model_config()
         if max_tokens is not None:
@@ -270,7 +277,7 @@ class Workspace:
         # The one way out to the model: secrets in the conversation (a key a run printed) are masked here,
         # off the loop (a long conversation is hundreds of KB).
         masked = await asyncio.to_thread(self.ctx.redact, messages)
-        return await stream_completion(masked, config, on_delta)
+        return await stream_completion(masked, config, on_delta, tools=tools, on_tool_call=on_tool_call)
 
     async def model_facts(self) -> ModelFacts:
         config = await self.model_config()

@@ -287,6 +287,8 @@ function loadHistory(state: ConversationState, events: HistoryEvent[]): void {
         break;
       }
       case "assistant": {
+        // A reply of native tool calls alone has no text: its proposals show it (as when it streamed).
+        if (!event.text && !event.partial) break;
         const entry: AssistantEntry = { kind: "assistant", id: nextId(state, "assistant"), turnId: event.turnId, text: event.text ?? "", done: true };
         if (event.partial) entry.partial = true;
         state.entries.push(entry);

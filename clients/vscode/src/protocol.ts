@@ -257,7 +257,14 @@ export type NotebookOutput =
  */
 export type HistoryEvent = { ts?: number } & (
   | { type: "user"; turnId: string; text: string; content?: unknown; uri?: string; range?: LspRange | null }
-  | { type: "assistant"; turnId: string; text: string; partial?: boolean }
+  | {
+      type: "assistant";
+      turnId: string;
+      text: string;
+      partial?: boolean;
+      /** Native tool calls of the reply; each also came as a proposal (with its toolCallId). */
+      toolCalls?: { id: string; name: string; arguments: string }[];
+    }
   | {
       type: "proposal";
       proposalId: string;
@@ -267,6 +274,7 @@ export type HistoryEvent = { ts?: number } & (
       risk: Risk;
       autoRun: boolean;
       complete?: boolean;
+      toolCallId?: string;
     }
   | {
       type: "decision";

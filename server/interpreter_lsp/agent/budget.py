@@ -6,7 +6,9 @@
   so that only new messages are counted (off the event loop) on each request.
 - `fit`: the messages to send. The system message, the current request and the last message (the latest
   run's result) are always sent; older messages are left out from the oldest on, with a note saying so;
-  a last message too big on its own is cut in the middle (head and tail kept).
+  a last message too big on its own is cut in the middle (head and tail kept). An assistant message with
+  native tool calls and the `tool` messages answering them are sent or left out together: a tool message
+  without its call, or a call without its answer, is an invalid request.
 
 Compaction (agent/compaction.py) keeps the view small in the first place; `fit` is what holds always.
 """
@@ -127,15 +129,17 @@ async def fit(
         # A huge latest result keeps its head and tail, and leaves room for what led to it.
         messages[last], counts[last] = await _cut(messages[last], counts[last], limit // 2, cache, facts)
         cut = True
-    keep = {0, last} | {i for i in pinned if 0 < i <= last}
+    unit = _units(messages)
+    keep = {j for i in {0, last} | {i for i in pinned if 0 < i <= last} for j in unit[i]}
     used = sum(counts[i] for i in keep) + NOTE_ROOM
     for i in range(last - 1, 0, -1):  # the most recent first; stop at the first that does not fit
         if i in keep:
             continue
-        if used + counts[i] > limit:
+        together = [j for j in unit[i] if j not in keep]
+        if used + sum(counts[j] for j in together) > limit:
             break
-        keep.add(i)
-        used += counts[i]
+        keep.update(together)
+        used += sum(counts[j] for j in together)
     left_out = len(messages) - len(keep)
     order = sorted(keep)
     chosen = [dict(messages[i]) for i in order]
@@ -165,6 +169,24 @@ async def fit(
             CONTEXT_WINDOW,
         )
     return Fitted(_merged(chosen), used, left_out, cut)
+
+
+def _units(messages: list[dict[str, Any]]) -> list[tuple[int, ...]]:
+    """For each message, the messages sent or left out with it: an assistant message with tool calls
+    and the tool messages that follow it form one unit; any other message is its own."""
+    unit: list[tuple[int, ...]] = [(i,) for i in range(len(messages))]
+    i = 0
+    while i < len(messages):
+        if messages[i].get("role") == "assistant" and messages[i].get("tool_calls"):
+            end = i + 1
+            while end < len(messages) and messages[end].get("role") == "tool":
+                end += 1
+            for j in range(i, end):
+                unit[j] = tuple(range(i, end))
+            i = end
+        else:
+            i += 1
+    return unit
 
 
 async def _cut(

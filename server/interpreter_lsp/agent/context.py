@@ -8,6 +8,7 @@ It reaches the workspace only through the loop's `LoopHost`.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import platform
 from collections.abc import Callable
@@ -18,7 +19,7 @@ from .. import protocol as p
 from ..errors import UserError
 from ..llm.errors import ModelError
 from ..llm.models import ModelFacts
-from . import budget, compaction, prompt
+from . import budget, compaction, prompt, runtool
 from .conversation import Conversation, after_turn
 from .host import LoopHost
 
@@ -37,6 +38,7 @@ class Request:
     tokens: int
     facts: ModelFacts
     limits: budget.Limits
+    tools: list[dict[str, Any]] | None = None  # offered natively (run_code), or None: code comes in fences
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,7 @@ class ContextKeeper:
         self.conversation = conversation
         self.cache = budget.TokenCache()
 
-    def system(self) -> str:
+    def system(self, native: bool = False) -> str:
         s = self.host.settings
         return prompt.system_message(
             prompt.PromptContext(
@@ -61,8 +63,26 @@ class ContextKeeper:
                 languages=self.host.available_languages(),
                 custom_instructions=s.custom_instructions,
                 system_message=s.system_message,
+                tools=native,
             )
         )
+
+    def native(self, facts: ModelFacts) -> bool:
+        """Whether requests offer the run_code tool (codeFormat; "auto": where litellm says the model
+        supports function calling)."""
+        code_format = self.host.settings.code_format
+        return code_format == "tools" or (code_format == "auto" and facts.function_calling)
+
+    async def _view(self, facts: ModelFacts) -> tuple[Any, list[dict[str, Any]] | None, int]:
+        """The conversation's view for the next request, the tools it offers, and their tokens (the
+        tools' schema travels with every request: it takes room in the window like a message)."""
+        native = self.native(facts)
+        view = self.conversation.model_view(self.system(native), vision=facts.vision, native=native)
+        if not native:
+            return view, None, 0
+        tools = runtool.tools(self.host.available_languages())
+        [tool_tokens] = await self.cache.counts([{"role": "system", "content": json.dumps(tools)}], facts)
+        return view, tools, tool_tokens
 
     def limits(self, facts: ModelFacts) -> budget.Limits:
         s = self.host.settings
@@ -75,19 +95,19 @@ class ContextKeeper:
         system message and the request cannot fit."""
         facts = await self.host.model_facts()
         limits = self.limits(facts)
-        view = self.conversation.model_view(self.system(), vision=facts.vision)
-        tokens = sum(await self.cache.counts(view.messages, facts, view=True))
+        view, tools, tool_tokens = await self._view(facts)
+        tokens = sum(await self.cache.counts(view.messages, facts, view=True)) + tool_tokens
         if tokens > self.host.settings.compact_at * limits.window:
             plan = compaction.plan(self.conversation.events, self._up_to(), turn_id)
             if plan is not None:
                 on_compacting()
                 await self.compact(plan, facts, limits, turn_id)
-                view = self.conversation.model_view(self.system(), vision=facts.vision)
+                view, tools, tool_tokens = await self._view(facts)
         pinned = frozenset({view.request, view.summary})
-        fitted = await budget.fit(view.messages, self.cache, facts, limits.prompt_limit, pinned)
+        fitted = await budget.fit(view.messages, self.cache, facts, limits.prompt_limit - tool_tokens, pinned)
         if fitted.left_out or fitted.cut:
             log.info("request fitted: %d messages left out, cut: %s", fitted.left_out, fitted.cut)
-        return Request(fitted.messages, fitted.tokens, facts, limits)
+        return Request(fitted.messages, fitted.tokens + tool_tokens, facts, limits, tools)
 
     def over_cap(self, turn_id: str, request: Request) -> str | None:
         """Why the request must not be sent (a cap it would pass, in words), or None."""
@@ -179,12 +199,13 @@ class ContextKeeper:
         """No summary: the fewest oldest whole turns are left out of the view so that it falls under half
         of `compactAt` (all the ended ones at most); the user is told."""
         target = self.host.settings.compact_at * limits.window / 2
-        system = self.system()
+        native = self.native(facts)
+        system = self.system(native)
         chosen = plan.turns[-1]
         for candidate in plan.turns:
             start = after_turn(self.conversation.events, candidate)
             rest = [e for e in self.conversation.events[start:] if e.get("type") != "compaction"]
-            messages = self.conversation.model_view(system, events=rest, vision=facts.vision).messages
+            messages = self.conversation.model_view(system, events=rest, vision=facts.vision, native=native).messages
             if sum(await self.cache.counts(messages, facts)) <= target:
                 chosen = candidate
                 break
@@ -207,8 +228,8 @@ class ContextKeeper:
             facts = await self.host.model_facts()
         limits = self.limits(facts)
         if tokens is None:
-            view = self.conversation.model_view(self.system(), vision=facts.vision)
-            tokens = sum(await self.cache.counts(view.messages, facts))
+            view, _tools, tool_tokens = await self._view(facts)
+            tokens = sum(await self.cache.counts(view.messages, facts)) + tool_tokens
             tokens = min(tokens, limits.prompt_limit)  # what fitting would send at most
         return p.ContextUse(
             tokens=tokens,

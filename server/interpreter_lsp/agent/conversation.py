@@ -3,6 +3,10 @@ model reads, derived from them.
 
 Events of a turn whose reply is still streaming (a decision, a run that ended quickly) are held and
 added after that reply, so the model reads them in the order they are about.
+
+Native tool calls are derived like everything else: the `assistant` event keeps the calls, a `proposal`
+its call's id, and the view answers every call with one `tool` message (see `model_view`), so no stored
+state can make an invalid message list.
 """
 
 from __future__ import annotations
@@ -14,7 +18,8 @@ from typing import Any
 
 from .. import protocol as p
 from ..history import History, drop_last_user_message, replay
-from . import images, prompt
+from . import images, prompt, runtool
+from .codeblocks import CodeBlock
 
 
 class Conversation:
@@ -91,17 +96,26 @@ class Conversation:
     def compactions(self) -> list[dict[str, Any]]:
         return [e for e in self.events if e.get("type") == "compaction"]
 
-    def model_messages(self, system: str) -> list[dict[str, Any]]:
-        return self.model_view(system).messages
+    def model_messages(self, system: str, *, native: bool = False) -> list[dict[str, Any]]:
+        return self.model_view(system, native=native).messages
 
-    def model_view(self, system: str, events: list[dict[str, Any]] | None = None, *, vision: bool = False) -> View:
+    def model_view(
+        self, system: str, events: list[dict[str, Any]] | None = None, *, vision: bool = False, native: bool = False
+    ) -> View:
         """The chat messages for the model: the latest compaction's summary (the first user message: it is
         data, not instructions, and the system message stays the same for providers' prompt caches) and
         what happened after the turns it condensed. Consecutive messages of one role are merged, as some
         providers require user and assistant to alternate. A request that failed before the model said
         anything (no model configured, an outage) is left out: it would otherwise be glued to the next.
         `events`: a view of these events instead (the turns a summary condenses). `vision`: the model can
-        see images: the most recent ones runs produced go as image parts (agent/images.py)."""
+        see images: the most recent ones runs produced go as image parts (agent/images.py).
+
+        Native tool calls (agent/runtool.py): with `native` (this request offers the tool), an assistant
+        message carries its `tool_calls` and each call is answered by one `tool` message right after it
+        (its run's result, the user's refusal, or why it got none), whatever the events in between: the
+        user-role messages that happen meanwhile (a kernel restart, code the user ran) follow the answers.
+        Without `native` (fences, or a model that cannot call tools now), the same calls read as fenced
+        blocks and their results as user messages, as a fenced block's would."""
         summary = ""
         if events is None:
             events, summary = self.view_events()
@@ -109,51 +123,106 @@ class Conversation:
         if summary:
             messages.append({"role": "user", "content": prompt.summary_message(summary)})
         edited = {e["proposalId"] for e in events if e.get("type") == "decision" and e.get("edited")}
+        # A proposal that came as a native call is answered by a tool message (its call's id).
+        call_of = {
+            e["proposalId"]: e["toolCallId"] for e in events if e.get("type") == "proposal" and e.get("toolCallId")
+        }
+        open_calls: dict[str, str | None] = {}  # id -> what became of its proposal (see runtool.unanswered)
+        deferred: list[tuple[str, str | list[dict[str, Any]]]] = []  # user-role messages while calls are open
         unanswered = _unanswered_turns(events)
         request = 0
 
         def say(role: str, content: str | list[dict[str, Any]]) -> None:
             if not content:
                 return
-            if messages[-1]["role"] == role and role != "system":
-                messages[-1]["content"] = _joined(messages[-1]["content"], content)
+            if open_calls and role == "user":
+                deferred.append((role, content))
+                return
+            last = messages[-1]
+            if last["role"] == role and role != "system" and set(last) == {"role", "content"}:
+                last["content"] = _joined(last["content"], content)
             else:
                 messages.append({"role": role, "content": content})
+
+        def answer(call_id: str, content: str) -> None:
+            if call_id in open_calls:
+                del open_calls[call_id]
+                messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
+            if not open_calls:
+                flush()
+
+        def close() -> None:
+            for call_id, decided in list(open_calls.items()):
+                answer(call_id, runtool.unanswered(decided))
+
+        def flush() -> None:
+            held, deferred[:] = list(deferred), []
+            for role, content in held:
+                say(role, content)
+
+        def assistant(e: dict[str, Any]) -> None:
+            close()
+            calls = e.get("toolCalls") or []
+            if not calls:
+                say("assistant", e.get("text", ""))
+            elif native:
+                wire = [runtool.wire(call) for call in calls]
+                messages.append({"role": "assistant", "content": e.get("text") or None, "tool_calls": wire})
+                for call in calls:
+                    open_calls[str(call.get("id"))] = None
+                for call in calls:
+                    block = runtool.block_of(call)
+                    if not isinstance(block, CodeBlock):  # unreadable: answered at once with why
+                        answer(str(call.get("id")), block)
+            else:
+                say("assistant", _calls_as_text(e.get("text", ""), calls))
+
+        def proposal(e: dict[str, Any]) -> None:
+            call_id = e.get("toolCallId")
+            if call_id in open_calls and open_calls[call_id] is None:
+                open_calls[call_id] = ""
+
+        def decision(e: dict[str, Any]) -> None:
+            call_id = call_of.get(e.get("proposalId")) if native else None
+            if call_id is None or call_id not in open_calls:
+                say("user", _decision_message(e, self._workspace))
+            elif e.get("decision") in ("rejected", "applied"):
+                answer(call_id, _decision_message(e, self._workspace))
+            else:
+                open_calls[call_id] = str(e.get("decision"))
 
         shown = _images_to_show(events) if vision else set()
 
         def run(e: dict[str, Any]) -> None:
             text = _run_message(e, e.get("proposalId") in edited)
             pictures = images.pngs(e.get("outputs") or [])
+            call_id = call_of.get(e.get("proposalId")) if native else None
+            if call_id is not None and call_id in open_calls:
+                # The result answers the call; its images (a tool message holds text only) follow it.
+                still_open = len(open_calls) > 1
+                if pictures and still_open:
+                    deferred.append(("user", _pictures(e, pictures, "", shown, vision)))
+                answer(call_id, text)
+                if pictures and not still_open:
+                    say("user", _pictures(e, pictures, "", shown, vision))
+                return
             if not pictures:
                 say("user", text)
                 return
-            parts: list[dict[str, Any]] = [{"type": "text", "text": text}]
-            for number, png in enumerate(pictures):
-                if (str(e.get("runId")), number) not in shown:
-                    reason = "only the most recent images are sent" if vision else ""
-                    parts.append({"type": "text", "text": images.described(png, sent=False, reason=reason)})
-                elif images.too_big(png):
-                    reason = f"over {images.MAX_BYTES // 1_000_000} MB, too large to send"
-                    parts.append({"type": "text", "text": images.described(png, sent=False, reason=reason)})
-                else:
-                    parts.append({"type": "text", "text": images.described(png, sent=True)})
-                    parts.append({"type": "image_url", "image_url": {"url": images.data_url(png)}})
-            if all(part["type"] == "text" for part in parts):
-                say("user", "\n".join(part["text"] for part in parts))
-            else:
-                say("user", parts)
+            say("user", _pictures(e, pictures, text, shown, vision))
 
         def user(e: dict[str, Any]) -> None:
             nonlocal request
+            close()
             if e.get("turnId") not in unanswered:
                 say("user", e.get("content") or e.get("text", ""))
                 request = len(messages) - 1
 
         handlers: dict[str, Callable[[dict[str, Any]], None]] = {
             "user": user,
-            "assistant": lambda e: say("assistant", e.get("text", "")),
-            "decision": lambda e: say("user", _decision_message(e, self._workspace)),
+            "assistant": assistant,
+            "proposal": proposal,
+            "decision": decision,
             "run": run,
             "note": lambda e: say("user", e.get("forModel", "")),
             "kernel": lambda e: say("user", prompt.kernel_message(e.get("language", "python"), e.get("state", ""))),
@@ -162,6 +231,7 @@ class Conversation:
             handler = handlers.get(str(event.get("type")))
             if handler is not None:
                 handler(event)
+        close()
         return View(messages, request, 1 if summary else 0)
 
     def view_events(self) -> tuple[list[dict[str, Any]], str]:
@@ -203,6 +273,39 @@ def _images_to_show(events: list[dict[str, Any]]) -> set[tuple[str, int]]:
                 return set(chosen)
             chosen.append((str(event.get("runId")), number))
     return set(chosen)
+
+
+def _pictures(
+    e: dict[str, Any], pictures: list[str], text: str, shown: set[tuple[str, int]], vision: bool
+) -> str | list[dict[str, Any]]:
+    """A run's message with its images: image parts for those shown, a description for the others
+    (`text`: the run's message before them, "" when it went as a tool result)."""
+    parts: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+    for number, png in enumerate(pictures):
+        if (str(e.get("runId")), number) not in shown:
+            reason = "only the most recent images are sent" if vision else ""
+            parts.append({"type": "text", "text": images.described(png, sent=False, reason=reason)})
+        elif images.too_big(png):
+            reason = f"over {images.MAX_BYTES // 1_000_000} MB, too large to send"
+            parts.append({"type": "text", "text": images.described(png, sent=False, reason=reason)})
+        else:
+            parts.append({"type": "text", "text": images.described(png, sent=True)})
+            parts.append({"type": "image_url", "image_url": {"url": images.data_url(png)}})
+    if all(part["type"] == "text" for part in parts):
+        return "\n".join(part["text"] for part in parts)
+    return parts
+
+
+def _calls_as_text(text: str, calls: list[dict[str, Any]]) -> str:
+    """An assistant reply's native tool calls as fenced blocks, for a request that offers no tools."""
+    pieces = [text] if text else []
+    for call in calls:
+        block = runtool.block_of(call)
+        if isinstance(block, CodeBlock):
+            pieces.append(prompt.fenced(block.code, block.language))
+        else:
+            pieces.append(f"(A {call.get('name')} call that could not be read: {block})")
+    return "\n\n".join(pieces)
 
 
 def after_turn(events: list[dict[str, Any]], turn_id: str) -> int:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from ..llm.client import Completion
     from ..llm.models import ModelFacts
+    from ..llm.toolstream import ToolCall
     from ..protocol import Risk
     from ..runs import Run
     from ..settings import Settings
@@ -49,9 +50,16 @@ class LoopHost(Protocol):
         """Queue the model's code (approved or auto-run); returns at once."""
 
     async def call_model(
-        self, messages: list[dict[str, Any]], on_delta: Callable[[str], None], *, max_tokens: int | None = None
+        self,
+        messages: list[dict[str, Any]],
+        on_delta: Callable[[str], None],
+        *,
+        max_tokens: int | None = None,
+        tools: list[dict[str, Any]] | None = None,
+        on_tool_call: Callable[[ToolCall], None] | None = None,
     ) -> Completion:
-        """Stream one reply; raises ModelError. `max_tokens`: this request's own reply limit."""
+        """Stream one reply; raises ModelError. `max_tokens`: this request's own reply limit. `tools`:
+        offered to the model; each complete tool call of the reply goes to `on_tool_call`."""
 
     async def model_facts(self) -> ModelFacts:
         """What litellm knows of the model in use: window, price, abilities, its token counter.

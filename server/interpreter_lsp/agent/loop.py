@@ -22,9 +22,10 @@ from typing import Any
 from .. import protocol as p
 from ..errors import UserError
 from ..llm.errors import ModelError
+from ..llm.toolstream import ToolCall
 from ..runs import Run
 from ..safety import policy
-from . import prompt
+from . import prompt, runtool
 from .codeblocks import BlockParser, CodeBlock
 from .context import Compacted, ContextKeeper
 from .conversation import Conversation
@@ -68,6 +69,7 @@ class Proposal:
     risk: p.Risk
     auto_run: bool
     decision: asyncio.Future[Decision]
+    tool_call_id: str | None = None  # it came as a native tool call
 
     @property
     def waiting(self) -> bool:
@@ -262,8 +264,10 @@ class Loop:
                 self.conversation.add(p.NoteEvent(cap, turn.turn_id))
                 return cap
             self._turn_status(turn, "thinking", context=await self.context.use(request.tokens, request.facts))
-            proposals = await self._ask_model(turn, request.messages)
+            proposals, called = await self._ask_model(turn, request.messages, request.tools)
             if not proposals:
+                if called and step < max_steps:
+                    continue  # tool calls that could not be read: the model reads why, and tries again
                 return None
             outcome = await self._decide_and_run(turn, proposals)
             self._expire(turn)
@@ -277,16 +281,21 @@ class Loop:
                 return note
         return None
 
-    async def _ask_model(self, turn: Turn, messages: list[dict[str, Any]]) -> list[Proposal]:
+    async def _ask_model(
+        self, turn: Turn, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+    ) -> tuple[list[Proposal], bool]:
+        """One reply: its proposals, and whether it made native tool calls (readable or not)."""
         parser = BlockParser()
         chunks: list[str] = []
-        # Proposals are shown as soon as their block closes (each rated off the loop, shown in order),
-        # and recorded after the reply they came in; so are decisions and runs made while it streams.
+        calls: list[ToolCall] = []
+        # Proposals are shown as soon as their block closes or their tool call is complete (each rated
+        # off the loop, shown in order), and recorded after the reply they came in; so are decisions and
+        # runs made while it streams.
         pending: list[asyncio.Future[tuple[Proposal, p.ProposalEvent]]] = []
 
-        def propose(block: CodeBlock) -> None:
+        def propose(block: CodeBlock, call_id: str | None = None) -> None:
             previous = pending[-1] if pending else None
-            pending.append(asyncio.ensure_future(self._propose(turn, block, previous)))
+            pending.append(asyncio.ensure_future(self._propose(turn, block, previous, call_id)))
 
         def on_delta(delta: str) -> None:
             chunks.append(delta)
@@ -294,12 +303,21 @@ class Loop:
             for block in parser.feed(delta):
                 propose(block)
 
+        def on_tool_call(call: ToolCall) -> None:
+            calls.append(call)
+            block = runtool.block_of(call, len(calls) - 1)
+            if isinstance(block, CodeBlock):  # else the model reads why in the call's tool message
+                propose(block, call.id)
+
+        def stored() -> list[dict[str, str]] | None:
+            return [runtool.stored(call) for call in calls] or None
+
         self.conversation.hold(turn.turn_id)
         try:
-            completion = await self.host.call_model(messages, on_delta)
+            completion = await self.host.call_model(messages, on_delta, tools=tools, on_tool_call=on_tool_call)
             for block in parser.finish():
                 propose(block)
-            if not pending:  # no fenced code: a tool call a local model printed as JSON is a proposal too
+            if not pending and not calls:  # no code: a tool call a local model printed as JSON is a proposal too
                 for block in text_tool_calls(completion.text):
                     propose(block)
             proposed = [await future for future in pending]
@@ -307,24 +325,26 @@ class Loop:
             shown = [f.result() for f in pending if f.done() and not f.cancelled() and f.exception() is None]
             for future in pending:
                 future.cancel()
-            if chunks:
-                self.conversation.add(p.AssistantEvent(turn.turn_id, "".join(chunks), partial=True))
+            if chunks or calls:
+                self.conversation.add(
+                    p.AssistantEvent(turn.turn_id, "".join(chunks), partial=True, tool_calls=stored())
+                )
             for _proposal, event in shown:
                 self.conversation.add(event)
             self._message(turn, "", True)
             raise
         self._message(turn, "", True)
-        self.conversation.add(p.AssistantEvent(turn.turn_id, completion.text))
+        self.conversation.add(p.AssistantEvent(turn.turn_id, completion.text, tool_calls=stored()))
         for _proposal, event in proposed:
             self.conversation.add(event)
         self.conversation.release()
         self.conversation.add(
             p.UsageEvent(turn.turn_id, completion.prompt_tokens, completion.completion_tokens, completion.cost)
         )
-        return [proposal for proposal, _event in proposed]
+        return [proposal for proposal, _event in proposed], bool(calls)
 
     async def _propose(
-        self, turn: Turn, block: CodeBlock, previous: asyncio.Future[Any] | None
+        self, turn: Turn, block: CodeBlock, previous: asyncio.Future[Any] | None, call_id: str | None = None
     ) -> tuple[Proposal, p.ProposalEvent]:
         language = block.language
         try:
@@ -350,11 +370,12 @@ class Loop:
             risk=risk,
             auto_run=decision.run_now,
             decision=asyncio.get_running_loop().create_future(),
+            tool_call_id=call_id,
         )
         turn.proposals[proposal.proposal_id] = proposal
         self.proposals[proposal.proposal_id] = proposal
         event = p.ProposalEvent(
-            proposal.proposal_id, turn.turn_id, language, block.code, risk, decision.run_now, block.complete
+            proposal.proposal_id, turn.turn_id, language, block.code, risk, decision.run_now, block.complete, call_id
         )
         wait_reason = None if decision.run_now else decision.reason
         params = p.ProposalParams(

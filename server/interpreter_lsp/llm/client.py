@@ -22,6 +22,7 @@ from interpreter_lsp.llm import endpoints, errors
 from interpreter_lsp.llm.errors import ModelError
 from interpreter_lsp.llm.failures import Failure, classify, describe, names_no_provider, no_provider_message, redact
 from interpreter_lsp.llm.loader import get_litellm
+from interpreter_lsp.llm.toolstream import ToolCall, ToolCallAssembler
 
 log = logging.getLogger(__name__)
 
@@ -47,12 +48,22 @@ class Completion:
     prompt_tokens: int
     completion_tokens: int
     cost: float  # USD from litellm's cost map; 0.0 for local or unknown models
+    tool_calls: tuple[ToolCall, ...] = ()  # native tool calls of the reply, complete, in order
 
 
 async def stream_completion(
-    messages: list[dict[str, Any]], config: ModelConfig, on_delta: Callable[[str], None]
+    messages: list[dict[str, Any]],
+    config: ModelConfig,
+    on_delta: Callable[[str], None],
+    *,
+    tools: list[dict[str, Any]] | None = None,
+    on_tool_call: Callable[[ToolCall], None] | None = None,
 ) -> Completion:
     """Stream one assistant reply, calling `on_delta` with each piece of text as it arrives.
+
+    `tools`: offered to the model (litellm's `tools=`, OpenAI's function format); each tool call of the
+    reply is passed to `on_tool_call` as soon as it is complete (llm/toolstream.py), and listed in the
+    Completion.
 
     Cancelling the calling task closes the HTTP stream at once and re-raises CancelledError.
     Raises ModelError on every failure (after bounded retries when nothing was shown yet).
@@ -63,7 +74,9 @@ async def stream_completion(
     while True:
         attempt_state = _Attempt()
         try:
-            return await _stream_once(litellm, messages, config, provider, on_delta, attempt_state)
+            return await _stream_once(
+                litellm, messages, config, provider, _Receivers(on_delta, tools, on_tool_call), attempt_state
+            )
         except ModelError:
             raise
         except Exception as exc:
@@ -108,8 +121,25 @@ def _retry_delay(failure: Failure, config: ModelConfig, attempt: int) -> float:
 @dataclass
 class _Attempt:
     opened: bool = False  # litellm returned a stream: the server answered
-    delivered: bool = False  # some text reached on_delta: this attempt must not be retried
+    delivered: bool = False  # some text (or a tool call) reached the caller: this attempt must not be retried
     callback_failed: bool = False  # on_delta raised: the caller's bug, passed through as it is
+
+
+@dataclass(frozen=True)
+class _Receivers:
+    on_delta: Callable[[str], None]
+    tools: list[dict[str, Any]] | None
+    on_tool_call: Callable[[ToolCall], None] | None
+
+    def calls(self, state: _Attempt, calls: list[ToolCall]) -> None:
+        for call in calls:
+            state.delivered = True
+            if self.on_tool_call is not None:
+                try:
+                    self.on_tool_call(call)
+                except Exception:
+                    state.callback_failed = True
+                    raise
 
 
 async def _stream_once(
@@ -117,17 +147,18 @@ async def _stream_once(
     messages: list[dict[str, Any]],
     config: ModelConfig,
     provider: str,
-    on_delta: Callable[[str], None],
+    receivers: _Receivers,
     state: _Attempt,
 ) -> Completion:
     parts: list[str] = []
+    assembler = ToolCallAssembler()
     usage: Any = None
     got_token = False
     stream: Any = None
     watchdog = _Watchdog()
     watchdog.arm(config.first_token_timeout)
     try:
-        stream = await _open_stream(litellm, _request_kwargs(messages, config, provider))
+        stream = await _open_stream(litellm, _request_kwargs(messages, config, provider, receivers.tools))
         state.opened = True
         async for chunk in stream:
             usage = getattr(chunk, "usage", None) or usage
@@ -135,7 +166,8 @@ async def _stream_once(
                 continue
             delta = chunk.choices[0].delta
             text = getattr(delta, "content", None)
-            if text or getattr(delta, "reasoning_content", None):
+            fragments = getattr(delta, "tool_calls", None)
+            if text or fragments or getattr(delta, "reasoning_content", None):
                 got_token = True
             if got_token:  # chunks before the first token (role, keep-alives) do not extend its limit
                 watchdog.arm(config.stall_timeout)
@@ -143,10 +175,13 @@ async def _stream_once(
                 parts.append(text)
                 state.delivered = True
                 try:
-                    on_delta(text)
+                    receivers.on_delta(text)
                 except Exception:
                     state.callback_failed = True
                     raise
+            if fragments:
+                receivers.calls(state, assembler.feed(fragments))
+        receivers.calls(state, assembler.finish())
     except (asyncio.CancelledError, Exception):
         # The watchdog's cancel may surface as CancelledError or, wrapped by a library, as another error.
         if watchdog.expired_alone():
@@ -160,12 +195,15 @@ async def _stream_once(
                 await stream.aclose()
 
     text = "".join(parts)
-    prompt_tokens, completion_tokens = _token_counts(litellm, config, messages, text, usage)
+    calls = tuple(assembler.calls)
+    written = text + "".join(call.name + call.arguments for call in calls)  # for counting, when usage is absent
+    prompt_tokens, completion_tokens = _token_counts(litellm, config, messages, written, usage)
     return Completion(
         text=text,
         prompt_tokens=prompt_tokens,
         completion_tokens=completion_tokens,
         cost=_cost(litellm, config, prompt_tokens, completion_tokens),
+        tool_calls=calls,
     )
 
 
@@ -236,7 +274,9 @@ class _Watchdog:
         self._task.cancel()
 
 
-def _request_kwargs(messages: list[dict[str, Any]], config: ModelConfig, provider: str) -> dict[str, Any]:
+def _request_kwargs(
+    messages: list[dict[str, Any]], config: ModelConfig, provider: str, tools: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
     import httpx  # cheap (litellm has imported it already); kept out of module import time
 
     # httpx's read timeout is a backstop only: our own first-token and stall timers fire first.
@@ -259,6 +299,8 @@ def _request_kwargs(messages: list[dict[str, Any]], config: ModelConfig, provide
         kwargs["temperature"] = config.temperature
     if config.max_tokens is not None:
         kwargs["max_tokens"] = config.max_tokens
+    if tools:
+        kwargs["tools"] = tools
     return kwargs
 
 
