@@ -62,7 +62,9 @@ def _check_no_compromised_litellm(session: nox.Session) -> None:
 @nox.session(python=VERSIONS)
 def tests(session: nox.Session) -> None:
     """The Python suite (unit, end-to-end over LSP with real kernels) on one Python."""
-    env = {"UV_PROJECT_ENVIRONMENT": session.virtualenv.location}
+    # Bytecode compiled at install, as scripts/setup.sh does: with PYTHONDONTWRITEBYTECODE set (CI machines)
+    # every process would compile its imports from source again.
+    env = {"UV_PROJECT_ENVIRONMENT": session.virtualenv.location, "UV_COMPILE_BYTECODE": "1"}
     lowest = LOWEST.get(str(session.python))
     if lowest is not None:
         # Exactly the lower bounds (and the test tools), then the server itself without resolving again.
