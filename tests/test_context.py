@@ -318,3 +318,32 @@ async def test_images_reach_a_vision_model_and_are_described_to_others(
             assert png not in last["content"]
     finally:
         await stop_session(s)
+
+
+async def test_a_large_image_reaches_a_vision_model_downscaled_and_the_user_keeps_it_whole(
+    workspace_root: Path, home: Path, model: ScriptedModel
+) -> None:
+    from interpreter_lsp.agent import images
+
+    code = (
+        "import io\nfrom PIL import Image\nfrom IPython.display import Image as Shown, display\n"
+        "buffer = io.BytesIO()\nImage.linear_gradient('L').resize((3000, 600)).save(buffer, 'PNG')\n"
+        "display(Shown(data=buffer.getvalue()))"
+    )
+    s = await start_session(workspace_root, home, configuration={**model_settings(model, autoRun=True),
+                                                                 "model": "openai/gpt-4o"})
+    try:
+        model.reply(py(code))
+        model.reply("A wide gradient.")
+        assert (await chat_turn(s, "draw a wide gradient"))["state"] == "done"
+        [run] = s.notes[p.RUN_STATUS][-1:]
+        [shown] = [o for o in s.outputs(run["runId"]) if o["kind"] == "display"]
+        assert images.size(shown["data"]["image/png"]) == (3000, 600)  # the panel gets it whole
+        parts = model.wait_requests(2, 60)[1]["messages"][-1]["content"]
+        [image] = [part for part in parts if part["type"] == "image_url"]
+        sent = image["image_url"]["url"].removeprefix("data:image/png;base64,")
+        assert images.size(sent) == (images.MAX_SIDE, 307)
+        assert any(f"3000x600 pixels, attached downscaled to {images.MAX_SIDE}x307" in part.get("text", "")
+                   for part in parts)
+    finally:
+        await stop_session(s)

@@ -211,7 +211,8 @@ def test_installs_with_pip_beside_a_projects_pins(dist: dict[str, Path], tmp_pat
 def test_uv_tool_install_is_isolated_and_runs(dist: dict[str, Path], tmp_path: Path) -> None:
     tools, bin_dir = tmp_path / "uv tools", tmp_path / "bin"
     env = _tool_env(UV_TOOL_DIR=str(tools), UV_TOOL_BIN_DIR=str(bin_dir))
-    _run([BIN / "uv", "tool", "install", "--compile-bytecode", "--python", sys.executable, dist["wheel"]], timeout=INSTALL_TIMEOUT, env=env)
+    _run([BIN / "uv", "tool", "install", "--compile-bytecode", "--python", sys.executable, dist["wheel"]],
+         timeout=INSTALL_TIMEOUT, env=env)
     exe = bin_dir / "interpreter-lsp"
     assert _run([exe, "--version"]).stdout == f"interpreter-lsp {VERSION}\n"
     # Its own environment under the tool directory, not ours.

@@ -19,8 +19,8 @@ from .. import protocol as p
 from ..errors import UserError
 from ..llm.errors import ModelError
 from ..llm.models import ModelFacts
-from . import budget, compaction, prompt, runtool
-from .conversation import Conversation, after_turn
+from . import budget, compaction, images, prompt, runtool
+from .conversation import Conversation, after_turn, images_to_send
 from .host import LoopHost
 
 log = logging.getLogger(__name__)
@@ -77,6 +77,8 @@ class ContextKeeper:
         """The conversation's view for the next request, the tools it offers, and their tokens (the
         tools' schema travels with every request: it takes room in the window like a message)."""
         native = self.native(facts)
+        if facts.vision:  # large images are downscaled off the loop before the view takes them
+            await images.prepare(images_to_send(self.conversation.view_events()[0]))
         view = self.conversation.model_view(self.system(native), vision=facts.vision, native=native)
         if not native:
             return view, None, 0

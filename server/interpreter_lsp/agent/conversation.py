@@ -261,6 +261,18 @@ def _parts(content: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
     return content if isinstance(content, list) else [{"type": "text", "text": content}]
 
 
+def images_to_send(events: list[dict[str, Any]]) -> list[str]:
+    """The PNGs a vision model's view of these events would carry (to prepare them ahead: images.prepare)."""
+    shown = _images_to_show(events)
+    return [
+        png
+        for e in events
+        if e.get("type") == "run"
+        for number, png in enumerate(images.pngs(e.get("outputs") or []))
+        if (str(e.get("runId")), number) in shown
+    ]
+
+
 def _images_to_show(events: list[dict[str, Any]]) -> set[tuple[str, int]]:
     """(runId, number) of the most recent images, at most images.MAX_IMAGES."""
     chosen: list[tuple[str, int]] = []
@@ -285,12 +297,12 @@ def _pictures(
         if (str(e.get("runId")), number) not in shown:
             reason = "only the most recent images are sent" if vision else ""
             parts.append({"type": "text", "text": images.described(png, sent=False, reason=reason)})
-        elif images.too_big(png):
-            reason = f"over {images.MAX_BYTES // 1_000_000} MB, too large to send"
+        elif (sent := images.for_model(png)) is None:
+            reason = f"over {images.MAX_BYTES // 1_000_000} MB even downscaled, or unreadable"
             parts.append({"type": "text", "text": images.described(png, sent=False, reason=reason)})
         else:
-            parts.append({"type": "text", "text": images.described(png, sent=True)})
-            parts.append({"type": "image_url", "image_url": {"url": images.data_url(png)}})
+            parts.append({"type": "text", "text": images.described(png, sent=True, shown=sent)})
+            parts.append({"type": "image_url", "image_url": {"url": images.data_url(sent)}})
     if all(part["type"] == "text" for part in parts):
         return "\n".join(part["text"] for part in parts)
     return parts

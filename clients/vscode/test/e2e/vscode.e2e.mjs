@@ -165,6 +165,56 @@ suite("VS Code, trusted workspace", { timeout: 9 * 60_000 }, () => {
     log("server up, kernel idle, panel shown");
   });
 
+  test("the status bar's tooltip stays away while its menu is open, and works again after", async () => {
+    const page = vscode.page;
+    const ours = page.locator(".workbench-hover, .monaco-hover", { hasText: "Model: openai/scripted" });
+    const anyHover = page.locator(".workbench-hover, .monaco-hover").filter({ visible: true });
+    const centre = async (locator) => {
+      const box = await locator.boundingBox();
+      assert.ok(box, "a status bar item is not on screen");
+      return { x: box.x + box.width / 2, y: box.y + box.height / 2 };
+    };
+    const item = await centre(vscode.statusBar());
+    // The tooltip works: the pointer resting on the item shows it.
+    await page.mouse.move(item.x, item.y);
+    await ours.first().waitFor({ state: "visible", timeout: STEP });
+    // A click opens the menu; the pointer is still on the item, as it is for a user.
+    await page.mouse.click(item.x, item.y);
+    const menu = vscode.page.locator(".quick-input-widget", { has: page.locator(".quick-input-title", { hasText: "Interpreter" }) });
+    await menu.waitFor({ state: "visible" });
+    await ours.first().waitFor({ state: "hidden", timeout: STEP });
+    // How long a hover takes to show on this machine now, from another status bar item (the bell)...
+    const bell = await centre(page.locator(".statusbar-item[id='status.notifications']").first());
+    const started = Date.now();
+    await page.mouse.move(bell.x, bell.y);
+    await anyHover.first().waitFor({ state: "visible", timeout: STEP });
+    const hoverDelay = Date.now() - started;
+    // ...then back on ours, while the menu is open: three times that long, its tooltip never shows.
+    await page.mouse.move(item.x, item.y);
+    const quiet = Date.now() + Math.max(3 * hoverDelay, 1500);
+    while (Date.now() < quiet) {
+      await page.mouse.move(item.x + (Date.now() % 2 ? 2 : -2), item.y);
+      assert.equal(await ours.filter({ visible: true }).count(), 0, "the tooltip showed while the menu was open");
+      await page.waitForTimeout(100);
+    }
+    log(`no tooltip over the open menu for ${Math.max(3 * hoverDelay, 1500)} ms (a hover took ${hoverDelay} ms)`);
+    await page.keyboard.press("Escape");
+    await menu.waitFor({ state: "hidden" });
+    // Once the menu is gone and the pointer comes back to the item, the tooltip is there again.
+    const back = Date.now() + STEP;
+    for (;;) {
+      await page.mouse.move(bell.x, bell.y);
+      await page.mouse.move(item.x, item.y);
+      try {
+        await ours.first().waitFor({ state: "visible", timeout: 3000 });
+        break;
+      } catch (error) {
+        if (Date.now() > back) throw error;
+      }
+    }
+    await page.mouse.move(0, 0);
+  });
+
   test("runs the selection and shows its output in the panel", async () => {
     await vscode.openFile("analysis.py");
     await vscode.focusEditor();
