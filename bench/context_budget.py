@@ -15,13 +15,14 @@ Run: .venv/bin/python bench/context_budget.py [turns]
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -128,37 +129,61 @@ class BenchHost:
         return p.Risk("low", [])
 
 
-async def session(turns: int, litellm: Any, model_facts: ModelFacts) -> None:
+@dataclass
+class Session:
+    turns: int
+    sent: list[int]  # tokens of each request, by litellm.token_counter
+    whole: list[int]  # tokens of each request had the session been sent whole
+    summaries: int
+    answers: list[str]  # the model's last words in each turn, as the conversation recorded them
+    compactions: int  # compaction events in the conversation's history file
+    seconds: float
+
+
+async def run_session(turns: int, litellm: Any, model_facts: ModelFacts, root: Path) -> Session:
+    """`turns` scripted turns through the real loop, with the conversation's history in `root`."""
     settings = replace(Settings(), context_window=WINDOW, auto_run=True, max_steps=5)
+    host = BenchHost(root, model_facts, settings)
+    conversation = Conversation(History(root / "history.jsonl"), root)
+    loop = Loop(host, conversation)
+    host.conversation, host.system = conversation, loop.context.system()
+    started = time.perf_counter()
+    for i in range(turns):
+        host.turn_index, host.step = i, 0
+        host.ended.clear()
+        loop.chat(f"Print the table of task {i}, one row per line.")
+        await host.ended.wait()
+    elapsed = time.perf_counter() - started
+    answers = [str(e.get("text", "")) for e in conversation.events if e.get("type") == "assistant"][1::2]
+    conversation.close()
+    stored = [json.loads(line) for line in (root / "history.jsonl").read_text().splitlines() if line.strip()]
+    return Session(
+        turns,
+        [int(litellm.token_counter(model=MODEL, messages=m)) for m in host.requests],
+        host.whole,
+        host.summaries,
+        answers,
+        sum(1 for e in stored if e.get("type") == "compaction"),
+        elapsed,
+    )
+
+
+async def session(turns: int, litellm: Any, model_facts: ModelFacts) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        host = BenchHost(root, model_facts, settings)
-        conversation = Conversation(History(root / "history.jsonl"), root)
-        loop = Loop(host, conversation)
-        host.conversation, host.system = conversation, loop.context.system()
-        started = time.perf_counter()
-        for i in range(turns):
-            host.turn_index, host.step = i, 0
-            host.ended.clear()
-            loop.chat(f"Print the table of task {i}, one row per line.")
-            await host.ended.wait()
-        elapsed = time.perf_counter() - started
-        whole = host.whole
-        sent = [int(litellm.token_counter(model=MODEL, messages=m)) for m in host.requests]
-        limit = budget.limits(WINDOW, None, None).prompt_limit
-        print(
-            f"1. {turns} turns, {len(sent)} requests, contextWindow {WINDOW} ({limit} for the prompt), "
-            f"{host.summaries} summaries, {elapsed:.1f} s"
-        )
-        print(
-            f"   tokens sent, all requests: ours {sum(sent):,}, whole {sum(whole):,}: "
-            f"ratio {sum(sent) / max(sum(whole), 1):.3f}"
-        )
-        print(
-            f"   largest request: ours {max(sent):,} ({max(sent) / WINDOW:.0%} of the window), "
-            f"whole {max(whole):,} ({max(whole) / WINDOW:.1f}x the window)"
-        )
-        print(f"   last request: ours {sent[-1]:,}, whole {whole[-1]:,}")
+        run = await run_session(turns, litellm, model_facts, Path(tmp))
+    sent, whole = run.sent, run.whole
+    limit = budget.limits(WINDOW, None, None).prompt_limit
+    print(
+        f"1. {turns} turns, {len(sent)} requests, contextWindow {WINDOW} ({limit} for the prompt), "
+        f"{run.summaries} summaries, {run.seconds:.1f} s"
+    )
+    ratio = sum(sent) / max(sum(whole), 1)
+    print(f"   tokens sent, all requests: ours {sum(sent):,}, whole {sum(whole):,}: ratio {ratio:.3f}")
+    print(
+        f"   largest request: ours {max(sent):,} ({max(sent) / WINDOW:.0%} of the window), "
+        f"whole {max(whole):,} ({max(whole) / WINDOW:.1f}x the window)"
+    )
+    print(f"   last request: ours {sent[-1]:,}, whole {whole[-1]:,}")
 
 
 async def latency(litellm: Any, model_facts: ModelFacts, target: int = 100_000, rounds: int = 30) -> None:
