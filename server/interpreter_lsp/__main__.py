@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import BinaryIO
+from typing import BinaryIO, NoReturn
 
 
 def _protect_stdout() -> BinaryIO:
@@ -61,7 +61,7 @@ def _configure_logging(path: str | None, level: str) -> None:
     logging.getLogger("pygls").setLevel(level if level == "DEBUG" else "WARNING")
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> int:  # returns only for a bad command line (2)
     args = _parse(argv)
     log_file = os.path.expanduser(args.log_file) if args.log_file else None
     try:
@@ -101,7 +101,19 @@ def main(argv: list[str] | None = None) -> int:
             code = serve_stdio(server, wire_in, wire_out)
     finally:
         kill_kernels_now(server)
-    return code
+    _exit_now(code)
+
+
+def _exit_now(code: int) -> NoReturn:
+    """Exit without the interpreter's finalization. With litellm loaded it spends 1-3 s of CPU tearing down
+    modules and objects the process drops anyway, and the editor that is closing waits for the process
+    (or kills it). What matters is done by now: the workspaces shut down (history closed, kernels ended),
+    every kernel tree killed, the wire unbuffered; the log is flushed here."""
+    import logging
+
+    logging.shutdown()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":
