@@ -12,6 +12,14 @@ return function(Session)
     local turn = self.turns[p.turnId] or {}
     self.turns[p.turnId] = turn
     local sec = turn.message
+    -- seq runs on across the steps of a turn: a repeat (a message sent twice) is dropped, as the VS Code
+    -- client does; seq 0 after a finished message is a server that counts per step (and history replay).
+    if type(p.seq) == "number" then
+      if p.seq < (turn.next_seq or 0) and not (p.seq == 0 and sec and sec.data.closed) then
+        return
+      end
+      turn.next_seq = p.seq + 1
+    end
     local last = self.panel.sections[#self.panel.sections]
     local open = sec and sec == last and not sec.data.closed
     if not open and (p.delta or "") == "" then

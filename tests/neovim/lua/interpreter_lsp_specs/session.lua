@@ -47,6 +47,15 @@ it("streamed text of a turn is one answer, and text after a proposal starts the 
   t.eq(t.highlights("(about calc.py:1-2)"), { "InterpreterMuted" }, "the 'about' line")
 end)
 
+it("a message piece that arrives twice is shown once (seq), and a new step's seq 0 still starts an answer", function(t)
+  local s = t.session()
+  t.feed(s, "MESSAGE", { turnId = "t1", seq = 0, delta = "x is", done = false })
+  t.feed(s, "MESSAGE", { turnId = "t1", seq = 1, delta = " 42.", done = true })
+  t.feed(s, "MESSAGE", { turnId = "t1", seq = 1, delta = " 42.", done = true })
+  t.feed(s, "MESSAGE", { turnId = "t1", seq = 0, delta = "Next step.", done = true })
+  t.eq(t.lines(s), { "## Assistant", "x is 42.", "", "## Assistant", "Next step.", "" }, "panel")
+end)
+
 it("a proposal waits as a card with its risk, its reasons and the keys that decide it", function(t)
   local s = t.session()
   t.feed(s, "PROPOSAL", {
