@@ -93,3 +93,26 @@ async def test_client_choice_without_and_with_the_mapping() -> None:
 def test_an_unusable_ca_bundle_is_said_plainly(tmp_path: Path) -> None:
     with pytest.raises(GatewayError, match="Cannot use the CA bundle"):
         GatewayClient(GatewayConfig(url="https://127.0.0.1:9", ca_bundle=str(tmp_path / "missing.pem")))
+
+
+async def test_a_gateway_that_closes_the_connection_unanswered_is_unreachable_not_misconfigured() -> None:
+    """A gateway going down still accepts for an instant, then closes: reconnecting must keep trying
+    (GatewayUnreachable) until its window ends, not give up as if the URL were wrong (a CI run saw it)."""
+    import asyncio
+
+    from interpreter_lsp.kernels.gateway_client import GatewayUnreachable
+
+    async def close_at_once(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read(1)
+        writer.close()
+
+    server = await asyncio.start_server(close_at_once, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    client = GatewayClient(GatewayConfig(url=f"http://127.0.0.1:{port}"))
+    try:
+        with pytest.raises(GatewayUnreachable, match=r"closed the connection without answering the kernel: check"):
+            await client.kernel_exists("k-1")
+    finally:
+        await client.close()
+        server.close()
+        await server.wait_closed()

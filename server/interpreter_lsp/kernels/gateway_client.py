@@ -165,6 +165,13 @@ class GatewayClient:
                 f"(connect {self.config.connect_timeout:g} s, request {self.config.request_timeout:g} s): "
                 "check that it runs and is reachable, or raise interpreter.kernel.gatewayRequestTimeout."
             )
+        if isinstance(exc, httpx.RemoteProtocolError) and "without sending a response" in str(exc):
+            # Accepted, then closed unanswered: a gateway going down (its socket still listening for an
+            # instant) as often as a wrong scheme. Reconnecting keeps trying this until its window ends.
+            return GatewayUnreachable(
+                f"The gateway at {url} closed the connection without answering {what}: check that it runs, "
+                "and that the URL's scheme (http or https) and port are right."
+            )
         if isinstance(exc, httpx.RemoteProtocolError):
             return GatewayError(
                 f"The gateway at {url} did not answer {what} with valid HTTP ({exc}): "
