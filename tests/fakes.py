@@ -140,6 +140,7 @@ class FakeKernel:
         self.submitted: list[str] = []
         self.interrupts = 0
         self.lose_interrupts = 0
+        self.slow_traceback = False  # an interrupt shows KeyboardInterrupt, the reply waits for finish()
         self.pending: list[tuple[asyncio.Future[ExecuteReply], Any]] = []
 
     def submit(self, code: str, sink: Any, *, allow_stdin: bool = False, **_: Any) -> asyncio.Future[ExecuteReply]:
@@ -160,7 +161,9 @@ class FakeKernel:
         if self.lose_interrupts > 0:  # ipykernel ignores SIGINT before its handler is installed
             self.lose_interrupts -= 1
             return
-        if self.pending:
+        if self.pending and self.slow_traceback:
+            self.pending[0][1].on_iopub("error", {"ename": "KeyboardInterrupt", "evalue": "", "traceback": []})
+        elif self.pending:
             self.finish("error")
 
 

@@ -193,6 +193,26 @@ async def test_a_lost_interrupt_is_sent_again_even_when_a_waiter_gave_up_on_the_
     assert finals[-1] == "interrupted"
 
 
+async def test_once_the_kernel_shows_the_interrupt_it_is_not_sent_again(manager: Any, monkeypatch: Any) -> None:
+    """A second SIGINT while the kernel formats the first one's traceback could cost the run its reply (and
+    the kernel its state, with the fallback restart): resending stops once KeyboardInterrupt is shown."""
+    from interpreter_lsp import runs as runs_module
+
+    monkeypatch.setattr(runs_module, "INTERRUPT_RESEND", 0.02)
+    runs, kernel, _sent, _finished = manager
+    kernel.lose_interrupts = 1  # and the first SIGINT is lost, so resending is needed at all
+    kernel.slow_traceback = True
+    run = runs.start("while True: pass", "python")
+    await _until(lambda: kernel.pending)
+    stopping = asyncio.ensure_future(runs.interrupt())
+    await _until(lambda: kernel.interrupts >= 2, 30)
+    await asyncio.sleep(0.5)  # 25 resend periods while the traceback is written: none may send again
+    assert kernel.interrupts == 2
+    kernel.finish("error")
+    await asyncio.wait_for(stopping, 30)
+    assert (await run.result).state == "interrupted"
+
+
 async def test_a_timeout_stops_the_run(manager: Any) -> None:
     runs, kernel, _sent, _finished = manager
     run = runs.start("while True: pass", "python", timeout=0.05)

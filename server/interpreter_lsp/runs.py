@@ -63,6 +63,7 @@ class Run:
     task: asyncio.Task[None] | None = None
     executing: bool = False
     interrupt_requested: bool = False
+    interrupt_landed: bool = False  # the kernel raised KeyboardInterrupt in this run's code
     input_cancelled: bool = False
     source: dict[str, Any] | None = None
 
@@ -82,6 +83,8 @@ class _Sink:
     def on_iopub(self, msg_type: str, content: dict[str, Any]) -> None:
         if msg_type == "error":
             ename = content.get("ename")
+            if ename == "KeyboardInterrupt":
+                self._run.interrupt_landed = True
             # One line instead of a kernel-internal traceback: the user cancelled an input() prompt, or this
             # editor cannot answer one.
             if self._run.input_cancelled and ename == "KeyboardInterrupt":
@@ -230,7 +233,7 @@ class RunManager:
                         # Stop it while we still hold the kernel's turn, so the interrupt
                         # cannot hit the next run.
                         timed_out = True
-                        await self._stop(run.language, [execution])
+                        await self._stop(run.language, [execution], [run])
                 reply = await execution
                 if self._files is not None and watch_files:
                     await self._files.settle()  # the run's file events still crossing from watchdog's thread
@@ -312,17 +315,21 @@ class RunManager:
             return "error", said
         return "error", reply.content.get("reason")
 
-    async def _stop(self, language: str, executions: list[asyncio.Future[Any]]) -> None:
+    async def _stop(self, language: str, executions: list[asyncio.Future[Any]], runs: list[Run]) -> None:
         """SIGINT the kernel; if the executions have not ended within the grace time, restart it.
         ipykernel ignores SIGINT between receiving a request and starting its handler, so a signal that
-        lands in that instant is lost: it is sent again every INTERRUPT_RESEND seconds until then."""
+        lands in that instant is lost: it is sent again every INTERRUPT_RESEND seconds until the kernel
+        shows a KeyboardInterrupt for every run. Not after: a second SIGINT while the kernel formats the
+        first one's traceback (seconds, on a busy machine) can cost the run its reply, and then its state
+        with the fallback restart."""
         kernel = self._pool.existing(language)
         if kernel is None:
             return
         still: set[asyncio.Future[Any]] = set(executions)
         deadline = asyncio.get_running_loop().time() + INTERRUPT_GRACE
         while still and asyncio.get_running_loop().time() < deadline:
-            await kernel.interrupt()
+            if not all(run.interrupt_landed for run in runs):
+                await kernel.interrupt()
             _done, still = await asyncio.wait(still, timeout=INTERRUPT_RESEND)
         if still:
             log.warning("%s kernel ignored the interrupt; restarting it", language)
@@ -341,7 +348,11 @@ class RunManager:
         # one of them cancelling it must not end the resending of a lost SIGINT.
         await asyncio.gather(
             *(
-                self._stop(lang, [r.task for r in executing if r.language == lang and r.task is not None])
+                self._stop(
+                    lang,
+                    [r.task for r in executing if r.language == lang and r.task is not None],
+                    [r for r in executing if r.language == lang],
+                )
                 for lang in {r.language for r in executing}
             )
         )
