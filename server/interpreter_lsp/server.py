@@ -106,10 +106,10 @@ class InterpreterServer(LanguageServer):
 
     async def ask_input(self, run_id: str, prompt: str, password: bool) -> str | None:
         params = p.to_wire(p.InputParams(run_id, prompt, password))
+        log.info("run %s asks the editor for input", run_id)
         result = await self.protocol.send_request_async(p.INPUT, params)
-        if result is None:
-            return None
         value = result.get("value") if isinstance(result, dict) else getattr(result, "value", None)
+        log.info("run %s: the editor %s", run_id, "answered" if isinstance(value, str) else "cancelled the input")
         return value if isinstance(value, str) else None
 
     # ---- workspaces ------------------------------------------------------------------------------------

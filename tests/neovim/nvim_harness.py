@@ -42,9 +42,16 @@ y = x + 1
 class Editor:
     """One Neovim with the plugin. `lua(expr, *args)` evaluates a Lua chunk (`...` are the args)."""
 
-    def __init__(self, nvim: pynvim.Nvim, workspace: Path) -> None:
+    def __init__(self, nvim: pynvim.Nvim, workspace: Path, log: Path | None = None) -> None:
         self.nvim = nvim
         self.workspace = workspace
+        self.log = log  # the server's log file (INFO), shown when a wait fails
+
+    def diagnosis(self) -> str:
+        """What the editor was told and the server's log tail, for a failure message."""
+        notes = self.lua("return require('interpreter_lsp_test').notes")
+        tail = self.log.read_text(errors="replace")[-4000:] if self.log and self.log.exists() else "(no log)"
+        return f"\nnotifications: {notes}\nserver log (tail):\n{tail}"
 
     def lua(self, code: str, *args: Any) -> Any:
         return self.nvim.exec_lua(code, *args)
@@ -61,7 +68,9 @@ class Editor:
 
     def wait_panel(self, needle: str, timeout_ms: int = SLOW_MS, count: int = 1) -> list[str]:
         seen = self.helper("wait_panel", needle, timeout_ms, count)
-        assert seen["ok"], f"{needle!r} (x{count}) never showed in the panel:\n" + "\n".join(seen["lines"])
+        assert seen["ok"], f"{needle!r} (x{count}) never showed in the panel:\n" + "\n".join(seen["lines"]) + (
+            self.diagnosis()
+        )
         return seen["lines"]
 
     def buffer_text(self) -> str:
@@ -106,7 +115,7 @@ def start_editor(
             store = editor_env / "state" / "nvim" / "interpreter_lsp" / "trusted.json"
             store.parent.mkdir(parents=True, exist_ok=True)
             store.write_text(json.dumps({"folders": [str(workspace)]}))
-        options.setdefault("cmd", [str(SERVER), "--log-file", str(tmp_path / "server.log")])
+        options.setdefault("cmd", [str(SERVER), "--log-file", str(tmp_path / "server.log"), "--log-level", "INFO"])
         options.setdefault("settings", settings or {})
         options = {k: v for k, v in options.items() if v is not None}  # None: leave the default
         monkeypatch.setenv("INTERPRETER_LSP_SETUP", json.dumps(options))
@@ -115,7 +124,7 @@ def start_editor(
         nvim = pynvim.attach("child", argv=argv)
         editors.append(nvim)
         nvim.exec_lua("require('interpreter_lsp_test').capture_notify()")
-        return Editor(nvim, workspace)
+        return Editor(nvim, workspace, tmp_path / "server.log")
 
     yield start
     for nvim in editors:
