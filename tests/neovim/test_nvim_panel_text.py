@@ -122,6 +122,13 @@ def test_context_use_shows_in_the_bar_and_compaction_in_the_panel(ed: Editor) ->
         "return require('interpreter_lsp').status_text(s, { model = 'openai/x', kernels = {} })"
     )
     assert not any(line.startswith("context:") for line in plain)
+    limited = ed.lua(
+        "local s = require('interpreter_lsp_test').fresh_session('/ctx') "
+        "return require('interpreter_lsp').status_text(s, { model = 'openai/x', kernels = { ... } })",
+        {"language": "python", "state": "idle", "source": "venv", "limits": "rlimits, each process: memory 4 GiB"},
+    )
+    assert "limits (python): rlimits, each process: memory 4 GiB" in limited
+    assert not any(line.startswith("limits") for line in plain)
 
     ed.lua(
         "local s = require('interpreter_lsp_test').fresh_session('/ctx') "

@@ -22,7 +22,8 @@ function kernelLine(kernel: KernelStatusParams, info: KernelInfo | undefined): s
   const where = [info?.interpreter ?? remote ?? info?.kernel, info?.sandbox && info.sandbox !== "off" ? `sandbox: ${info.sandbox}` : ""]
     .filter(Boolean)
     .join(", ");
-  return `${kernel.language}: ${kernel.state}${kernel.message ? ` (${kernel.message})` : ""}${where ? ` — ${where}` : ""}`;
+  const limits = info?.limits ? `\n  limits: ${info.limits}` : "";
+  return `${kernel.language}: ${kernel.state}${kernel.message ? ` (${kernel.message})` : ""}${where ? ` — ${where}` : ""}${limits}`;
 }
 
 function formatCost(cost: number): string {

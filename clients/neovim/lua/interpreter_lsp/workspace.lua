@@ -173,6 +173,12 @@ function M.status_text(s, result)
     end
     table.insert(kernels, line)
   end
+  local limits = {}
+  for _, k in ipairs(result.kernels or {}) do
+    if type(k.limits) == "string" and k.limits ~= "" then
+      table.insert(limits, "limits (" .. k.language .. "): " .. k.limits)
+    end
+  end
   local usage = result.usage or {}
   local lines = {
     "model: " .. (type(result.model) == "string" and result.model or "(none configured: set settings.model)"),
@@ -181,6 +187,7 @@ function M.status_text(s, result)
     string.format("tokens: %s prompt, %s completion; cost %s", usage.promptTokens or 0,
       usage.completionTokens or 0, usage.cost or 0),
   }
+  vim.list_extend(lines, limits)
   local ctx = result.context
   local ctx_text = session_mod.context_text(ctx)
   if ctx_text then

@@ -7,7 +7,13 @@ const kernels = new Map<string, KernelStatusParams>([["python", { language: "pyt
 
 test("the status bar shows the latest kernel's state and the model; the tooltip the details", () => {
   const info = new Map<string, KernelInfo>([
-    ["python", { language: "python", state: "idle", kernel: "python3", source: "venv", sandbox: "bubblewrap", interpreter: "/ws/.venv/bin/python" }],
+    [
+      "python",
+      {
+        language: "python", state: "idle", kernel: "python3", source: "venv", sandbox: "bubblewrap", interpreter: "/ws/.venv/bin/python",
+        limits: "rlimits, each process: memory 4 GiB, processes NOT ENFORCED (the server runs as root)",
+      },
+    ],
   ]);
   const { text, tooltip } = kernelSummary(
     kernels,
@@ -17,7 +23,7 @@ test("the status bar shows the latest kernel's state and the model; the tooltip 
     info,
   );
   assert.equal(text, "$(circle-filled) python: busy · openai/gpt-4o-mini");
-  assert.match(tooltip, /python: busy — \/ws\/\.venv\/bin\/python, sandbox: bubblewrap/);
+  assert.match(tooltip, /python: busy — \/ws\/\.venv\/bin\/python, sandbox: bubblewrap\n {2}limits: rlimits, each process: memory 4 GiB, processes NOT ENFORCED \(the server runs as root\)\n/);
   assert.match(tooltip, /Model: openai\/gpt-4o-mini/);
   assert.match(tooltip, /Auto-run: off/);
   assert.match(tooltip, /Tokens: 120 in, 30 out, \$0\.0021/);
