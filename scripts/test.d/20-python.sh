@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# expected-seconds: 1000
+# expected-seconds: 760
 # The Python suite on the default interpreter (.venv, uv.lock's versions): unit tests and end-to-end tests
 # over LSP with real kernels, the Neovim client in a real Neovim. The gateway tests are
 # their own suite (30-gateway.sh). Extra arguments go to pytest.

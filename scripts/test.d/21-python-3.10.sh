@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# expected-seconds: 900
+# expected-seconds: 600
 # The server's Python suite (without the Neovim and Emacs client tests, which run in 20-python.sh) on
 # Python 3.10 with every dependency at its lower bound (noxfile.py, session tests-3.10;
 # constraints/lowest-3.10.txt). Extra arguments go to pytest.

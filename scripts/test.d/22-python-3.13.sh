@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# expected-seconds: 800
+# expected-seconds: 950
 # The server's Python suite (without the Neovim and Emacs client tests, which run in 20-python.sh) on
 # Python 3.13 with uv.lock's versions (noxfile.py, session tests-3.13). Extra arguments
 # go to pytest.

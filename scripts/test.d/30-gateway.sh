@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# expected-seconds: 250
+# expected-seconds: 140
 # Remote kernels: the server over LSP against a real Jupyter Kernel Gateway and Enterprise Gateway started
 # on 127.0.0.1 (installed by scripts/setup.d/gateways.sh into .venv-gateways/; the tests skip, saying
 # why, when they are missing). Separate from 20-python.sh so the suites can run in parallel.
