@@ -39,6 +39,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 READY_TIMEOUT = 60.0
+# How long a start waits for the stdin channel's handshake once shell and iopub answer (it normally comes
+# with them; a start whose handshake event was missed goes on after this, as before).
+STDIN_WAIT = 10.0
 
 
 class KernelDied(RuntimeError):
@@ -140,6 +143,8 @@ class Kernel:
         self._kc: AsyncKernelClient | None = None
         self._pending: dict[str, _Pending] = {}
         self._router: asyncio.Task[None] | None = None
+        self._stdin_up: asyncio.Event | None = None  # the stdin channel's handshake with the kernel is done
+        self._stdin_watch: asyncio.Task[None] | None = None
         self._drains: dict[str, Callable[[], None]] = {}
         self._process_watch: ProcessWatch | None = None
         self._expect_exit = False
@@ -220,8 +225,60 @@ class Kernel:
         # No heartbeat thread: death is watched through the process. stdin for input() requests.
         kc.start_channels(shell=True, iopub=True, stdin=True, hb=False, control=False)
         self._kc = kc
+        self._watch_stdin(kc)
         self._router = asyncio.create_task(self._route(), name=f"kernel-router-{self.language}")
         self._watch_process()
+
+    def _watch_stdin(self, kc: Any) -> None:
+        """Follow the stdin channel's connection. The kernel sends an input() request through a ROUTER
+        socket, which silently drops a message to a peer whose handshake is not done yet; the kernel then
+        waits for an answer for ever. Shell and iopub answering says nothing of stdin (its own socket,
+        its own reconnects), so a start waits for this handshake too (`_wait_ready`). The monitor is
+        attached now, before any await: the kernel binds its sockets only once it has started."""
+        self._stdin_up = asyncio.Event()
+        try:
+            import zmq
+
+            socket = kc.stdin_channel.socket
+            monitor = socket.get_monitor_socket(zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_DISCONNECTED)
+        except Exception as exc:  # no monitor here: start as before, without waiting for the handshake
+            log.info("the stdin channel cannot be monitored (%s)", exc)
+            self._stdin_up.set()
+            return
+        self._stdin_watch = asyncio.create_task(
+            self._follow_stdin(socket, monitor, self._stdin_up), name=f"kernel-stdin-{self.language}"
+        )
+
+    @staticmethod
+    async def _follow_stdin(socket: Any, monitor: Any, up: asyncio.Event) -> None:
+        import zmq
+        from zmq.utils.monitor import parse_monitor_message
+
+        try:
+            while True:
+                event = parse_monitor_message(await monitor.recv_multipart())
+                if event["event"] == zmq.EVENT_HANDSHAKE_SUCCEEDED:
+                    up.set()
+                elif event["event"] == zmq.EVENT_DISCONNECTED:
+                    up.clear()  # the kernel went (a restart): its next start waits for the new handshake
+        except Exception as exc:  # the monitor failed: nothing waits on it any more
+            if not isinstance(exc, asyncio.CancelledError):
+                log.info("watching the stdin channel stopped: %s", exc)
+            up.set()
+            raise
+        finally:
+            with contextlib.suppress(Exception):
+                socket.disable_monitor()
+            with contextlib.suppress(Exception):
+                monitor.close(linger=0)
+
+    async def _stdin_handshake(self) -> None:
+        if self._stdin_up is None or self._stdin_up.is_set():
+            return
+        try:
+            await asyncio.wait_for(self._stdin_up.wait(), STDIN_WAIT)
+        except asyncio.TimeoutError:
+            log.info("the %s kernel's stdin handshake was not seen within %.0f s; going on", self.language, STDIN_WAIT)
 
     async def _wait_ready(self) -> None:
         """kernel_info round trips until the reply and its iopub status both arrive (the iopub
@@ -239,6 +296,7 @@ class Kernel:
                 # Its idle status follows the reply at once when iopub is connected.
                 await asyncio.wait_for(asyncio.shield(pending.done), 0.25)
                 if pending.saw_iopub:
+                    await self._stdin_handshake()
                     return
             except asyncio.TimeoutError:
                 pass
@@ -312,6 +370,11 @@ class Kernel:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._router
             self._router = None
+        if self._stdin_watch is not None:
+            self._stdin_watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._stdin_watch
+            self._stdin_watch = None
         if self._kc is not None:
             self._kc.stop_channels()
             self._kc = None
