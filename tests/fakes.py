@@ -186,3 +186,20 @@ class FakePool:
         self.restarts += 1
         while self._kernel.pending:
             self._kernel.finish("interrupted")
+
+
+class TextSink:
+    """An ExecutionSink that keeps a run's stream text (for tests that drive a kernel directly)."""
+
+    def __init__(self) -> None:
+        self.text = ""
+
+    def on_busy(self) -> None:
+        pass
+
+    def on_iopub(self, msg_type: str, content: dict[str, Any]) -> None:
+        if msg_type == "stream":
+            self.text += content.get("text", "")
+
+    async def on_input(self, prompt: str, password: bool) -> str | None:
+        return None

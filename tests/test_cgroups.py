@@ -18,10 +18,10 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from fakes import TextSink
 from harness import start_session, stop_session
 from interpreter_lsp import protocol as p
 from interpreter_lsp.kernels import cgroups
@@ -206,21 +206,6 @@ def _cgroup_of(pid: int) -> str:
 DETACH = "import subprocess\nsubprocess.Popen(['setsid', 'sleep', '300']); print('detached')"
 
 
-class _Sink:
-    def __init__(self) -> None:
-        self.text = ""
-
-    def on_busy(self) -> None:
-        pass
-
-    def on_iopub(self, msg_type: str, content: dict[str, Any]) -> None:
-        if msg_type == "stream":
-            self.text += content.get("text", "")
-
-    async def on_input(self, prompt: str, password: bool) -> str | None:
-        return None
-
-
 def _name_in_hierarchy(path: Path) -> str:
     """`path` (a cgroup directory) as /proc/<pid>/cgroup names it."""
     mounted = cgroups._v2_mount(Path("/proc/self/mountinfo").read_text())
@@ -259,7 +244,7 @@ async def test_a_kernels_whole_tree_runs_in_its_cgroup_which_goes_with_it(
     await kernel.start()
     try:
         assert kernel.cgroup is not None and kernel.cgroup.parent == real_cgroup, kernel.cgroup_problem
-        sink = _Sink()
+        sink = TextSink()
         reply = await kernel.execute(DETACH, sink)
         assert (reply.status, sink.text) == ("ok", "detached\n")
         pid = kernel.pid()
@@ -275,7 +260,7 @@ async def test_a_kernels_whole_tree_runs_in_its_cgroup_which_goes_with_it(
         if sandboxed:  # kernel code cannot leave its cgroup (nor change its limits): /sys is read-only there
             procs = str(real_cgroup / "cgroup.procs")
             escape = f"try:\n    open({procs!r}, 'w').write('0')\nexcept OSError as e:\n    print(e.strerror)"
-            sink = _Sink()
+            sink = TextSink()
             await kernel.execute(escape, sink)
             assert sink.text == "Read-only file system\n"
         path = kernel.cgroup

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 from pygls.exceptions import JsonRpcException
 
+from fakes import TextSink
 from harness import start_session, stop_session
 from interpreter_lsp import files as files_module
 from interpreter_lsp.files import PROBE_PREFIX, FileChanges
@@ -111,21 +112,6 @@ async def test_a_process_already_gone_is_reported_once() -> None:
 # ---- kernels over TCP ------------------------------------------------------------------------------------
 
 
-class _Sink:
-    def __init__(self) -> None:
-        self.text = ""
-
-    def on_busy(self) -> None:
-        pass
-
-    def on_iopub(self, msg_type: str, content: dict[str, Any]) -> None:
-        if msg_type == "stream":
-            self.text += content.get("text", "")
-
-    async def on_input(self, prompt: str, password: bool) -> str | None:
-        return None
-
-
 @pytest.fixture
 async def tcp_kernel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[tuple[Kernel, list[str]]]:
     monkeypatch.setenv(PORTABLE_ENV, "1")
@@ -165,7 +151,7 @@ async def test_tcp_kernel_uses_loopback_and_a_signing_key(tcp_kernel: tuple[Kern
     assert info["transport"] == "tcp" and info["ip"] == "127.0.0.1"
     assert len(info["key"]) >= 32 and info["signature_scheme"] == "hmac-sha256"
     assert mode & 0o077 == 0  # only we can read the key
-    sink = _Sink()
+    sink = TextSink()
     reply = await kernel.execute("print(6 * 7)", sink)
     assert reply.status == "ok" and sink.text == "42\n"
 
@@ -199,7 +185,7 @@ async def test_tcp_kernel_ignores_a_client_without_the_key(tcp_kernel: tuple[Ker
 async def test_tcp_kernel_death_is_seen_by_polling(tcp_kernel: tuple[Kernel, list[str]]) -> None:
     kernel, deaths = tcp_kernel
     assert kernel._process_watch is not None and kernel._process_watch.mode == "poll"
-    running = kernel.submit("import time; time.sleep(600)", _Sink())
+    running = kernel.submit("import time; time.sleep(600)", TextSink())
     pid = kernel.pid()
     assert pid is not None
     os.kill(pid, signal.SIGKILL)

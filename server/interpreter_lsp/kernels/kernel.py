@@ -262,10 +262,8 @@ class Kernel:
                 elif event["event"] == zmq.EVENT_DISCONNECTED:
                     up.clear()  # the kernel went (a restart): its next start waits for the new handshake
         except Exception as exc:  # the monitor failed: nothing waits on it any more
-            if not isinstance(exc, asyncio.CancelledError):
-                log.info("watching the stdin channel stopped: %s", exc)
+            log.info("watching the stdin channel stopped: %s", exc)
             up.set()
-            raise
         finally:
             with contextlib.suppress(Exception):
                 socket.disable_monitor()

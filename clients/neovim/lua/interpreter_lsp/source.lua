@@ -16,6 +16,20 @@ local function notify(msg, level)
   vim.notify("interpreter_lsp: " .. msg, level or vim.log.levels.INFO)
 end
 
+--- Ask the server to run `params` for the panel's `run`: the answer binds the server's run id to it, an
+--- error is shown on it.
+local function send_run(c, s, run, params, buf)
+  client.execute(c, protocol.RUN, params, function(result)
+    if result and result.runId then
+      s:bind_run(run, result.runId)
+    end
+  end, function(err)
+    run.state = "error"
+    run.message = err.message
+    s:render_run(run)
+  end, buf)
+end
+
 local function relative(buf)
   return vim.fn.fnamemodify(vim.api.nvim_buf_get_name(buf), ":.")
 end
@@ -128,15 +142,7 @@ function M.run(args)
   end
   local run = s:user_run({ language = vim.bo[buf].filetype ~= "" and vim.bo[buf].filetype or nil, code = code, where = where })
   local params = { uri = vim.uri_from_bufnr(buf), range = range }
-  client.execute(c, protocol.RUN, params, function(result)
-    if result and result.runId then
-      s:bind_run(run, result.runId)
-    end
-  end, function(err)
-    run.state = "error"
-    run.message = err.message
-    s:render_run(run)
-  end, buf)
+  send_run(c, s, run, params, buf)
 end
 
 --- Run code given as text (from Lua): require("interpreter_lsp").run_code("1 + 1", "python").
@@ -148,15 +154,7 @@ function M.run_code(code, language)
     return
   end
   local run = s:user_run({ language = language, code = code })
-  client.execute(c, protocol.RUN, { code = code, language = language }, function(result)
-    if result and result.runId then
-      s:bind_run(run, result.runId)
-    end
-  end, function(err)
-    run.state = "error"
-    run.message = err.message
-    s:render_run(run)
-  end)
+  send_run(c, s, run, { code = code, language = language })
 end
 
 return M
