@@ -76,7 +76,10 @@ async def execute(
     `started` is set when the kernel begins running the code."""
 
     async def _run() -> Result:
-        msg_id = kc.execute(code)
+        # stop_on_error=False as the server sends it: with the default, ipykernel 7 sends the error reply
+        # and only then starts aborting queued requests, so a request sent right after an interrupt
+        # can race that window and come back 'aborted' without running.
+        msg_id = kc.execute(code, stop_on_error=False)
         result = Result(status="?")
         while True:
             msg = await kc.get_iopub_msg()
