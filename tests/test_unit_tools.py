@@ -180,6 +180,25 @@ async def test_an_unreadable_call_is_answered_and_the_model_asked_again(host: Fa
     assert again.model_messages("S", native=True) == loop.conversation.model_messages("S", native=True)
 
 
+async def test_only_unreadable_calls_until_max_steps_end_the_turn_with_a_note(host: FakeHost, tmp_path: Path) -> None:
+    host.settings = dataclasses.replace(host.settings, max_steps=2)
+    loop = Loop(host, Conversation(History(tmp_path / "history.jsonl"), tmp_path))
+    host.replies.extend([[ToolCall("bad1", "run_code", '{"code": ')], [ToolCall("bad2", "run_code", "[]")]])
+    loop.chat("go")
+    end = await host.until(
+        lambda: next((n for n in host.notes(p.TURN_STATUS) if n["state"] in p.FINAL_TURN_STATES), None)
+    )
+    assert end["state"] == "done" and "Stopped after 2 steps (interpreter.maxSteps)" in end["message"]
+    assert len(host.requests) == 2 and not host.replies
+    notes = [e for e in loop.conversation.events if e["type"] == "note"]
+    assert len(notes) == 1 and "2 steps" in notes[0]["text"]
+    # The next message lets the model continue, with both calls answered in what it reads.
+    host.replies.append(["Done now."])
+    loop.chat("continue")
+    await host.until(lambda: len([n for n in host.notes(p.TURN_STATUS) if n["state"] == "done"]) == 2)
+    assert_valid(host.requests[2])
+
+
 async def test_an_interrupt_while_calls_stream_leaves_them_answered(host: FakeHost, tmp_path: Path) -> None:
     loop = Loop(host, Conversation(History(tmp_path / "history.jsonl"), tmp_path))
     host.model_gate = asyncio.Event()  # never set: the reply stops after its first piece

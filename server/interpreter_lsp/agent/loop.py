@@ -265,14 +265,14 @@ class Loop:
                 return cap
             self._turn_status(turn, "thinking", context=await self.context.use(request.tokens, request.facts))
             proposals, called = await self._ask_model(turn, request.messages, request.tools)
-            if not proposals:
-                if called and step < max_steps:
-                    continue  # tool calls that could not be read: the model reads why, and tries again
+            if proposals:
+                outcome = await self._decide_and_run(turn, proposals)
+                self._expire(turn)
+                if isinstance(outcome, str):
+                    return outcome
+            elif not called:
                 return None
-            outcome = await self._decide_and_run(turn, proposals)
-            self._expire(turn)
-            if isinstance(outcome, str):
-                return outcome
+            # else: tool calls that could not be read; the model reads why, and tries again (within maxSteps)
             if step == max_steps:
                 note = (
                     f"Stopped after {max_steps} steps (interpreter.maxSteps). Send a message to let the model continue."
