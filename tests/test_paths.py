@@ -95,3 +95,24 @@ def test_nonsense_is_refused_clearly(ws: Path) -> None:
 def test_the_workspace_root_itself(ws: Path) -> None:
     assert resolve_inside(ws, ".") == ws.resolve()
     assert resolve_inside(ws, os.fspath(ws)) == ws.resolve()
+
+
+def test_a_link_swapped_for_a_directory_while_it_is_read_is_a_clear_refusal(
+    ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kernel code swaps out/ between a link and a directory: realpath saw a link (lstat) and then read a
+    directory (readlink: EINVAL). Python's realpath lets that error through; the user reads what happened,
+    not an internal error (end to end: test_safety_server's export race)."""
+    import errno
+
+    (ws / "out").symlink_to(tmp_path / "outside")
+    real_readlink = os.readlink
+
+    def swapped_meanwhile(path: object, *args: object, **kwargs: object) -> str:
+        if os.fspath(path).endswith("out"):  # type: ignore[call-overload]
+            raise OSError(errno.EINVAL, "Invalid argument", os.fspath(path))  # type: ignore[call-overload]
+        return real_readlink(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "readlink", swapped_meanwhile)
+    with pytest.raises(UserError, match=r"Cannot write out/n\.ipynb: a part of the path changed while it was checked"):
+        resolve_inside(ws, "out/n.ipynb")

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
-from harness import Session
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harness import Session, start_session, stop_session
 from interpreter_lsp import protocol as p
+
+needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 
 
 async def test_python_run_streams_output_and_ends_ok(any_editor: Session) -> None:
@@ -34,3 +41,31 @@ async def test_status_reports_kernel(session: Session) -> None:
     kernels = {k["language"]: k for k in status["kernels"]}
     assert kernels["python"]["state"] in ("idle", "busy")
     assert "server's interpreter" in kernels["python"]["source"]
+
+
+@pytest.mark.parametrize("sandbox", [False, pytest.param(True, marks=needs_bwrap)], ids=["plain", "sandboxed"])
+async def test_a_temporary_directory_too_deep_for_unix_sockets(
+    workspace_root: Path, home: Path, tmp_path: Path, sandbox: bool
+) -> None:
+    """The kernel's sockets live in the server's runtime directory under TMPDIR; a unix socket's path has
+    at most 103 bytes on macOS (107 on Linux). Too deep: a plain kernel talks TCP on loopback instead; a
+    sandboxed one (no network) cannot, and the user reads what to change."""
+    deep = tmp_path / "a temporary directory with spaces" / ("deeper" * 12)
+    deep.mkdir(parents=True)
+    s = await start_session(
+        workspace_root, home, configuration={"sandbox": "bubblewrap"} if sandbox else {}, env={"TMPDIR": str(deep)}
+    )
+    try:
+        run_id, status = await s.run_and_wait("import tempfile; print(6 * 7)")
+        if not sandbox:
+            assert (status["state"], s.text(run_id)) == ("ok", "42\n")
+            return
+        assert status["state"] == "error"
+        said = status.get("message", "") + s.text(run_id)
+        assert "over the 103 a unix socket allows" in said and "TMPDIR set to a shorter directory" in said, said
+        # Nothing is left running or half made: a second run says the same, and the server answers.
+        _, again = await s.run_and_wait("1")
+        assert again["state"] == "error"
+        assert (await s.command(p.STATUS, {}))["kernels"]
+    finally:
+        await stop_session(s)

@@ -44,6 +44,10 @@ READY_TIMEOUT = 60.0
 STDIN_WAIT = 10.0
 
 
+# The longest unix socket path, in bytes (sun_path less its NUL: 103 on macOS and the BSDs, 107 on Linux).
+UNIX_SOCKET_PATH_MAX = 103
+
+
 class KernelDied(RuntimeError):
     pass
 
@@ -180,13 +184,18 @@ class Kernel:
         self._set_state("starting")
         self._runtime_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         tag = f"{self.language}-{os.getpid()}-{id(self):x}"
+        try:
+            self.transport = self._transport()
+        except KernelStartError as exc:
+            self._set_state("dead", str(exc))
+            raise
         self._make_cgroup(tag)
-        self.transport = self._transport()
         km = _manager_class()(
             kernel_name=self.choice.name,
             transport=self.transport,
-            # tcp: jupyter_client picks free ports on loopback; ipc: socket paths in our 0700 runtime dir.
-            ip="127.0.0.1" if self.transport == "tcp" else str(self._runtime_dir / f"k-{tag}"),
+            # tcp: jupyter_client picks free ports on loopback; ipc: socket paths in our 0700 runtime dir,
+            # which is this kernel's own, so the sockets' names need say nothing more ("k-1" .. "k-5").
+            ip="127.0.0.1" if self.transport == "tcp" else str(self._socket_prefix()),
             connection_file=str(self._runtime_dir / f"k-{tag}.json"),
         )
         if self.choice.kernel_dirs:
@@ -201,30 +210,54 @@ class Kernel:
             # stdout is the LSP wire: the kernel (and everything it spawns) must never inherit it.
             await km.start_kernel(cwd=str(self.cwd), env=self._env, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
         except Exception as exc:
+            with contextlib.suppress(Exception):
+                await self._kill()  # whatever it made: its zmq context, runtime files, cgroup
             self._set_state("dead", f"could not start: {exc}")
             raise KernelStartError(f"The {self.language} kernel could not start: {exc}") from exc
-        self._connect()
         try:
+            self._connect()
             await self._wait_ready()
-        except Exception:
+        except Exception as exc:
+            # The kernel process runs and the sockets are open: end both, or a later garbage collection of
+            # the zmq context would block the server in zmq_ctx_term.
             await self._kill()
-            raise
+            if isinstance(exc, KernelStartError):
+                raise
+            self._set_state("dead", f"could not start: {exc}")
+            raise KernelStartError(f"The {self.language} kernel could not start: {exc}") from exc
         self.started_at = time.monotonic()
         self._set_state("idle")
 
+    def _socket_prefix(self) -> Path:
+        return self._runtime_dir / "k"
+
     def _transport(self) -> str:
-        """IPC wherever it works; TCP on loopback on Windows (no IPC there) or when forced. A sandboxed
-        kernel (bubblewrap, Linux only) keeps IPC: without network it has a loopback of its own."""
+        """IPC wherever it works; TCP on loopback on Windows (no IPC there), when forced, or when the
+        temporary directory is too deep for a unix socket's path. A sandboxed kernel (bubblewrap, Linux
+        only) keeps IPC: without network it has a loopback of its own."""
+        longest = len(os.fsencode(self._socket_prefix())) + len("-65535")
+        too_long = longest > UNIX_SOCKET_PATH_MAX
         if self._command_wrapper is not None:
+            if too_long:
+                raise KernelStartError(
+                    f"The {self.language} kernel could not start: its socket path would be {longest} bytes "
+                    f"({self._socket_prefix()}-N), over the {UNIX_SOCKET_PATH_MAX} a unix socket allows. Start "
+                    "the server with TMPDIR set to a shorter directory (its runtime files go there)."
+                )
             return "ipc"
-        return "tcp" if sys.platform == "win32" or portable_forced() else "ipc"
+        if sys.platform == "win32" or portable_forced():
+            return "tcp"
+        if too_long:
+            log.info("%s kernel: TCP on loopback, as %s is too deep for unix sockets", self.language, self._runtime_dir)
+            return "tcp"
+        return "ipc"
 
     def _connect(self) -> None:
         assert self._km is not None
         kc = self._km.client()
+        self._kc = kc  # before its sockets open, so a failure here still closes them (_kill)
         # No heartbeat thread: death is watched through the process. stdin for input() requests.
         kc.start_channels(shell=True, iopub=True, stdin=True, hb=False, control=False)
-        self._kc = kc
         self._watch_stdin(kc)
         self._router = asyncio.create_task(self._route(), name=f"kernel-router-{self.language}")
         self._watch_process()

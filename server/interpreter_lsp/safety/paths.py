@@ -29,7 +29,15 @@ def resolve_inside(root: Path, path: str | Path) -> Path:
     candidate = Path(os.path.expanduser(text))
     if not candidate.is_absolute():
         candidate = real_root / candidate
-    resolved = Path(os.path.realpath(candidate))
+    try:
+        resolved = Path(os.path.realpath(candidate))
+    except OSError as error:
+        # A part that was a link when looked at and a directory when read (EINVAL from readlink): kernel
+        # code swapping it meanwhile. Nothing was written; saying so beats an internal error.
+        raise CannotWrite(
+            f"Cannot write {text}: a part of the path changed while it was checked ({error.strerror}). "
+            "Try again, once nothing renames it."
+        ) from None
     if resolved == real_root or real_root in resolved.parents:
         return resolved
     lexical = Path(os.path.normpath(candidate))
