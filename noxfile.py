@@ -81,6 +81,12 @@ def tests(session: nox.Session) -> None:
         "-q",
         "-p",
         "no:cacheprovider",
+        # Two workers (pytest-xdist), each test file on one: most tests wait on processes (servers, kernels,
+        # editors) more than they compute, so one stream of tests leaves a core idle.
+        "-n",
+        "2",
+        "--dist",
+        "loadfile",
         # The editor clients' own tests (Neovim, Emacs) test Lua and Elisp against the server: they run once,
         # on the default interpreter (20-python.sh). Here the server's own behaviour on this Python is what
         # is tested, over LSP by the rest of the suite. (scripts/try.sh is bound to .venv as well.)
