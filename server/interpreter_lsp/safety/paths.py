@@ -33,8 +33,8 @@ def resolve_inside(root: Path, path: str | Path) -> Path:
         resolved = Path(os.path.realpath(candidate))
     except OSError as error:
         # A part that was a link when looked at and a directory when read (EINVAL from readlink, which
-        # realpath lets through before Python 3.13): kernel
-        # code swapping it meanwhile. Nothing was written; saying so beats an internal error.
+        # realpath lets through before Python 3.13): kernel code swapping it meanwhile. Nothing was
+        # written; saying so beats an internal error.
         raise CannotWrite(
             f"Cannot write {text}: a part of the path changed while it was checked ({error.strerror}). "
             "Try again, once nothing renames it."
