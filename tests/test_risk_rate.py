@@ -60,15 +60,21 @@ async def test_over_budget_is_at_least_medium_with_a_reason() -> None:
 
 async def test_over_budget_keeps_what_was_found_before_the_deadline() -> None:
     code = "import shutil\nshutil.rmtree('/')\n" + "\n".join(f"x_{i} = open('f{i}').read()" for i in range(6_000))
+    too_long = "the code took too long to check in full: read it before it runs"
     # The budget in this machine's time, now: enough to parse and check the first lines, far from enough for
-    # all 6,000 (checking them takes about five parses).
-    start = time.perf_counter()
-    ast.parse(code)
-    budget = 2 * (time.perf_counter() - start)
-    risk = await rate(code, "python", WORKSPACE, budget=budget)
-    assert risk.level == "high"
+    # all 6,000 (checking them takes about five parses). On a busy machine the rating's own parse can take
+    # longer than the one measured here, so the deadline comes before any line was checked: then a larger
+    # budget, measured again.
+    for factor in (2, 3, 4):
+        start = time.perf_counter()
+        ast.parse(code)
+        budget = factor * (time.perf_counter() - start)
+        risk = await rate(code, "python", WORKSPACE, budget=budget)
+        if risk.reasons != [too_long]:
+            break
+    assert risk.level == "high", risk
     assert "deletes the whole file system: /" in risk.reasons
-    assert "the code took too long to check in full: read it before it runs" in risk.reasons
+    assert too_long in risk.reasons
 
 
 def test_a_long_shell_word_rates_in_linear_time() -> None:
