@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import sys
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Union
 
+import pytest
 from lsprotocol import types as t
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, default_converter
 from pytest_lsp import client_capabilities
@@ -204,6 +206,9 @@ async def wait_exited(pids: list[int], timeout: float, describe: Callable[[int],
         finally:
             loop.remove_reader(fd)
             os.close(fd)
+
+
+needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 
 
 def server_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:

@@ -18,12 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from harness import DEFAULT_WAIT, start_session, stop_session, wait_exited
+from harness import DEFAULT_WAIT, needs_bwrap, start_session, stop_session, wait_exited
 from interpreter_lsp import protocol as p
 from interpreter_lsp.kernels.launcher import Limits
 from interpreter_lsp.kernels.sandbox import SandboxConfig, wrap_command
 
-needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 SANDBOX = {"sandbox": "bubblewrap"}
 
 

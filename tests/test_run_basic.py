@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
-from harness import Session, start_session, stop_session
+from harness import Session, needs_bwrap, start_session, stop_session
 from interpreter_lsp import protocol as p
-
-needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 
 
 async def test_python_run_streams_output_and_ends_ok(any_editor: Session) -> None:

@@ -5,20 +5,18 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 from pathlib import Path
 
 import pytest
 from pygls.exceptions import JsonRpcException
 
-from harness import start_session, stop_session
+from harness import needs_bwrap, start_session, stop_session
 from interpreter_lsp import protocol as p
 from scripted_model import ScriptedModel
 
 CANARY = "sk-canary-0123456789abcdefXYZ"
 
-needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 
 
 @needs_bwrap

@@ -212,8 +212,7 @@ class Kernel:
         except Exception as exc:
             with contextlib.suppress(Exception):
                 await self._kill()  # whatever it made: its zmq context, runtime files, cgroup
-            self._set_state("dead", f"could not start: {exc}")
-            raise KernelStartError(f"The {self.language} kernel could not start: {exc}") from exc
+            raise self._start_failed(exc) from exc
         try:
             self._connect()
             await self._wait_ready()
@@ -223,10 +222,13 @@ class Kernel:
             await self._kill()
             if isinstance(exc, KernelStartError):
                 raise
-            self._set_state("dead", f"could not start: {exc}")
-            raise KernelStartError(f"The {self.language} kernel could not start: {exc}") from exc
+            raise self._start_failed(exc) from exc
         self.started_at = time.monotonic()
         self._set_state("idle")
+
+    def _start_failed(self, exc: Exception) -> KernelStartError:
+        self._set_state("dead", f"could not start: {exc}")
+        return KernelStartError(f"The {self.language} kernel could not start: {exc}")
 
     def _socket_prefix(self) -> Path:
         return self._runtime_dir / "k"
