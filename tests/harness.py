@@ -239,8 +239,12 @@ async def start_session(
     env: dict[str, str] | None = None,
     server_args: tuple[str, ...] = (),
     command_prefix: tuple[str, ...] = (),
+    trusted: bool | None = True,
 ) -> Session:
-    """`command_prefix`: what the server runs under (e.g. `setpriv` to run it as another user)."""
+    """`command_prefix`: what the server runs under (e.g. `setpriv` to run it as another user).
+    `trusted`: what the client says of the workspace's trust, as VS Code and Neovim do (a test workspace is
+    the test's own: trusted); None says nothing, as a generic LSP editor does (the server then trusts
+    nothing). `init_options` may say `trusted` too, and wins."""
     client = make_client()
     session = Session(client, root)
     if configuration is not None:
@@ -254,7 +258,11 @@ async def start_session(
                 capabilities=capabilities,
                 root_uri=root.as_uri(),
                 workspace_folders=[t.WorkspaceFolder(uri=root.as_uri(), name=root.name)],
-                initialization_options={"capabilities": {"input": True}, **(init_options or {})},
+                initialization_options={
+                    "capabilities": {"input": True},
+                    **({} if trusted is None else {"trusted": trusted}),
+                    **(init_options or {}),
+                },
             )
         ),
         DEFAULT_WAIT,

@@ -228,8 +228,8 @@ def register_commands(ls: InterpreterServer) -> None:
 def _handler(ls: InterpreterServer, name: str, fn: Handler) -> Callable[..., Awaitable[Any]]:
     async def handler(_ls: LanguageServer, *raw: Any) -> Any:  # pygls injects the server
         try:
-            # Results and errors leave through the redactor, like every notification.
-            return ls.redactor.redact_obj(await fn(ls, Args(name, raw)))
+            # Results and errors leave through the redactor, like every notification (code as written).
+            return ls.redactor.redact_shown(await fn(ls, Args(name, raw)))
         except Exception as exc:
             error = json_rpc_error(name, exc)
             error.message = ls.redactor.redact(error.message)

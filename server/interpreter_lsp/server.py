@@ -25,7 +25,8 @@ from .arguments import BadArguments
 from .commands import register_commands
 from .kernels import launcher, runtime
 from .languages import PYTHON, canonical_language
-from .safety.secrets import RedactingFilter, Redactor
+from .safety.envfiles import env_file_secrets
+from .safety.secrets import ProseMasker, RedactingFilter, Redactor
 from .settings import WorkspaceFileRequest
 from .workspace import ServerContext, Workspace
 
@@ -45,12 +46,15 @@ class InterpreterServer(LanguageServer):
         self.workspaces: dict[str, Workspace] = {}
         self.background: set[asyncio.Task[Any]] = set()
         self.init_options: dict[str, Any] = {}
-        self.trusted = True
+        # Untrusted until the client says `trusted: true`: a client that says nothing about trust (a
+        # generic LSP editor) runs nothing, and reads nothing of the workspace that could run (docs/editors.md).
+        self.trusted = False
         self.supports_input = False
         self._runtime_dir: Path | None = None
         self._context: ServerContext | None = None
         self._asked: set[str] = set()  # workspace-file digests the user was asked about in this session
         self._stopped = False
+        self._replies: dict[str, ProseMasker] = {}  # turnId -> the masker of the reply it streams
         # Secrets (provider keys in the environment, apiKey settings) never reach the wire or the log.
         self.redactor = Redactor(os.environ)
         for handler in logging.getLogger().handlers:
@@ -59,7 +63,26 @@ class InterpreterServer(LanguageServer):
     # ---- plumbing ------------------------------------------------------------------------------------
 
     def send(self, method: str, params: dict[str, Any]) -> None:
-        self.protocol.notify(method, self.redactor.redact_obj(params))
+        """The one way a notification leaves: output masked, code as written (Redactor.redact_shown)."""
+        if method == p.MESSAGE:
+            params = self._masked_reply(params)
+        else:
+            params = self.redactor.redact_shown(params)
+        self.protocol.notify(method, params)
+
+    def _masked_reply(self, params: dict[str, Any]) -> dict[str, Any]:
+        """A delta of the model's reply: its prose masked, its fenced code blocks as written (the same
+        code its proposals show), the fence state carried from delta to delta until the reply is done."""
+        turn = str(params.get("turnId"))
+        masker = self._replies.get(turn)
+        if masker is None:
+            masker = self._replies[turn] = ProseMasker(self.redactor)
+        delta = params.get("delta")
+        masked = self.redactor.redact_shown({k: v for k, v in params.items() if k != "delta"})
+        masked["delta"] = masker.feed(delta) if isinstance(delta, str) else delta
+        if params.get("done"):
+            self._replies.pop(turn, None)
+        return masked
 
     def show(self, level: str, text: str) -> None:
         kind = {"error": t.MessageType.Error, "warning": t.MessageType.Warning}.get(level, t.MessageType.Info)
@@ -90,6 +113,8 @@ class InterpreterServer(LanguageServer):
                 ask_input=self.ask_input if self.supports_input else None,
                 trusted=self.trusted,
                 redact=self.redactor.redact_obj,
+                redact_shown=self.redactor.redact_shown,
+                held_in=self.redactor.held_in,
             )
         return self._context
 
@@ -155,12 +180,16 @@ class InterpreterServer(LanguageServer):
             except Exception as exc:
                 log.warning("workspace/configuration failed: %s", exc)
         report = ws.configure(layers)
-        self.redactor.add(ws.settings.api_key, ws.settings.kernel.gateway_token)
-        # Keys in the workspace's dotenv files: a run that prints one must not show it to the model.
-        for env_file in sorted(ws.root.glob(".env*")):
-            if env_file.is_file():
-                self.redactor.add_env_file(env_file)
+        self.redactor.hold("interpreter.apiKey", ws.settings.api_key)
+        self.redactor.hold("interpreter.kernel.gatewayToken", ws.settings.kernel.gateway_token)
         problems = report.errors + report.ignored
+        # Keys in the workspace's dotenv files: a run that prints one must not show it to the model. A
+        # repository writes them: read only once trusted, off the loop, bounded, never through a link.
+        if self.trusted:
+            values, skipped = await asyncio.to_thread(env_file_secrets, ws.root)
+            self.redactor.add(*values)
+            for why in skipped:
+                log.warning("%s", why)
         if problems:
             self.show("warning", "interpreter-lsp settings: " + "; ".join(problems))
         if report.confirm is not None and report.confirm.digest not in self._asked:
@@ -247,7 +276,8 @@ def create_server() -> InterpreterServer:
     def on_initialize(params: t.InitializeParams) -> None:
         options = params.initialization_options
         ls.init_options = options if isinstance(options, dict) else {}
-        ls.trusted = ls.init_options.get("trusted", True) is not False
+        # Only an explicit `true` trusts the workspace; nothing said (or anything else) is untrusted.
+        ls.trusted = ls.init_options.get("trusted") is True
         caps = ls.init_options.get("capabilities")
         experimental = params.capabilities.experimental
         ls.supports_input = bool(

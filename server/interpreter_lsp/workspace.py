@@ -64,7 +64,9 @@ class ServerContext:
     specs_root: Path
     ask_input: Callable[[str, str, bool], Awaitable[str | None]] | None = None
     trusted: bool = True
-    redact: Callable[[Any], Any] = lambda value: value
+    redact: Callable[[Any], Any] = lambda value: value  # everything masked: what goes to the model
+    redact_shown: Callable[[Any], Any] = lambda value: value  # output masked, code as written: history, export
+    held_in: Callable[[str], list[str]] = lambda code: []  # secrets the server holds that code contains
 
 
 def kernel_limits(settings: Settings) -> Limits:
@@ -146,7 +148,7 @@ class Workspace:
             default_timeout=lambda: self.settings.run_timeout,
             files=self.file_changes,
         )
-        self.conversation = Conversation(History(history_file(root), ctx.redact), root)
+        self.conversation = Conversation(History(history_file(root), ctx.redact_shown), root)
         self.loop = Loop(self, self.conversation)
         self._discovered: tuple[str, str] | None = None
         self._facts: tuple[tuple[str, str | None], ModelFacts] | None = None
@@ -257,7 +259,18 @@ class Workspace:
         """Code of `language` runs in the bubblewrap sandbox (a kernel on a gateway is not sandboxed here)."""
         return self.settings.sandbox == "bubblewrap" and not self.settings.kernel.gateway_url
 
+    def refuse_held_secrets(self, code: str) -> None:
+        """Code holding a secret the server holds (a provider key, apiKey, the gateway token) never runs:
+        it is shown with «hidden: NAME» in the secret's place, and what is approved must be what runs."""
+        if names := self.ctx.held_in(code):
+            raise UserError(
+                f"This code contains {', '.join(names)} (a key the server holds); it does not run, and it is "
+                "shown with «hidden: …» in the key's place. Let the code read the key from the environment "
+                "(interpreter.allowEnv lets the kernel see a variable) instead of writing it into the code."
+            )
+
     def start_run(self, code: str, language: str, *, turn_id: str, proposal_id: str) -> Run:
+        self.refuse_held_secrets(code)
         return self.runs.start(
             code, self.check_language(language), origin="model", turn_id=turn_id, proposal_id=proposal_id
         )
@@ -297,6 +310,9 @@ class Workspace:
         from .safety.risk import rate  # its rule tables load on the first proposal, not at start-up
 
         risk = await rate(code, language, self.root, written=tuple(self._written), budget=RATING_BUDGET)
+        if names := self.ctx.held_in(code):  # never runs (refuse_held_secrets): never auto-runs either
+            reason = f"contains {', '.join(names)}, a key the server holds: shown hidden, it will not run"
+            return p.Risk("high", [*risk.reasons, reason])
         if risk.level == "medium" and self.settings.review_model:
             risk = await self._review(code, language, risk, self.settings.review_model)
         return risk
@@ -341,6 +357,9 @@ class Workspace:
         return self.loop.chat(text, selection, selection_range)
 
     def approve(self, proposal_id: str, code: str | None = None) -> str:
+        info = self.loop.proposal_info(proposal_id)
+        if info is not None:  # refused before the approval is recorded (an unknown id: the loop says so)
+            self.refuse_held_secrets(code if code is not None else str(info["code"]))
         return self.loop.approve(proposal_id, code).run_id
 
     def reject(self, proposal_id: str, reason: str | None = None) -> None:
@@ -355,6 +374,7 @@ class Workspace:
         info = self.loop.proposal_info(proposal_id)
         if info is None:
             raise UnknownProposal(f"No proposal {proposal_id!r}: it may belong to a conversation that was reset.")
+        self.refuse_held_secrets(str(info["code"]))  # shown hidden: never written out either
         user = self.conversation.user_event(str(info["turnId"])) or {}
         return str(info["code"]), user.get("uri"), user.get("range")
 
@@ -373,6 +393,7 @@ class Workspace:
     ) -> str:
         """Code the user runs by hand; it goes into the conversation too. `source`: the document range it
         came from, for the panel."""
+        self.refuse_held_secrets(code)
         return self.runs.start(code, self.check_language(language), timeout=timeout, source=source).run_id
 
     async def interrupt(self) -> None:
@@ -427,7 +448,8 @@ class Workspace:
             raise UserError(f"{path}: a notebook path must end in .ipynb")
         if target.exists() and not target.is_dir() and not overwrite:
             raise UserError(f"{path} exists already: choose another name, or export with overwrite: true")
-        data = notebook.dumps(notebook.build(self.ctx.redact(self.conversation.events)))
+        # Output masked, code as it ran (ctx.redact_shown).
+        data = notebook.dumps(notebook.build(self.ctx.redact_shown(self.conversation.events)))
         # Opened component by component without following links: kernel code cannot redirect the write.
         return write_inside(self.root, path, data, overwrite=overwrite)
 

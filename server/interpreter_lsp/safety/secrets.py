@@ -9,6 +9,13 @@ workspace's `.env` files or the settings (`apiKey`); (2) whatever text shows as 
 is a secret name (a value seen that way is remembered and masked wherever it appears later), and keys of
 well-known formats (`sk-…`, `ghp_…`, `AKIA…`, `xoxb-…`, private key blocks). The risk rules
 (safety/rules.py), the model's error messages (llm/failures.py) and output masking all use this module.
+
+Masking applies to output, never to code: what the user approves is byte for byte what runs, so code is
+shown, recorded and exported as written (`Redactor.redact_shown`: the value under a `code` key, the code
+blocks of a model's reply, its tool calls). The one exception is a secret the server itself holds (a
+provider key in its environment, `apiKey`, `kernel.gatewayToken`): code holding one is shown with a marked
+placeholder (`«hidden: NAME»`) and never runs (`held_in`; docs/security.md, "Secrets in code").
+What goes to the model and the log is masked whole (`redact`, `redact_obj`).
 """
 
 from __future__ import annotations
@@ -17,7 +24,6 @@ import logging
 import re
 import sys
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
 MIN_SECRET_LENGTH = 8  # shorter values ("1", "true") would redact ordinary text
@@ -74,10 +80,17 @@ def kernel_environment(env: Mapping[str, str], allowed: Iterable[str] = ()) -> d
 
 
 def secret_values(env: Mapping[str, str]) -> list[str]:
-    """The secret values of an environment (or a .env file): those of secret names, and URL passwords."""
-    values = [value for name, value in env.items() if is_secret_name(name)]
-    values += [match.group(2) for value in env.values() for match in _URL_PASSWORD.finditer(value)]
-    return values
+    """The secret values of an environment: those of secret names, and URL passwords."""
+    return list(named_secret_values(env))
+
+
+def named_secret_values(env: Mapping[str, str]) -> dict[str, str]:
+    """{value: the variable it came from} for the secret values of an environment (module docstring)."""
+    named = {value: name for name, value in env.items() if is_secret_name(name)}
+    for name, value in env.items():
+        for match in _URL_PASSWORD.finditer(value):
+            named.setdefault(match.group(2), name)
+    return named
 
 
 # scheme://user:PASSWORD@host
@@ -91,6 +104,19 @@ _ASSIGNMENT = re.compile(
     r"""(?<![A-Za-z0-9_.-])(?P<name>[A-Za-z_][A-Za-z0-9_.-]{0,63})(?P<quote1>["']?)(?P<sep>[ \t]{0,4}[:=][ \t]{0,4})"""
     r"""(?P<quote2>["']?)(?P<value>[^\s"'`,;(){}\[\]<>]{8,})(?=["'`,;)}\]]|\s|$)"""
 )
+# "name": "value", 'name': 'value', name='value' (JSON and Python reprs in the log); the value may be empty.
+_QUOTED_SETTING = re.compile(
+    r"""(?<![A-Za-z0-9_])(?P<name>[A-Za-z_][A-Za-z0-9_]{0,63})(?P<q1>["']?)[ \t]{0,4}[:=][ \t]{0,4}"""
+    r"""(?P<q2>["'])(?P<value>(?:\\.|(?!(?P=q2))[^\\\n]){1,4096})(?P=q2)"""
+)
+
+
+def _mask_quoted_setting(match: re.Match[str]) -> str:
+    if not is_secret_name(match.group("name")) or match.group("value") == MASK:
+        return match.group(0)
+    return match.group(0)[: match.start("value") - match.start()] + MASK + match.group("q2")
+
+
 # Keys whose format gives them away, whatever they are called.
 _KNOWN_FORMATS = re.compile(
     r"\b(?:sk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}"
@@ -114,8 +140,38 @@ class Redactor:
         self._secrets: set[str] = set()
         self._pattern: re.Pattern[str] | None = None
         self._learned = 0
-        self.add(*secret_values(env or {}))
+        # Secrets the server itself holds ({value: where it came from}): the only ones hidden in code,
+        # and code holding one never runs (module docstring). Never what output or a file taught us.
+        self._held: dict[str, str] = {}
+        self._held_pattern: re.Pattern[str] | None = None
+        for value, name in named_secret_values(env or {}).items():
+            self.hold(name, value)
         self.add(*extra)
+
+    def hold(self, name: str, value: str | None) -> None:
+        """A secret the server holds (a provider key of its environment, the apiKey setting): masked in
+        output like any other, and in code shown as `«hidden: name»` (code holding it never runs)."""
+        if not isinstance(value, str) or len(value.strip()) < MIN_SECRET_LENGTH or MASK in value:
+            return
+        self.add(value)
+        if value in self._held:
+            return
+        self._held[value] = name
+        ordered = sorted(self._held, key=len, reverse=True)
+        self._held_pattern = re.compile("|".join(re.escape(s) for s in ordered))
+
+    def held_in(self, code: str) -> list[str]:
+        """The names of the held secrets `code` contains (empty: it may run as written)."""
+        if self._held_pattern is None or not code:
+            return []
+        return sorted({self._held[m.group(0)] for m in self._held_pattern.finditer(code)})
+
+    def mark_code(self, code: str) -> str:
+        """Code as it is shown and recorded: exactly as written, except that a secret the server holds is
+        replaced by `«hidden: NAME»` (such code never runs: `held_in`)."""
+        if self._held_pattern is None or not code:
+            return code
+        return self._held_pattern.sub(lambda m: f"«hidden: {self._held[m.group(0)]}»", code)
 
     def add(self, *secrets: str | None) -> None:
         """Also redact these values (e.g. an apiKey set in the settings)."""
@@ -126,24 +182,6 @@ class Redactor:
         # Longest first, so a secret that contains another is masked whole.
         ordered = sorted(self._secrets, key=len, reverse=True)
         self._pattern = re.compile("|".join(re.escape(s) for s in ordered))
-
-    def add_env_file(self, path: Path) -> None:
-        """Also redact the secrets of a dotenv file (NAME=value lines; `export` and quotes allowed)."""
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return
-        env: dict[str, str] = {}
-        for line in text.splitlines():
-            line = line.strip()
-            if not line or line.startswith("#") or "=" not in line:
-                continue
-            name, _, value = line.removeprefix("export ").partition("=")
-            value = value.strip()
-            if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-                value = value[1:-1]
-            env[name.strip()] = value
-        self.add(*secret_values(env))
 
     def redact(self, text: str) -> str:
         if not text:
@@ -161,6 +199,12 @@ class Redactor:
             self.add(*learned)
         return text
 
+    def redact_log(self, text: str) -> str:
+        """`redact`, and for the log also every quoted value under a secret name, whatever it looks like:
+        settings and messages are logged as JSON or Python reprs (`"apiKey": "…"`, `'gatewayToken': '…'`,
+        `api_key='…'`), at DEBUG before the server has read the value as a setting."""
+        return _QUOTED_SETTING.sub(_mask_quoted_setting, self.redact(text))
+
     @staticmethod
     def _assignment(match: re.Match[str], learned: list[str]) -> str:
         value = match.group("value")
@@ -171,7 +215,8 @@ class Redactor:
         return match.group(0)[: match.start("value") - match.start()] + MASK
 
     def redact_obj(self, obj: Any) -> Any:
-        """A copy of a JSON-like value (dicts, lists, strings) with secrets masked; other values as they are."""
+        """A copy of a JSON-like value (dicts, lists, strings) with secrets masked; other values as they are.
+        Everything is masked, code too: for what leaves the machine (the model's requests) and the log."""
         if isinstance(obj, str):
             return self.redact(obj)
         if isinstance(obj, dict):
@@ -181,6 +226,95 @@ class Redactor:
         if isinstance(obj, tuple):
             return tuple(self.redact_obj(v) for v in obj)
         return obj
+
+    def redact_shown(self, obj: Any) -> Any:
+        """A copy of a JSON-like value for the user's eyes and records (notifications, command results,
+        history, exported notebooks): output is masked, code is not. Code is what the protocol carries
+        under a `code` key (proposals, runs, decisions), a model reply's fenced blocks (the `text` of an
+        `assistant` event) and its tool calls (`toolCalls`); each is kept as written (`mark_code`)."""
+        if isinstance(obj, dict):
+            out: dict[Any, Any] = {}
+            assistant = obj.get("type") == "assistant"
+            for key, value in obj.items():
+                if key == "code" and isinstance(value, str):
+                    out[key] = self.mark_code(value)
+                elif assistant and key == "text" and isinstance(value, str):
+                    out[key] = ProseMasker(self).feed(value)
+                elif assistant and key == "toolCalls":
+                    out[key] = self._code_strings(value)
+                else:
+                    out[self.redact(key) if isinstance(key, str) else key] = self.redact_shown(value)
+            return out
+        if isinstance(obj, (list, tuple)):
+            items = [self.redact_shown(v) for v in obj]
+            return items if isinstance(obj, list) else tuple(items)
+        if isinstance(obj, str):
+            return self.redact(obj)
+        return obj
+
+    def _code_strings(self, obj: Any) -> Any:
+        if isinstance(obj, str):
+            return self.mark_code(obj)
+        if isinstance(obj, dict):
+            return {k: self._code_strings(v) for k, v in obj.items()}
+        if isinstance(obj, (list, tuple)):
+            return [self._code_strings(v) for v in obj]
+        return obj
+
+
+# A fence line (``` or ~~~, 3 or more) and a fence opened at the end of prose ("Run this: ```python").
+_FENCE_LINE = re.compile(r"[ \t]*(?P<fence>`{3,}|~{3,})(?P<info>.*)")
+_TRAILING_FENCE = re.compile(r"(?P<fence>`{3,}|~{3,})[ \t]*[A-Za-z][\w+#.-]*[ \t]*$")
+_LINE_HEAD = 1024  # characters of a line kept to recognise a fence (a fence line is short)
+
+
+class ProseMasker:
+    """Masks a model's reply, fed whole or delta by delta, outside its fenced code blocks: the prose is
+    masked like output; the lines of a fenced block are left as written (`mark_code`), so that the code a
+    reply shows is the code its proposal runs (fences as agent/codeblocks.py reads them: ``` or ~~~, a
+    longer one closing a shorter, one opened at the end of a line of prose). Each delta is masked on its
+    own, as output is. One instance per reply."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        self._redactor = redactor
+        self._fence: tuple[str, int] | None = None  # (character, length) inside a fenced block
+        self._line = ""  # the head of the current line
+
+    def feed(self, text: str) -> str:
+        out: list[str] = []
+        prose: list[str] = []
+        for piece in re.findall(r"[^\n]*\n|[^\n]+", text):
+            if self._fence is None:
+                prose.append(piece)
+            else:
+                if prose:
+                    out.append(self._redactor.redact("".join(prose)))
+                    prose = []
+                out.append(self._redactor.mark_code(piece))
+            if len(self._line) < _LINE_HEAD:
+                self._line += piece[: _LINE_HEAD - len(self._line)]
+            if piece.endswith("\n"):
+                self._end_of_line(self._line.rstrip("\r\n"))
+                self._line = ""
+        if prose:
+            out.append(self._redactor.redact("".join(prose)))
+        return "".join(out)
+
+    def _end_of_line(self, line: str) -> None:
+        if self._fence is not None:
+            char, length = self._fence
+            stripped = line.lstrip(" \t")
+            run = len(stripped) - len(stripped.lstrip(char))
+            if run >= length and not stripped[run:].strip():
+                self._fence = None
+            return
+        match = _FENCE_LINE.fullmatch(line)
+        if match and not (match.group("fence")[0] == "`" and "`" in match.group("info")):
+            self._fence = (match.group("fence")[0], len(match.group("fence")))
+            return
+        trailing = _TRAILING_FENCE.search(line)
+        if trailing and trailing.start() > 0 and trailing.group("fence")[0] not in line[: trailing.start()]:
+            self._fence = (trailing.group("fence")[0], len(trailing.group("fence")))
 
 
 class RedactingFilter(logging.Filter):
@@ -195,14 +329,14 @@ class RedactingFilter(logging.Filter):
             message = record.getMessage()
         except Exception:  # a bad format string: log it as written rather than drop it
             message = str(record.msg)
-        record.msg = self.redactor.redact(message)
+        record.msg = self.redactor.redact_log(message)
         record.args = None
         if record.exc_info and not record.exc_text:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
         if record.exc_text:
-            record.exc_text = self.redactor.redact(record.exc_text)
+            record.exc_text = self.redactor.redact_log(record.exc_text)
         if record.stack_info:
-            record.stack_info = self.redactor.redact(record.stack_info)
+            record.stack_info = self.redactor.redact_log(record.stack_info)
         return True
 
 

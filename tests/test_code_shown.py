@@ -1,0 +1,149 @@
+"""What the user approves is byte for byte what runs: masking applies to output, never to code. Through the
+server (a real LSP client, the real server and kernel, real litellm over HTTP to the scripted model), code
+that looks like it holds a secret is shown whole on the proposal, in the reply, in the run's echo, in the
+history (the command and the file) and in the exported notebook, and that is the code that runs. The one
+exception, a key the server itself holds, is shown hidden and never runs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pygls.exceptions import JsonRpcException
+
+from harness import DEFAULT_WAIT, Session, start_session, stop_session
+from interpreter_lsp import protocol as p
+from scripted_model import ScriptedModel
+
+FENCE = "```"
+
+# A "connection string" whose password part is a call that deletes a directory: masked, the card showed
+# postgres://app:***@db.internal/app and plain approval ran the deletion.
+CONNECTION = (
+    "conn = f\"postgres://app:{__import__('shutil').rmtree('victim')}@db.internal/app\"\n"
+    "print('connected:', conn)"
+)
+# A PRIVATE KEY comment pair: masked, every line between the markers vanished from the card.
+KEY_BLOCK = (
+    "# -----BEGIN RSA PRIVATE KEY-----\n"
+    "import shutil; shutil.rmtree('victim2')\n"
+    "print('the hidden line ran')\n"
+    "# -----END RSA PRIVATE KEY-----\n"
+    "print('a real password in output: postgres://app:' + 'Pg-Passw0rd' + '-4242@db/app')"
+)
+
+
+@pytest.fixture
+def model() -> Iterator[ScriptedModel]:
+    with ScriptedModel() as m:
+        yield m
+
+
+def settings(model: ScriptedModel, **extra: Any) -> dict[str, Any]:
+    return {"model": "openai/scripted", "apiBase": model.base_url, "maxRetries": 0, **extra}
+
+
+async def turn_end(s: Session, turn_id: str) -> dict[str, Any]:
+    def final() -> dict[str, Any] | None:
+        return next(
+            (n for n in s.notes[p.TURN_STATUS] if n["turnId"] == turn_id and n["state"] in p.FINAL_TURN_STATES),
+            None,
+        )
+
+    return await s.wait_for(final, DEFAULT_WAIT, f"turn {turn_id} to end")
+
+
+async def proposal(s: Session, turn_id: str, index: int) -> dict[str, Any]:
+    def found() -> dict[str, Any] | None:
+        props = [n for n in s.notes[p.PROPOSAL] if n["turnId"] == turn_id]
+        return props[index] if len(props) > index else None
+
+    return await s.wait_for(found, DEFAULT_WAIT, f"proposal {index} of {turn_id}")
+
+
+async def test_secret_shaped_code_is_shown_recorded_and_exported_as_it_runs(
+    workspace_root: Path, home: Path, model: ScriptedModel
+) -> None:
+    (workspace_root / "victim").mkdir()
+    (workspace_root / "victim2").mkdir()
+    model.reply(f"Connecting.\n{FENCE}python\n{CONNECTION}\n{FENCE}\nThen:\n{FENCE}python\n{KEY_BLOCK}\n{FENCE}\n")
+    model.reply("Done.")
+    s = await start_session(workspace_root, home, configuration=settings(model))
+    try:
+        turn = (await s.command(p.CHAT, {"text": "connect to the database"}))["turnId"]
+        run_ids = []
+        for index, code in enumerate((CONNECTION, KEY_BLOCK)):
+            shown = await proposal(s, turn, index)
+            assert shown["code"] == code  # every byte on the card
+            run_ids.append((await s.command(p.APPROVE, {"proposalId": shown["proposalId"]}))["runId"])
+            assert (await s.finished(run_ids[-1]))["state"] == "ok", s.text(run_ids[-1])
+        await turn_end(s, turn)
+        # What ran is that code: both directories are gone, the "hidden" line printed.
+        assert not (workspace_root / "victim").exists() and not (workspace_root / "victim2").exists()
+        assert "the hidden line ran" in s.text(run_ids[1])
+        # Output is still masked.
+        assert "postgres://app:***@db/app" in s.text(run_ids[1]) and "Pg-Passw0rd-4242" not in s.text(run_ids[1])
+        # The run echo (runStatus "queued") and the streamed reply hold the code as written.
+        for run_id, code in zip(run_ids, (CONNECTION, KEY_BLOCK), strict=True):
+            assert s.statuses(run_id)[0]["code"] == code
+        reply = "".join(n["delta"] for n in s.notes[p.MESSAGE] if n["turnId"] == turn)
+        assert CONNECTION in reply and KEY_BLOCK in reply
+        history = (await s.command(p.HISTORY, {}))["messages"]
+        exported = Path((await s.command(p.EXPORT_NOTEBOOK, {"path": "out.ipynb"}))["path"])
+    finally:
+        await stop_session(s)
+    on_disk = [
+        json.loads(line)
+        for path in (home / "state").rglob("*.jsonl")
+        for line in path.read_text().splitlines()
+    ]
+    for where, events in (("interpreter.history", history), ("the history file", on_disk)):
+        for kind in ("proposal", "decision", "run"):
+            codes = [e["code"] for e in events if e["type"] == kind]
+            assert codes == [CONNECTION, KEY_BLOCK], f"{kind} code in {where}: {codes}"
+        [assistant] = [e for e in events if e["type"] == "assistant" and e["text"].startswith("Connecting")]
+        assert CONNECTION in assistant["text"] and KEY_BLOCK in assistant["text"], where
+        outputs = json.dumps([e["outputs"] for e in events if e["type"] == "run"])
+        assert "Pg-Passw0rd-4242" not in outputs and "postgres://app:***@db/app" in outputs, where
+    notebook = json.loads(exported.read_text())  # noqa: ASYNC240
+    code_cells = ["".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code"]
+    assert code_cells == [CONNECTION, KEY_BLOCK]
+    assert "Pg-Passw0rd-4242" not in exported.read_text()  # noqa: ASYNC240
+
+
+HELD_KEY = "correct horse battery staple"  # the user's apiKey: nothing about it looks like a key
+
+
+async def test_code_holding_a_key_the_server_holds_is_shown_hidden_and_never_runs(
+    workspace_root: Path, home: Path, model: ScriptedModel
+) -> None:
+    code = f"key = '{HELD_KEY}'\nopen('leaked.txt', 'w').write(key)"
+    model.reply(f"Saving it.\n{FENCE}python\n{code}\n{FENCE}\n")
+    s = await start_session(
+        workspace_root, home, configuration=settings(model, apiKey=HELD_KEY, autoRun=True, autoRunMaxRisk="medium")
+    )
+    try:
+        turn = (await s.command(p.CHAT, {"text": "save my key"}))["turnId"]
+        shown = await proposal(s, turn, 0)
+        assert shown["code"] == "key = '«hidden: interpreter.apiKey»'\nopen('leaked.txt', 'w').write(key)"
+        assert shown["risk"]["level"] == "high" and shown["autoRun"] is False
+        assert any("interpreter.apiKey" in reason for reason in shown["risk"]["reasons"])
+        with pytest.raises(JsonRpcException, match="does not run"):
+            await s.command(p.APPROVE, {"proposalId": shown["proposalId"]})
+        with pytest.raises(JsonRpcException, match="does not run"):
+            target = (workspace_root / "k.py").as_uri()
+            await s.command(p.APPLY_PROPOSAL, {"proposalId": shown["proposalId"], "uri": target})
+        with pytest.raises(JsonRpcException, match="does not run"):
+            await s.command(p.RUN, {"code": code})
+        # What the card shows is what runs: approving the card's own text runs that text.
+        run_id = (await s.command(p.APPROVE, {"proposalId": shown["proposalId"], "code": shown["code"]}))["runId"]
+        assert (await s.finished(run_id))["state"] == "ok"
+        history = json.dumps((await s.command(p.HISTORY, {}))["messages"])
+    finally:
+        await stop_session(s)
+    assert (workspace_root / "leaked.txt").read_text() == "«hidden: interpreter.apiKey»"
+    assert not (workspace_root / "k.py").exists()
+    assert HELD_KEY not in history and HELD_KEY not in json.dumps(s.notes)
