@@ -572,6 +572,10 @@ def vscode_properties() -> dict[str, Any]:
             entry["maximum"] = spec.maximum
         if spec.multiline:
             entry["editPresentation"] = "multilineText"
+        if spec.sensitive:
+            # User (or remote machine) settings only: VS Code itself then ignores a repository's
+            # .vscode/settings.json for it, as the server does (client_layers).
+            entry["scope"] = "machine"
         entry["markdownDescription"] = spec.description
         out[f"{SECTION}.{spec.key}"] = entry
     return out
