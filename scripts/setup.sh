@@ -2,8 +2,10 @@
 # Sets up everything the server and its tests need, idempotently: system packages (as root, through
 # apt-get), and a virtualenv in .venv holding exactly the versions in uv.lock: the server (editable), its
 # test extras and CI's tools (uv, nox, build, twine). uv itself is bootstrapped from PyPI with pip.
-#   bash scripts/setup.sh                 everything (the server, its tests, the VS Code client's tests)
-#   bash scripts/setup.sh --server-only   the server and the Neovim client only (what scripts/try.sh needs)
+#   bash scripts/setup.sh                 everything (the server, its tests, the VS Code client's tests, and
+#                                         the system packages of scripts/setup.d/*.apt: Emacs for its tests)
+#   bash scripts/setup.sh --server-only   the server and the Neovim client only (what scripts/try.sh needs):
+#                                         of the system packages, only bubblewrap (the sandbox)
 # PYTHON=python3.13 bash scripts/setup.sh builds .venv on another interpreter (default: python3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,8 +14,10 @@ server_only=false
 
 want_apt=()
 command -v bwrap >/dev/null 2>&1 || want_apt+=(bubblewrap)
+# The test setup's system packages (Emacs and eglot for tests/test_emacs.py): not for --server-only, which
+# scripts/try.sh runs (an apt lock held elsewhere must not fail a user's try of the Neovim client).
 for extra in scripts/setup.d/*.apt; do
-    [ -f "$extra" ] || continue
+    [ -f "$extra" ] && [ "$server_only" = false ] || continue
     while read -r cmd pkg; do
         [ -n "${cmd:-}" ] && [ "${cmd:0:1}" != "#" ] || continue
         # The first word is a command to look for, or (starting with /) a path that the package installs.
