@@ -292,16 +292,18 @@ class RunManager:
 
     def _final_state(self, run: Run, reply: ExecuteReply) -> tuple[str, str | None]:
         if reply.status == "died":
+            # One true thing: the pool restarts a dead kernel at once (kernels/pool.py) and its kernelStatus
+            # says how that goes; not "it has been restarted" (not yet true), nor "restart it yourself".
             if reason := reply.content.get("reason"):  # said by the backend (e.g. what the gateway did)
                 return "died", f"The {run.language} kernel was lost while running this code: {reason}."
             if cause := reply.content.get("cause"):  # why the local process ended (a limit names its setting)
                 return "died", (
                     f"The {run.language} kernel died while running this code: {cause}. Its state (variables, "
-                    "imports) was lost. It has been restarted."
+                    "imports) was lost; the kernel is being restarted."
                 )
             return "died", (
                 f"The {run.language} kernel died while running this code; its state (variables, imports) "
-                "was lost. It has been restarted."
+                "was lost; the kernel is being restarted."
             )
         if run.input_cancelled:
             return "interrupted", "input cancelled"
