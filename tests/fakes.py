@@ -59,6 +59,9 @@ class FakeHost:
     def available_languages(self) -> list[str]:
         return ["python", "shell"]
 
+    def remote_directory(self) -> str | None:
+        return None
+
     def sandboxed(self, language: str) -> bool:
         return False
 

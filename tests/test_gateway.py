@@ -243,3 +243,26 @@ async def test_shell_kernel_on_the_gateway(tmp_path: Path, workspace_root: Path,
     finally:
         await stop_session(s)
         await gw.stop()
+
+
+async def test_the_model_is_told_the_remote_kernels_working_directory(
+    tmp_path: Path, workspace_root: Path, home: Path, model: ScriptedModel
+) -> None:
+    """Code runs in the gateway kernel's own working directory: that is what the model is told, not the
+    editor's workspace folder (which the kernel's host need not have)."""
+    gw = await start_gateway("kg", tmp_path / "kg")
+    settings = {"model": "openai/scripted", "apiBase": model.base_url, **gateway_settings(gw.url)}
+    s = await start_session(workspace_root, home, configuration=settings)
+    try:
+        run_id, status = await s.run_and_wait("import os\nprint(os.getcwd())", timeout=120)
+        assert status["state"] == "ok", s.text(run_id)
+        remote_cwd = s.text(run_id).strip()
+        assert remote_cwd != str(workspace_root)
+        model.reply("Noted.")
+        await s.command(p.CHAT, {"text": "where are you?"})
+        system = model.wait_requests(1)[0]["messages"][0]["content"]
+    finally:
+        await stop_session(s)
+        await gw.stop()
+    assert f"its working directory is {remote_cwd} (paths are relative to it)" in system, system
+    assert f"Workspace: {workspace_root} (the working directory" not in system

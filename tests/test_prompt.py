@@ -200,3 +200,15 @@ def test_with_native_tools_it_asks_for_the_run_code_tool_instead_of_fences() -> 
     assert "call the run_code tool" in text and "tool's result" in text and "without calling the tool" in text
     assert "fenced code block" not in text and "without a code block" not in text
     assert len(text) < 1_000
+
+
+def test_a_remote_kernel_is_said_to_run_in_its_own_working_directory_not_the_workspace() -> None:
+    local = system_message(CTX)
+    assert "Workspace: /home/ana/proj (the working directory; paths are relative to it)." in local
+    remote = system_message(PromptContext("/home/ana/proj", "Linux", ["python"], remote_directory="/srv/kernels/k1"))
+    assert "remote kernel" in remote and "its working directory is /srv/kernels/k1" in remote
+    assert "(the working directory" not in remote  # the editor's folder is not where code runs
+    assert "/home/ana/proj, is on the user's machine" in remote
+    unknown = system_message(PromptContext("/home/ana/proj", "Linux", ["python"], remote_directory=""))
+    assert "not known yet" in unknown and "os.getcwd()" in unknown
+    assert len(remote) < 1_000

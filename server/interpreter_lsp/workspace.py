@@ -88,6 +88,22 @@ def kernel_limits(settings: Settings) -> Limits:
     )
 
 
+async def _working_directory(kernel: Any) -> str | None:
+    """A python kernel's working directory, asked silently (a user expression: nothing in its history)."""
+    import ast
+
+    try:
+        reply = await asyncio.wait_for(
+            kernel.execute("", None, silent=True, user_expressions={"cwd": "__import__('os').getcwd()"}), 30
+        )
+        found = reply.content.get("user_expressions", {}).get("cwd", {})
+        value = ast.literal_eval(found.get("data", {}).get("text/plain", ""))
+    except Exception as exc:  # asked again at the next start; meanwhile "not known yet"
+        log.info("the remote kernel's working directory is not known: %s", exc)
+        return None
+    return value if isinstance(value, str) else None
+
+
 def _physical_memory_mib() -> int:
     try:
         return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // (1024 * 1024)
@@ -162,6 +178,8 @@ class Workspace:
         # Files runs created or changed: running or importing one of them is never "low" (its content was
         # not rated when it ran).
         self._written: set[Path] = set()
+        # A remote python kernel's own working directory, asked when it is ready (what the model is told).
+        self._remote_cwd: str | None = None
 
     # ---- settings ----------------------------------------------------------------------------------
 
@@ -254,6 +272,13 @@ class Workspace:
                 extra = []
             self._languages = [PYTHON, SHELL, *extra]
         return self._languages
+
+    def remote_directory(self) -> str | None:
+        """Where a gateway's kernel runs code (the model is told, not the local workspace): asked of the
+        kernel when it is ready, else what kernel.gatewayWorkingDir sent, else "" (not known yet)."""
+        if not self.settings.kernel.gateway_url:
+            return None
+        return self._remote_cwd or self.settings.kernel.gateway_working_dir or ""
 
     def sandboxed(self, language: str) -> bool:
         """Code of `language` runs in the bubblewrap sandbox (a kernel on a gateway is not sandboxed here)."""
@@ -509,6 +534,8 @@ class Workspace:
             reply = await asyncio.wait_for(kernel.execute(REGISTER, None, silent=True), 30)
             if reply.status != "ok":
                 log.warning("the figure hook could not be registered: %s", reply.content.get("evalue"))
+            if getattr(kernel, "remote", False):
+                self._remote_cwd = await _working_directory(kernel)
 
     def _kernel_died(self, language: str) -> None:
         text = f"The {language} kernel died; its state (variables, imports) was lost. It is being restarted."

@@ -64,6 +64,7 @@ class ContextKeeper:
                 custom_instructions=s.custom_instructions,
                 system_message=s.system_message,
                 tools=native,
+                remote_directory=self.host.remote_directory(),
             )
         )
 

@@ -43,6 +43,10 @@ class LoopHost(Protocol):
 
     def available_languages(self) -> list[str]: ...
 
+    def remote_directory(self) -> str | None:
+        """None: kernels run here, in the workspace. Else they run on a gateway: the python kernel's own
+        working directory there ("" while not known yet)."""
+
     def sandboxed(self, language: str) -> bool:
         """Whether code of this language runs inside the sandbox."""
 

@@ -28,6 +28,9 @@ class PromptContext:
     custom_instructions: str = ""  # interpreter.customInstructions: appended
     system_message: str | None = None  # interpreter.systemMessage: replaces ours
     tools: bool = False  # code comes as native `run_code` tool calls rather than fenced blocks
+    # Kernels run elsewhere (a Jupyter gateway): their own working directory, "" while not known yet. The
+    # workspace is then the editor's folder on the user's machine, not where code runs.
+    remote_directory: str | None = None
 
 
 @dataclass(frozen=True)
@@ -44,7 +47,7 @@ class Selection:
 
 _SYSTEM = """\
 You work inside the user's code editor and act by running code.
-Workspace: {workspace} (the working directory; paths are relative to it). OS: {os}. Languages: {languages}.
+{where} OS: {os}. Languages: {languages}.
 
 {step}
 - A persistent kernel keeps variables, imports and files between steps.
@@ -76,10 +79,25 @@ def system_message(ctx: PromptContext) -> str:
     else:
         step = (_STEP_TOOLS if ctx.tools else _STEP_FENCES).format(first=languages[0])
         done = "without calling the tool" if ctx.tools else "without a code block"
-        text = _SYSTEM.format(step=step, done=done, **fields)
+        text = _SYSTEM.format(step=step, done=done, where=_where(ctx), **fields)
     if ctx.custom_instructions.strip():
         text += "\n\nInstructions from the user:\n" + ctx.custom_instructions.strip()
     return text
+
+
+def _where(ctx: PromptContext) -> str:
+    """Where code runs: the workspace, or a remote kernel's own working directory (never the editor's)."""
+    if ctx.remote_directory is None:
+        return f"Workspace: {ctx.workspace} (the working directory; paths are relative to it)."
+    kernel = (
+        f"its working directory is {ctx.remote_directory} (paths are relative to it)"
+        if ctx.remote_directory
+        else "its working directory is not known yet (print os.getcwd() to see it)"
+    )
+    return (
+        f"Code runs on a remote kernel (a Jupyter gateway), not on the user's machine: {kernel}. The editor's "
+        f"workspace, {ctx.workspace}, is on the user's machine; its files are on the kernel's host only if shared."
+    )
 
 
 def user_message(
