@@ -147,3 +147,28 @@ async def test_code_holding_a_key_the_server_holds_is_shown_hidden_and_never_run
     assert (workspace_root / "leaked.txt").read_text() == "«hidden: interpreter.apiKey»"
     assert not (workspace_root / "k.py").exists()
     assert HELD_KEY not in history and HELD_KEY not in json.dumps(s.notes)
+
+
+async def test_code_of_a_native_tool_call_is_shown_and_recorded_as_it_runs(
+    workspace_root: Path, home: Path, model: ScriptedModel
+) -> None:
+    from scripted_model import run_code
+
+    (workspace_root / "victim").mkdir()
+    model.tool_calls([run_code(CONNECTION, call_id="call_conn")], text="Connecting.")
+    model.reply("Done.")
+    s = await start_session(workspace_root, home, configuration=settings(model, codeFormat="tools"))
+    try:
+        turn = (await s.command(p.CHAT, {"text": "connect"}))["turnId"]
+        shown = await proposal(s, turn, 0)
+        assert shown["code"] == CONNECTION
+        run_id = (await s.command(p.APPROVE, {"proposalId": shown["proposalId"]}))["runId"]
+        assert (await s.finished(run_id))["state"] == "ok", s.text(run_id)
+        await turn_end(s, turn)
+        history = (await s.command(p.HISTORY, {}))["messages"]
+    finally:
+        await stop_session(s)
+    assert not (workspace_root / "victim").exists()
+    [call] = [c for e in history if e["type"] == "assistant" for c in e.get("toolCalls") or []]
+    assert json.loads(call["arguments"])["code"] == CONNECTION
+    assert [e["code"] for e in history if e["type"] in ("proposal", "decision", "run")] == [CONNECTION] * 3
