@@ -260,3 +260,19 @@ def test_masking_is_linear_on_long_runs() -> None:
         start = time.perf_counter()
         redactor.redact(text)
         assert time.perf_counter() - start < 10.0  # seconds on a busy core; quiet, well under 0.1 s
+
+
+def test_code_is_kept_by_position_only_never_where_kernel_output_nests_it() -> None:
+    """A kernel's output cannot pass a secret unmasked by nesting it under a `code` key (or in something
+    shaped like a history event): only a payload's own `code` and its events' are code."""
+    redactor = Redactor({"OPENAI_API_KEY": CANARY})
+    secret_url = "postgres://app:Pg-Passw0rd-4242@db/app"
+    nested = {"code": secret_url, "type": "run", "text": secret_url}
+    output = {"runId": "r1", "seq": 0, "kind": "display", "data": {"application/json": nested}}
+    assert secret_url not in json.dumps(redactor.redact_shown(output))
+    run_event = {"type": "run", "code": secret_url, "outputs": [{"output_type": "display_data", "data": {
+        "application/json": nested}}]}
+    for shown in (redactor.redact_shown([run_event]), redactor.redact_shown({"messages": [run_event]})):
+        text = json.dumps(shown)
+        assert text.count(secret_url) == 1  # the event's own code, not what its output nests
+    assert redactor.redact_shown({"code": f"k = '{CANARY}'"}) == {"code": "k = '«hidden: OPENAI_API_KEY»'"}

@@ -228,29 +228,33 @@ class Redactor:
         return obj
 
     def redact_shown(self, obj: Any) -> Any:
-        """A copy of a JSON-like value for the user's eyes and records (notifications, command results,
-        history, exported notebooks): output is masked, code is not. Code is what the protocol carries
-        under a `code` key (proposals, runs, decisions), a model reply's fenced blocks (the `text` of an
-        `assistant` event) and its tool calls (`toolCalls`); each is kept as written (`mark_code`)."""
-        if isinstance(obj, dict):
-            out: dict[Any, Any] = {}
-            assistant = obj.get("type") == "assistant"
-            for key, value in obj.items():
-                if key == "code" and isinstance(value, str):
-                    out[key] = self.mark_code(value)
-                elif assistant and key == "text" and isinstance(value, str):
-                    out[key] = ProseMasker(self).feed(value)
-                elif assistant and key == "toolCalls":
-                    out[key] = self._code_strings(value)
-                else:
-                    out[self.redact(key) if isinstance(key, str) else key] = self.redact_shown(value)
-            return out
-        if isinstance(obj, (list, tuple)):
-            items = [self.redact_shown(v) for v in obj]
-            return items if isinstance(obj, list) else tuple(items)
-        if isinstance(obj, str):
-            return self.redact(obj)
-        return obj
+        """A copy of a payload for the user's eyes and records: notification params, a command result, a
+        list of history events (the history file, an exported notebook). Output is masked, code is not.
+        Code is, by position only (never whatever a kernel's output nests under such a key): a payload's
+        own `code` (proposals, run echoes, decision and run events), an `assistant` event's `text` (its
+        fenced blocks; its prose is masked) and `toolCalls`, and the same in each event of a result's
+        `messages` (interpreter.history). Each is kept as written (`mark_code`)."""
+        if isinstance(obj, list):
+            return [self._payload(item) for item in obj]
+        return self._payload(obj)
+
+    def _payload(self, obj: Any) -> Any:
+        if not isinstance(obj, dict):
+            return self.redact_obj(obj)
+        out: dict[Any, Any] = {}
+        assistant = obj.get("type") == "assistant"
+        for key, value in obj.items():
+            if key == "code" and isinstance(value, str):
+                out[key] = self.mark_code(value)
+            elif assistant and key == "text" and isinstance(value, str):
+                out[key] = ProseMasker(self).feed(value)
+            elif assistant and key == "toolCalls":
+                out[key] = self._code_strings(value)
+            elif key == "messages" and isinstance(value, list):
+                out[key] = [self._payload(item) for item in value]
+            else:
+                out[self.redact_obj(key)] = self.redact_obj(value)
+        return out
 
     def _code_strings(self, obj: Any) -> Any:
         if isinstance(obj, str):
