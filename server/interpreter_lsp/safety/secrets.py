@@ -11,8 +11,8 @@ well-known formats (`sk-…`, `ghp_…`, `AKIA…`, `xoxb-…`, private key bloc
 (safety/rules.py), the model's error messages (llm/failures.py) and output masking all use this module.
 
 Masking applies to output, never to code: what the user approves is byte for byte what runs, so code is
-shown, recorded and exported as written (`Redactor.redact_shown`: the value under a `code` key, the code
-blocks of a model's reply, its tool calls). The one exception is a secret the server itself holds (a
+shown, recorded and exported as written (`Redactor.redact_shown`: a payload's or a history event's own
+`code`, the fenced blocks of a model's reply, its tool calls; by position, never what output nests). The one exception is a secret the server itself holds (a
 provider key in its environment, `apiKey`, `kernel.gatewayToken`): code holding one is shown with a marked
 placeholder (`«hidden: NAME»`) and never runs (`held_in`; docs/security.md, "Secrets in code").
 What goes to the model and the log is masked whole (`redact`, `redact_obj`).
