@@ -4,18 +4,20 @@ notebooks or what the model is sent.
 
 A secret is (1) the value of a variable whose name says so (`is_secret_name`: `*_API_KEY`, `*_TOKEN`,
 `PGPASSWORD`, `DATABASE_URL`, `AWS_SECRET_ACCESS_KEY`, `apiKey`, ...), from the server's environment, the
-workspace's `.env` files or the settings (`apiKey`); (2) whatever text shows as one: a password in a URL
-(`postgres://user:***@host/db`), the value in `NAME=value` / `NAME: value` / `"name": "value"` when NAME
-is a secret name (a value seen that way is remembered and masked wherever it appears later), and keys of
-well-known formats (`sk-…`, `ghp_…`, `AKIA…`, `xoxb-…`, private key blocks). The risk rules
-(safety/rules.py), the model's error messages (llm/failures.py) and output masking all use this module.
+settings (`apiKey`) or, when they look like secrets, the workspace's `.env*` files; (2) whatever text
+shows as one: a password in a URL (`postgres://user:***@host/db`), the value in `NAME=value` /
+`NAME: value` / `"name": "value"` when NAME is a secret name (a value seen that way is remembered and
+masked wherever it appears later), and keys of well-known formats (`sk-…`, `ghp_…`, `AKIA…`, `xoxb-…`,
+private key blocks). The risk rules (safety/rules.py), the model's error messages (llm/failures.py) and
+output masking all use this module.
 
 Masking applies to output, never to code: what the user approves is byte for byte what runs, so code is
 shown, recorded and exported as written (`Redactor.redact_shown`: a payload's or a history event's own
-`code`, the fenced blocks of a model's reply, its tool calls; by position, never what output nests). The one exception is a secret the server itself holds (a
-provider key in its environment, `apiKey`, `kernel.gatewayToken`): code holding one is shown with a marked
-placeholder (`«hidden: NAME»`) and never runs (`held_in`; docs/security.md, "Secrets in code").
-What goes to the model and the log is masked whole (`redact`, `redact_obj`).
+`code`, the fenced blocks of a model's reply, its tool calls; by position, never what output nests). The
+one exception is a secret the server itself holds (a provider key in its environment, `apiKey`,
+`kernel.gatewayToken`): code holding one is shown with a marked placeholder (`«hidden: NAME»`) and never
+runs (`held_in`; docs/security.md, "Secrets in code"). What goes to the model and the log is masked whole
+(`redact`, `redact_obj`, `redact_log`). The workspace's `.env*` files: safety/envfiles.py.
 """
 
 from __future__ import annotations
