@@ -179,17 +179,18 @@ class InterpreterServer(LanguageServer):
                 layers.append(("workspace/configuration", answer[0] if answer else None))
             except Exception as exc:
                 log.warning("workspace/configuration failed: %s", exc)
-        report = ws.configure(layers)
-        self.redactor.hold("interpreter.apiKey", ws.settings.api_key)
-        self.redactor.hold("interpreter.kernel.gatewayToken", ws.settings.kernel.gateway_token)
-        problems = report.errors + report.ignored
         # Keys in the workspace's dotenv files: a run that prints one must not show it to the model. A
-        # repository writes them: read only once trusted, off the loop, bounded, never through a link.
+        # repository writes them: read only once trusted, off the loop, bounded, never through a link; and
+        # before the settings are applied, which is what lets the first run start.
         if self.trusted:
             values, skipped = await asyncio.to_thread(env_file_secrets, ws.root)
             self.redactor.add(*values)
             for why in skipped:
                 log.warning("%s", why)
+        report = ws.configure(layers)
+        self.redactor.hold("interpreter.apiKey", ws.settings.api_key)
+        self.redactor.hold("interpreter.kernel.gatewayToken", ws.settings.kernel.gateway_token)
+        problems = report.errors + report.ignored
         if problems:
             self.show("warning", "interpreter-lsp settings: " + "; ".join(problems))
         if report.confirm is not None and report.confirm.digest not in self._asked:
