@@ -92,7 +92,8 @@ async def core_workspace(tmp_path: Path) -> Workspace:
     root.mkdir()
     os.environ["XDG_STATE_HOME"] = str(tmp_path / "state")  # its history stays in the temporary folder
     ctx = ServerContext(
-        send=lambda _m, _p: None, show_message=lambda _l, _t: None, runtime_dir=tmp_path, specs_root=tmp_path / "specs"
+        send=lambda _m, _p: None, show_message=lambda _l, _t: None, runtime_dir=tmp_path, specs_root=tmp_path / "specs",
+        trusted=True,
     )
     ws = Workspace(root, ctx)
     ws.configure([])

@@ -63,7 +63,7 @@ class ServerContext:
     runtime_dir: Path
     specs_root: Path
     ask_input: Callable[[str, str, bool], Awaitable[str | None]] | None = None
-    trusted: bool = True
+    trusted: bool = False  # only a client's explicit `trusted: true` trusts (server.py)
     redact: Callable[[Any], Any] = lambda value: value  # everything masked: what goes to the model
     redact_shown: Callable[[Any], Any] = lambda value: value  # output masked, code as written: history, export
     held_in: Callable[[str], list[str]] = lambda code: []  # secrets the server holds that code contains
