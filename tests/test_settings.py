@@ -171,3 +171,12 @@ def test_vscode_settings_that_choose_what_runs_or_where_data_goes_are_never_take
     loose = {key: props[key].get("scope", "window") for key in chooses
              if props[key].get("scope") not in ("machine", "application")}
     assert not loose, f"a workspace can set these: {loose}"
+
+
+def test_every_secret_setting_is_named_for_masking() -> None:
+    from interpreter_lsp.settings import SCHEMA, KernelSettings, secret_settings
+
+    settings = Settings(api_key="key one", kernel=KernelSettings(gateway_token="token two"))
+    found = dict(secret_settings(settings))
+    assert found == {"interpreter.apiKey": "key one", "interpreter.kernel.gatewayToken": "token two"}
+    assert len(found) == len([spec for spec in SCHEMA if spec.secret])

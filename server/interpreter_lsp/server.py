@@ -27,7 +27,7 @@ from .kernels import launcher, runtime
 from .languages import PYTHON, canonical_language
 from .safety.envfiles import env_file_secrets
 from .safety.secrets import ProseMasker, RedactingFilter, Redactor
-from .settings import WorkspaceFileRequest
+from .settings import WorkspaceFileRequest, secret_settings
 from .workspace import ServerContext, Workspace
 
 log = logging.getLogger(__name__)
@@ -188,8 +188,8 @@ class InterpreterServer(LanguageServer):
             for why in skipped:
                 log.warning("%s", why)
         report = ws.configure(layers)
-        self.redactor.hold("interpreter.apiKey", ws.settings.api_key)
-        self.redactor.hold("interpreter.kernel.gatewayToken", ws.settings.kernel.gateway_token)
+        for key, value in secret_settings(ws.settings):  # apiKey, kernel.gatewayToken, ...
+            self.redactor.hold(key, value)
         problems = report.errors + report.ignored
         if problems:
             self.show("warning", "interpreter-lsp settings: " + "; ".join(problems))

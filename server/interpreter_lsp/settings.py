@@ -248,6 +248,17 @@ _CLIENT_ONLY_PREFIXES = ("server", "trace")
 ALL_KEYS: tuple[str, ...] = tuple(spec.key for spec in SCHEMA if not spec.client)
 
 
+def secret_settings(settings: Settings) -> list[tuple[str, str | None]]:
+    """(interpreter.KEY, value) of every `secret` setting (apiKey, kernel.gatewayToken, any added later):
+    the server masks these values everywhere and never shows or logs them."""
+    out: list[tuple[str, str | None]] = []
+    for spec in SCHEMA:
+        if spec.secret:
+            holder = settings.kernel if spec.key.startswith("kernel.") else settings
+            out.append((f"{SECTION}.{spec.key}", getattr(holder, spec.attr)))
+    return out
+
+
 # ---- validation --------------------------------------------------------------------------------------
 
 
