@@ -79,6 +79,9 @@ class BenchHost:
     def available_languages(self) -> list[str]:
         return ["python", "shell"]
 
+    def remote_directory(self) -> str | None:
+        return None
+
     def sandboxed(self, language: str) -> bool:
         return False
 
