@@ -31,7 +31,7 @@ from . import wire
 
 log = logging.getLogger(__name__)
 
-PROGRESS_EVERY = 5.0  # seconds between progress notifications while a call waits or runs
+PROGRESS_EVERY = 2.0  # seconds between progress notifications while a call waits or runs (the goal: <= 10)
 DEFAULT_MAX_WAIT = 50.0  # seconds a call holds before it returns its run id (clients time out at ~60 s)
 
 RUN_CODE_HELP = (
