@@ -69,6 +69,10 @@ export interface ProposalParams {
   autoRun: boolean;
   /** Why the proposal waits ("auto-run is off: waits for approval", ...), when autoRun is false. */
   waitReason?: string;
+  /** Another agent's proposal (over MCP): "agent", its name and when it asked (ISO 8601, UTC). */
+  origin?: "agent";
+  agent?: string;
+  created?: string;
 }
 
 /** A MIME bundle: MIME type -> content (a string, or JSON for application/json and friends). */
@@ -108,7 +112,9 @@ export interface RunStatusParams {
   root?: string;
   /** On "queued": what runs and who started it. */
   code?: string;
-  origin?: "user" | "model";
+  origin?: "user" | "model" | "agent";
+  /** On "queued", origin "agent": which agent. */
+  agent?: string;
   /** On "queued", for runs started from a document (a code lens, a code action, run cell or selection). */
   source?: RunSource;
 }
