@@ -5,6 +5,7 @@ as the agent (`interpreter-lsp mcp`), a real language server with a pytest-lsp c
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import sys
@@ -176,6 +177,21 @@ async def test_a_long_run_outlives_the_client_timeout_through_progress_and_polli
             if polled.structured_content["state"] not in ("awaiting-approval", "running"):
                 break
         assert polled.structured_content["state"] == "ok" and "slept" in text_of(polled)
+
+
+async def test_images_come_back_as_image_content(editor: Session, home: Path) -> None:
+    pytest.importorskip("matplotlib")
+    s = editor
+    code = "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()"
+    async with agent(s.root, home) as client:
+        call = asyncio.create_task(client.call_tool("run_code", {"code": code}))
+        card = await next_proposal(s, 0)
+        await s.command(p.APPROVE, {"proposalId": card["proposalId"]})
+        result = await asyncio.wait_for(call, 90)
+    assert not result.is_error, text_of(result)
+    pictures = [c for c in result.content if getattr(c, "type", "") == "image"]
+    assert len(pictures) == 1 and pictures[0].mime_type == "image/png"
+    assert base64.b64decode(pictures[0].data).startswith(b"\x89PNG")
 
 
 async def test_interrupt_from_the_editor_stops_the_agents_run(editor: Session, home: Path) -> None:

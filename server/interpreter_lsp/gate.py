@@ -361,6 +361,7 @@ class Gate:
     # ---- inside ------------------------------------------------------------------------------------------
 
     def _run(self, proposal: Proposal, code: str, how: How) -> Run:
+        self.host.check_language(proposal.language)  # no kernel for it: UnknownLanguage, in words
         approval = self.ledger.mint(code, proposal.language, how, proposal.proposal_id)
         return self._start(
             code,
