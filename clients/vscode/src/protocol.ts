@@ -281,6 +281,9 @@ export type HistoryEvent = { ts?: number } & (
       autoRun: boolean;
       complete?: boolean;
       toolCallId?: string;
+      codeHash?: string;
+      origin?: "agent";
+      agent?: string;
     }
   | {
       type: "decision";
@@ -292,11 +295,15 @@ export type HistoryEvent = { ts?: number } & (
       edited?: boolean | null;
       reason?: string | null;
       uri?: string | null;
+      codeHash?: string | null;
+      agent?: string | null;
     }
   | {
       type: "run";
       runId: string;
-      origin: "model" | "user";
+      origin: "model" | "user" | "agent";
+      agent?: string | null;
+      codeHash?: string | null;
       turnId?: string | null;
       proposalId?: string | null;
       language: string;
