@@ -19,7 +19,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import Implementation
 
-from harness import Session, server_env, start_session, stop_session
+from harness import Session, needs_bwrap, server_env, start_session, stop_session
 from interpreter_lsp import protocol as p
 from interpreter_lsp.kernels import runtime
 
@@ -303,3 +303,47 @@ async def test_started_in_a_subdirectory_it_finds_the_workspace(editor: Session,
     async with agent(editor.root, home, cwd=sub) as client:
         status = json.loads(text_of(await client.call_tool("status", {})))
         assert status["root"] == str(editor.root)
+
+
+async def test_the_agent_withdraws_its_own_proposals_and_restarts_a_kernel_in_view(editor: Session, home: Path) -> None:
+    s = editor
+    async with agent(s.root, home, "alpha") as a, agent(s.root, home, "beta") as b:
+        mine = asyncio.create_task(a.call_tool("run_code", {"code": "print('alpha')"}))
+        other = asyncio.create_task(b.call_tool("run_code", {"code": "print('beta')"}))
+        await next_proposal(s, 1)
+        assert "Stopped 1" in text_of(await a.call_tool("interrupt", {}))
+        withdrawn = await asyncio.wait_for(mine, 30)
+        assert withdrawn.is_error and withdrawn.structured_content["state"] == "expired"
+        assert not other.done(), "an agent's interrupt leaves another agent's proposal alone"
+        beta = next(c for c in proposals(s) if c["agent"].startswith("beta"))
+        # One agent cannot read another's result by its run id.
+        peek = await a.call_tool("run_status", {"run_id": beta["turnId"], "wait": 0})
+        assert peek.is_error and peek.structured_content["state"] == "unknown"
+        await s.command(p.APPROVE, {"proposalId": beta["proposalId"]})
+        assert "beta" in text_of(await asyncio.wait_for(other, 60))
+        await s.run_and_wait("kept = 1")
+        assert "restarted" in text_of(await a.call_tool("restart", {"language": "python"}))
+        variables = json.loads(text_of(await a.call_tool("variables", {})))
+        assert not any(v.get("name") == "kept" for v in variables)
+        await s.run_and_wait("1")  # its notifications come after the message on the same wire
+        assert any("alpha" in m and "restarted the python kernel" in m for m in shown_messages(s))
+
+
+def shown_messages(s: Session) -> list[str]:
+    return [m.message for m in s.client.messages]  # window/showMessage
+
+
+@needs_bwrap
+async def test_sandboxed_kernel_code_cannot_reach_the_agents_socket(workspace_root: Path, home: Path) -> None:
+    """Hostile kernel code in the sandbox must not propose code, restart kernels or read results through
+    the agents' socket: its /tmp is private, so the socket's directory is out of sight."""
+    s = await start_session(workspace_root, home, configuration={"sandbox": "bubblewrap"})
+    await socket_ready(workspace_root)
+    try:
+        path = runtime.agent_socket(workspace_root)
+        run_id, status = await s.run_and_wait(
+            f"import os, socket\nprint(os.path.exists({str(path)!r}), os.path.exists({str(path.parent)!r}))"
+        )
+        assert status["state"] == "ok" and s.text(run_id) == "False False\n"
+    finally:
+        await stop_session(s)

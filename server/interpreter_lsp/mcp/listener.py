@@ -154,6 +154,8 @@ class AgentListener:
             return started
         if method == "wait":
             call_id, timeout = wire.wait_params(params)
+            if call_id not in calls:  # another connection's call (another agent's output): not this one's to read
+                return {"callId": call_id, "state": "unknown"}
             return await ws.agent_wait(call_id, timeout)
         if method == "variables":
             return {"variables": await ws.variables(wire.language_param(params))}
