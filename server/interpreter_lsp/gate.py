@@ -101,9 +101,6 @@ class Applied:
     where: str  # the document as the user knows it (relative to the workspace)
 
 
-Decision = "Run | Rejected | Applied"
-
-
 @dataclass
 class Proposal:
     proposal_id: str
@@ -112,7 +109,7 @@ class Proposal:
     code: str
     risk: p.Risk
     auto_run: bool
-    decision: asyncio.Future[Any]  # Run | Rejected | Applied
+    decision: asyncio.Future[Any]  # its Decision: a Run, Rejected or Applied
     tool_call_id: str | None = None  # it came as a native tool call
     origin: str = "model"  # "model" (ours) or "agent" (another agent, over MCP)
     agent: str | None = None  # the calling agent's name (its MCP client info)
