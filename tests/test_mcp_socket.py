@@ -6,9 +6,13 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
+import socket
 import stat
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -17,6 +21,7 @@ from harness import Session, start_session, stop_session
 from interpreter_lsp import protocol as p
 from interpreter_lsp.kernels import runtime
 from interpreter_lsp.mcp import wire
+from interpreter_lsp.mcp.listener import AgentListener
 from test_mcp import socket_ready
 
 
@@ -86,3 +91,43 @@ async def test_the_socket_is_private_and_bad_input_runs_nothing(editor: Session)
     )
     assert expired[0]["proposalId"] == answer["result"]["proposalId"]
     assert not editor.notes[p.RUN_STATUS]
+
+
+async def test_another_users_process_is_refused_even_past_the_file_permissions(tmp_path: Path) -> None:
+    """The socket's 0600 and its directory's 0700 keep other users out; past them (here: a process of
+    another uid with CAP_DAC_OVERRIDE), the peer's credentials (SO_PEERCRED) still refuse it."""
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() != 0 or setpriv is None or not hasattr(socket, "SO_PEERCRED"):
+        pytest.skip("needs root and setpriv to act as another user, and Linux's SO_PEERCRED")
+    ws = SimpleNamespace(root=tmp_path, agent_withdraw=lambda _calls: None, agent_status=lambda: {"root": "here"})
+    listener = AgentListener(ws, lambda value: value)  # type: ignore[arg-type]
+    path = await listener.start()
+    assert path is not None
+    # A refused peer sees its connection closed: an empty read, or a reset/broken pipe (printed as b'').
+    code = """
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.settimeout(30)
+try:
+    s.sendall(b'{"id": 1, "method": "status"}\\n')
+    data = s.recv(200)
+except (BrokenPipeError, ConnectionResetError):
+    data = b''
+print(repr(data))
+"""
+    try:
+        answers = []
+        for prefix in ([], [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups",
+                            "--inh-caps=+dac_override", "--ambient-caps=+dac_override"]):  # fmt: skip
+            proc = await asyncio.create_subprocess_exec(
+                *prefix, sys.executable, "-c", code, str(path), stdout=asyncio.subprocess.PIPE
+            )
+            out, _ = await asyncio.wait_for(proc.communicate(), 60)
+            answers.append(out.decode().strip())
+        same_user, other_user = answers
+        assert '"result":{"root":"here"}' in same_user
+        assert other_user == "b''", "another user's process was answered"
+    finally:
+        await listener.close()
+    assert not path.exists()
