@@ -85,7 +85,8 @@ class BenchHost:
     def sandboxed(self, language: str) -> bool:
         return False
 
-    def start_run(self, code: str, language: str, *, turn_id: str, proposal_id: str) -> Run:
+    def start_run(self, code: str, language: str, *, approval: Any, **options: Any) -> Run:
+        turn_id, proposal_id = options["turn_id"], options["proposal_id"]
         future: asyncio.Future[RunResult] = asyncio.get_running_loop().create_future()
         run = Run(f"r-{turn_id}", language, code, "model", turn_id, proposal_id, 0.0, future)
         output = "".join(f"task {self.turn_index} row {i}: {i * 37 % 101} {i * 13 % 7}\n" for i in range(80))

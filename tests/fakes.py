@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from interpreter_lsp import protocol as p
+from interpreter_lsp.gate import Approval, Ledger
 from interpreter_lsp.kernels.kernel import ExecuteReply
 from interpreter_lsp.llm.client import Completion
 from interpreter_lsp.llm.errors import ModelError
@@ -35,6 +36,7 @@ class FakeHost:
         self.tools: list[list[dict[str, Any]] | None] = []  # the tools each request offered
         self.requests: list[list[dict[str, Any]]] = []
         self.runs: list[Run] = []
+        self.ledger: Ledger | None = None  # set to the loop's gate.ledger: runs redeem their approval there
         self.risk = p.Risk("low", [])
         self.model_gate: asyncio.Event | None = None  # when set, a model call waits for it mid-reply
         self.gate_after = 0  # ... after this delta
@@ -65,9 +67,15 @@ class FakeHost:
     def sandboxed(self, language: str) -> bool:
         return False
 
-    def start_run(self, code: str, language: str, *, turn_id: str, proposal_id: str) -> Run:
+    def start_run(self, code: str, language: str, *, approval: Approval, **options: Any) -> Run:
+        # What RunManager.start does first: the gate's token must bind exactly this code.
+        if self.ledger is not None:
+            self.ledger.redeem(approval, code, language)
         future: asyncio.Future[RunResult] = asyncio.get_running_loop().create_future()
-        run = Run(f"r-{len(self.runs)}", language, code, "model", turn_id, proposal_id, 0.0, future)
+        turn_id, proposal_id = options.get("turn_id"), options.get("proposal_id")
+        run = Run(
+            f"r-{len(self.runs)}", language, code, options.get("origin", "model"), turn_id, proposal_id, 0.0, future
+        )
         self.runs.append(run)
         self.changed.set()
         return run

@@ -29,7 +29,9 @@ def host(tmp_path: Path) -> FakeHost:
 
 @pytest.fixture
 def loop(host: FakeHost, tmp_path: Path) -> Loop:
-    return Loop(host, Conversation(History(tmp_path / "history.jsonl"), tmp_path))
+    loop = Loop(host, Conversation(History(tmp_path / "history.jsonl"), tmp_path))
+    host.ledger = loop.gate.ledger  # every run the loop starts must carry the gate's approval for its code
+    return loop
 
 
 def types(loop: Loop) -> list[str]:

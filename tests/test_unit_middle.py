@@ -153,7 +153,12 @@ async def _until(predicate: Any, timeout: float = 10) -> None:
 
 async def test_a_run_goes_queued_running_ok_and_is_recorded_after_its_final_status(manager: Any) -> None:
     runs, kernel, sent, finished = manager
-    run = runs.start("print(1)", "python", source={"uri": "file:///a.py", "kind": "cell", "startLine": 0, "endLine": 2})
+    run = runs.start(
+        "print(1)",
+        "python",
+        approval=runs.ledger.mint("print(1)", "python", "user"),
+        source={"uri": "file:///a.py", "kind": "cell", "startLine": 0, "endLine": 2},
+    )
     await _until(lambda: kernel.pending)
     kernel.finish("ok", stdout="1\n")
     result = await run.result
@@ -168,8 +173,8 @@ async def test_a_run_goes_queued_running_ok_and_is_recorded_after_its_final_stat
 
 async def test_runs_take_turns_and_interrupt_cancels_the_queued_ones(manager: Any) -> None:
     runs, kernel, _sent, _finished = manager
-    first = runs.start("a", "python")
-    second = runs.start("b", "python")
+    first = runs.start("a", "python", approval=runs.ledger.mint("a", "python", "user"))
+    second = runs.start("b", "python", approval=runs.ledger.mint("b", "python", "user"))
     await _until(lambda: kernel.pending)
     assert kernel.submitted == ["a"]  # the second waits for the kernel's turn
     await runs.interrupt()
@@ -181,7 +186,11 @@ async def test_runs_take_turns_and_interrupt_cancels_the_queued_ones(manager: An
 async def test_a_lost_interrupt_is_sent_again_even_when_a_waiter_gave_up_on_the_run(manager: Any) -> None:
     runs, kernel, sent, _finished = manager
     kernel.lose_interrupts = 1  # the first SIGINT lands before the kernel's handler is installed
-    run = runs.start("import time; time.sleep(1e6)", "python")
+    run = runs.start(
+        "import time; time.sleep(1e6)",
+        "python",
+        approval=runs.ledger.mint("import time; time.sleep(1e6)", "python", "user"),
+    )
     await _until(lambda: kernel.pending)
     waiter = asyncio.ensure_future(run.result)  # a turn awaiting the run, then cancelled with it
     await asyncio.sleep(0)
@@ -202,7 +211,7 @@ async def test_once_the_kernel_shows_the_interrupt_it_is_not_sent_again(manager:
     runs, kernel, _sent, _finished = manager
     kernel.lose_interrupts = 1  # and the first SIGINT is lost, so resending is needed at all
     kernel.slow_traceback = True
-    run = runs.start("while True: pass", "python")
+    run = runs.start("while True: pass", "python", approval=runs.ledger.mint("while True: pass", "python", "user"))
     await _until(lambda: kernel.pending)
     stopping = asyncio.ensure_future(runs.interrupt())
     await _until(lambda: kernel.interrupts >= 2, 30)
@@ -215,7 +224,9 @@ async def test_once_the_kernel_shows_the_interrupt_it_is_not_sent_again(manager:
 
 async def test_a_timeout_stops_the_run(manager: Any) -> None:
     runs, kernel, _sent, _finished = manager
-    run = runs.start("while True: pass", "python", timeout=0.05)
+    run = runs.start(
+        "while True: pass", "python", approval=runs.ledger.mint("while True: pass", "python", "user"), timeout=0.05
+    )
     result = await asyncio.wait_for(run.result, 10)
     assert result.state == "timeout" and "run timeout" in (result.message or "")
     assert kernel.interrupts >= 1

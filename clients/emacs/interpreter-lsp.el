@@ -218,12 +218,16 @@ An empty TEXT only ends the line being written."
 (cl-defmethod eglot-handle-notification
   ((server interpreter-lsp-server) (_method (eql interpreter/proposal))
    &rest proposal &key proposalId turnId language code risk autoRun waitReason
-   &allow-other-keys)
+   agent created &allow-other-keys)
   "A code block of the model's reply: it waits for approval or runs itself."
   (let ((key (concat "turn " turnId))
         (reasons (mapconcat #'identity (plist-get risk :reasons) "; ")))
     (interpreter-lsp--line
-     server key (format "proposal %s (%s, risk %s%s):" proposalId language
+     server key (format "proposal %s%s (%s, risk %s%s):" proposalId
+                        (if (stringp agent)
+                            (format " from %s%s" agent (if (stringp created) (concat " at " created) ""))
+                          "")
+                        language
                         (plist-get risk :level)
                         (if (string-empty-p reasons) "" (concat ": " reasons)))
      'bold)

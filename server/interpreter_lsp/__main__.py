@@ -1,11 +1,13 @@
-"""Command line: `interpreter-lsp` (stdio, the default), `--tcp HOST:PORT`, `--version`.
+"""Command line: `interpreter-lsp` (stdio, the default), `--tcp HOST:PORT`, `--version`; and
+`interpreter-lsp mcp [--workspace DIR]`, the MCP server other agents add (mcp/bridge.py, docs/agents.md).
 
 Exit codes: 0 after `shutdown` then `exit`; 1 for an `exit` without `shutdown` (the LSP specification);
 2 for a bad command line (an unknown option, a `--log-file` that cannot be written), in one line on stderr.
 
 stdout is the LSP wire. Before anything else is imported, the real stdout is kept on a private file
 descriptor for pygls, and fd 1 (inherited by every child process: kernels, shells) is pointed at
-stderr, so nothing that prints can corrupt the wire."""
+stderr, so nothing that prints can corrupt the wire. For `mcp`, stdout is the MCP wire instead: the SDK's
+stdio server keeps it the same way while it serves (and that process starts no kernels)."""
 
 from __future__ import annotations
 
@@ -61,7 +63,36 @@ def _configure_logging(path: str | None, level: str) -> None:
     logging.getLogger("pygls").setLevel(level if level == "DEBUG" else "WARNING")
 
 
+def _mcp(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="interpreter-lsp mcp",
+        description="An MCP server (stdio) that lets another agent run code in this workspace's kernel, each call "
+        "approved by you in the editor that has the workspace open.",
+    )
+    parser.add_argument(
+        "--workspace", metavar="DIR", help="the workspace folder (default: the current directory or a parent of it)"
+    )
+    parser.add_argument(
+        "--max-wait",
+        type=float,
+        default=50.0,
+        metavar="SECONDS",
+        help="how long a call waits for the decision and the run before it returns a run id to poll (default 50)",
+    )
+    parser.add_argument(
+        "--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="default WARNING"
+    )
+    args = parser.parse_args(argv)
+    _configure_logging(None, args.log_level)
+    from .mcp.bridge import main as serve
+
+    return serve(args.workspace, max(0.0, args.max_wait))
+
+
 def main(argv: list[str] | None = None) -> int:  # returns only for a bad command line (2)
+    arguments = sys.argv[1:] if argv is None else argv
+    if arguments[:1] == ["mcp"]:
+        return _mcp(arguments[1:])
     args = _parse(argv)
     log_file = os.path.expanduser(args.log_file) if args.log_file else None
     try:

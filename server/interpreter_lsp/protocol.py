@@ -81,7 +81,7 @@ TurnState = Literal["thinking", "compacting", "awaiting-approval", "running", "d
 OutputKind = Literal["stdout", "stderr", "result", "display", "error"]
 KernelState = Literal["starting", "idle", "busy", "dead", "restarting", "stopped"]
 ProposalState = Literal["approved", "auto-run", "rejected", "applied", "expired"]
-Origin = Literal["user", "model"]
+Origin = Literal["user", "model", "agent"]  # "agent": another agent, over MCP (docs/agents.md)
 
 FINAL_RUN_STATES: frozenset[str] = frozenset({"ok", "error", "interrupted", "died", "timeout"})
 FINAL_TURN_STATES: frozenset[str] = frozenset({"done", "cancelled", "error"})
@@ -136,6 +136,11 @@ class ProposalParams:
     auto_run: bool
     # Why it waits ("auto-run is off: waits for approval", ...), when it does not run by itself.
     wait_reason: str | None = None
+    # Another agent's proposal (over MCP): origin "agent", the agent's name (its MCP client info, as it
+    # says itself) and when it asked (ISO 8601, UTC). Absent for our own model's proposals.
+    origin: str | None = None
+    agent: str | None = None
+    created: str | None = None
 
 
 @attrs.define
@@ -165,6 +170,7 @@ class RunStatusParams:
     # start the run themselves (code lenses, code actions, the loop).
     code: str | None = None
     origin: str | None = None
+    agent: str | None = None  # origin "agent": which agent
     # On final states: workspace files the run created, modified or deleted ([{path, change}]),
     # relative to `root`, the workspace folder the run belongs to.
     files: list[dict[str, str]] | None = None
@@ -261,6 +267,9 @@ class ProposalEvent:
     auto_run: bool
     complete: bool
     tool_call_id: str | None = None  # it came as a native tool call: the call it answers
+    code_hash: str | None = None  # SHA-256 of language + NUL + code: what a decision is bound to (gate.py)
+    origin: str | None = None  # "agent" for another agent's proposal (over MCP); absent for ours
+    agent: str | None = None
 
 
 DecisionKind = Literal["approved", "rejected", "auto-run", "applied"]
@@ -277,6 +286,8 @@ class DecisionEvent:
     edited: bool | None = None
     reason: str | None = None  # rejected: the user's reason
     uri: str | None = None  # applied: the document it was written into
+    code_hash: str | None = None  # approved / auto-run: the hash of `code` the approval was bound to
+    agent: str | None = None  # another agent's proposal: its name
 
 
 @attrs.define
@@ -294,6 +305,8 @@ class RunEvent:
     turn_id: str | None = None
     proposal_id: str | None = None
     message: str | None = None
+    code_hash: str | None = None  # the hash of `code` its approval was bound to (gate.py)
+    agent: str | None = None  # origin "agent": which agent
 
 
 @attrs.define

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .files import FileChanges, Touched
+from .gate import Approval, Ledger
 from .kernels.backend import ExecuteReply, KernelDied, KernelStartError
 from .kernels.pool import KernelPool
 from .languages import canonical_language
@@ -46,6 +47,8 @@ class RunResult:
     origin: str = "user"
     turn_id: str | None = None
     proposal_id: str | None = None
+    code_hash: str | None = None
+    agent: str | None = None
     outputs: list[dict[str, Any]] = field(default_factory=list)
     files: list[dict[str, str]] = field(default_factory=list)
 
@@ -66,6 +69,8 @@ class Run:
     interrupt_landed: bool = False  # the kernel raised KeyboardInterrupt in this run's code
     input_cancelled: bool = False
     source: dict[str, Any] | None = None
+    code_hash: str | None = None  # what its approval was bound to (gate.py)
+    agent: str | None = None  # origin "agent": which agent
 
 
 class _Sink:
@@ -146,8 +151,11 @@ class RunManager:
         on_finished: Callable[[RunResult], None] | None = None,
         default_timeout: Callable[[], float] = lambda: 0.0,
         files: FileChanges | None = None,
+        ledger: Ledger | None = None,
     ) -> None:
         self._pool = pool
+        # Approvals are redeemed here, before anything is queued: only the gate (gate.py) mints them.
+        self.ledger = ledger or Ledger()
         self._send = send
         self._model_limit = model_limit
         self.ask_input = ask_input
@@ -175,6 +183,7 @@ class RunManager:
             proposal_id=run.proposal_id,
             code=run.code if queued else None,
             origin=run.origin if queued else None,
+            agent=run.agent if queued else None,
             files=files or None,
             root=str(self._files.root) if files and self._files is not None else None,
             source=run.source if queued else None,
@@ -186,14 +195,18 @@ class RunManager:
         code: str,
         language: str,
         *,
+        approval: Approval,
         origin: str = "user",
+        agent: str | None = None,
         turn_id: str | None = None,
         proposal_id: str | None = None,
         timeout: float | None = None,
         source: dict[str, Any] | None = None,
     ) -> Run:
-        """Queue `code`; returns at once. The language must already be known to resolve (see check)."""
+        """Queue `code`; returns at once. The language must already be known to resolve (see check).
+        `approval`: the gate's token for exactly this code and language (raises gate.NotApproved else)."""
         lang = canonical_language(language)
+        self.ledger.redeem(approval, code, lang)
         loop = asyncio.get_running_loop()
         run = Run(
             run_id="r-" + uuid.uuid4().hex[:12],
@@ -205,6 +218,8 @@ class RunManager:
             timeout=self._default_timeout() if timeout is None else timeout,
             result=loop.create_future(),
             source=source,
+            code_hash=approval.code_hash,
+            agent=agent,
         )
         self.runs[run.run_id] = run
         self._status(run, "queued")
@@ -273,6 +288,8 @@ class RunManager:
                 origin=run.origin,
                 turn_id=run.turn_id,
                 proposal_id=run.proposal_id,
+                code_hash=run.code_hash,
+                agent=run.agent,
                 outputs=sink.records,
                 files=touched.files,
             )
@@ -338,9 +355,10 @@ class RunManager:
             with contextlib.suppress(Exception):
                 await self._pool.restart(language)
 
-    async def interrupt(self) -> int:
-        """Interrupt every run: queued ones are cancelled, running ones get SIGINT (restart if ignored)."""
-        runs = list(self.runs.values())
+    async def interrupt(self, only: Callable[[Run], bool] | None = None) -> int:
+        """Interrupt every run (`only`: those it accepts): queued ones are cancelled, running ones get SIGINT
+        (restart if ignored)."""
+        runs = [run for run in self.runs.values() if only is None or only(run)]
         for run in runs:
             run.interrupt_requested = True
             if not run.executing and run.task is not None:

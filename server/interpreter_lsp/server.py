@@ -25,6 +25,7 @@ from .arguments import BadArguments
 from .commands import register_commands
 from .kernels import launcher, runtime
 from .languages import PYTHON, canonical_language
+from .mcp.listener import AgentListener
 from .safety.envfiles import env_file_secrets
 from .safety.secrets import ProseMasker, RedactingFilter, Redactor
 from .settings import WorkspaceFileRequest, secret_settings
@@ -44,6 +45,7 @@ class InterpreterServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("interpreter-lsp", __version__, max_workers=2)
         self.workspaces: dict[str, Workspace] = {}
+        self.agent_listeners: dict[str, AgentListener] = {}  # other agents reach each workspace (docs/agents.md)
         self.background: set[asyncio.Task[Any]] = set()
         self.init_options: dict[str, Any] = {}
         # Untrusted until the client says `trusted: true`: a client that says nothing about trust (a
@@ -142,7 +144,9 @@ class InterpreterServer(LanguageServer):
     def add_workspace(self, root: Path) -> Workspace:
         key = str(root)
         if key not in self.workspaces:
-            self.workspaces[key] = Workspace(root, self.context())
+            self.workspaces[key] = ws = Workspace(root, self.context())
+            self.agent_listeners[key] = listener = AgentListener(ws, self.redactor.redact_obj)
+            self.spawn(listener.start(), f"agents-{key}")
         return self.workspaces[key]
 
     def workspace_for(self, uri: str | None = None) -> Workspace:
@@ -244,6 +248,7 @@ class InterpreterServer(LanguageServer):
         if self._stopped:
             return
         self._stopped = True
+        await asyncio.gather(*(a.close() for a in self.agent_listeners.values()), return_exceptions=True)
         await asyncio.gather(*(ws.shutdown() for ws in self.workspaces.values()), return_exceptions=True)
         for task in list(self.background):
             task.cancel()
@@ -319,6 +324,8 @@ def create_server() -> InterpreterServer:
         for folder in params.event.removed:
             path = to_fs_path(folder.uri)
             ws = ls.workspaces.pop(str(path), None) if path else None
+            if (listener := ls.agent_listeners.pop(str(path), None)) is not None:
+                ls.spawn(listener.close(), f"agents-close-{path}")
             if ws is not None:
                 ls.spawn(ws.shutdown(), f"shutdown-{path}")
         for folder in params.event.added:
@@ -377,6 +384,10 @@ def _action(title: str, command: str, args: dict[str, Any]) -> t.CodeAction:
 def kill_kernels_now(ls: InterpreterServer) -> None:
     """Last resort at exit (the client never sent shutdown, or the loop is gone): kill every kernel's
     process group so no orphan survives, and remove our runtime directory."""
+    for listener in ls.agent_listeners.values():
+        if listener.path is not None:
+            with contextlib.suppress(OSError):
+                listener.path.unlink()
     for ws in ls.workspaces.values():
         for pid in ws.kernel_pids():
             with contextlib.suppress(OSError):

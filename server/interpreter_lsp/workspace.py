@@ -18,10 +18,12 @@ from typing import Any
 from . import protocol as p
 from . import settings as settings_mod
 from .agent.conversation import Conversation
-from .agent.loop import INTERRUPTED, Loop, UnknownProposal
+from .agent.loop import INTERRUPTED, Loop
 from .agent.prompt import Selection
+from .agentcalls import AgentCalls
 from .errors import UserError
 from .files import FileChanges
+from .gate import Approval, Gate, Ledger, UnknownProposal
 from .history import History, history_file
 from .kernels.backend import KernelStartError
 from .kernels.gateway_client import GatewayConfig
@@ -155,6 +157,7 @@ class Workspace:
             on_ready=self._kernel_ready,
             gateway=lambda: GatewayConfig.from_settings(self.settings.kernel),
         )
+        ledger = Ledger()  # the gate mints approvals, the run manager redeems them: nothing else starts a run
         self.runs = RunManager(
             self.pool,
             ctx.send,
@@ -163,9 +166,12 @@ class Workspace:
             on_finished=self._run_finished,
             default_timeout=lambda: self.settings.run_timeout,
             files=self.file_changes,
+            ledger=ledger,
         )
         self.conversation = Conversation(History(history_file(root), ctx.redact_shown), root)
-        self.loop = Loop(self, self.conversation)
+        self.gate = Gate(self, self.conversation.record, self._start_checked, ledger)
+        self.loop = Loop(self, self.conversation, self.gate)
+        self.agent_calls = AgentCalls(self.gate, self.conversation.record)
         self._discovered: tuple[str, str] | None = None
         self._facts: tuple[tuple[str, str | None], ModelFacts] | None = None
         self._settings_loaded = asyncio.Event()
@@ -294,11 +300,13 @@ class Workspace:
                 "(interpreter.allowEnv lets the kernel see a variable) instead of writing it into the code."
             )
 
-    def start_run(self, code: str, language: str, *, turn_id: str, proposal_id: str) -> Run:
+    def _start_checked(self, code: str, language: str, *, approval: Approval, **options: Any) -> Run:
+        # The last check before a kernel, for every entry point the gate serves (our model, the user, agents).
         self.refuse_held_secrets(code)
-        return self.runs.start(
-            code, self.check_language(language), origin="model", turn_id=turn_id, proposal_id=proposal_id
-        )
+        return self.runs.start(code, language, approval=approval, **options)
+
+    def start_run(self, code: str, language: str, *, approval: Approval, **options: Any) -> Run:
+        return self._start_checked(code, language, approval=approval, **options)
 
     async def call_model(
         self,
@@ -419,7 +427,7 @@ class Workspace:
         """Code the user runs by hand; it goes into the conversation too. `source`: the document range it
         came from, for the panel."""
         self.refuse_held_secrets(code)
-        return self.runs.start(code, self.check_language(language), timeout=timeout, source=source).run_id
+        return self.gate.user_run(code, language, timeout=timeout, source=source).run_id
 
     async def interrupt(self) -> None:
         await asyncio.gather(self.loop.interrupt(), self.runs.interrupt())
@@ -488,6 +496,7 @@ class Workspace:
             "usage": self.conversation.usage(),
             "kernels": self.pool.status(),
             "trusted": self.ctx.trusted,
+            "agentsWaiting": self.gate.agents_waiting(),  # other agents' proposals waiting for a decision
             "settingsErrors": list(self.settings_errors),
             "settingsIgnored": list(self._settings_report.ignored),
             "settingsSources": settings_mod.sources_of(self._settings_report),
@@ -516,10 +525,41 @@ class Workspace:
 
     async def shutdown(self) -> None:
         await self.loop.interrupt("Stopped: the server shut down.")
+        await self.agent_calls.close()
         await self.runs.drain()
         self.file_changes.close()
         await self.pool.shutdown()
         self.conversation.close()
+
+    # ---- other agents, over MCP (mcp/listener.py; docs/agents.md) -----------------------------------------
+
+    async def agent_run(self, code: str, language: str, agent: str) -> dict[str, Any]:
+        """Another agent's code: a proposal through the gate, like our model's. Returns at once."""
+        call = await self.agent_calls.start(code, language, agent)
+        return {"callId": call.call_id, "proposalId": call.proposal.proposal_id, "state": call.state}
+
+    async def agent_wait(self, call_id: str, timeout: float) -> dict[str, Any]:
+        return await self.agent_calls.wait(call_id, timeout)
+
+    def agent_withdraw(self, call_ids: list[str]) -> None:
+        self.agent_calls.withdraw(call_ids)
+
+    async def agent_interrupt(self, agent: str) -> int:
+        """The agent stops its own work: its waiting proposals expire, its runs are interrupted."""
+        waiting = self.agent_calls.waiting_of(agent)
+        self.agent_calls.withdraw([call.call_id for call in waiting])
+        return len(waiting) + await self.runs.interrupt(only=lambda run: run.origin == "agent" and run.agent == agent)
+
+    def agent_status(self) -> dict[str, Any]:
+        """What an agent may know of the workspace: no settings sources, no usage."""
+        return {
+            "root": str(self.root),
+            "trusted": self.ctx.trusted,
+            "languages": self.available_languages(),
+            "kernels": self.pool.status(),
+            "autoRun": self.settings.auto_run,
+            "agentsWaiting": self.gate.agents_waiting(),
+        }
 
     # ---- what the layers below report ---------------------------------------------------------------
 
@@ -562,6 +602,8 @@ class Workspace:
             turn_id=result.turn_id,
             proposal_id=result.proposal_id,
             message=result.message,
+            code_hash=result.code_hash,
+            agent=result.agent,
         )
         # A model run that ended while its reply still streams is recorded after that reply.
         self.conversation.record(event)

@@ -173,3 +173,19 @@ def test_the_bar_says_what_is_true_and_fits_its_window(ed: Editor) -> None:
     assert ed.lua(fit, parts, 40) == " python running · awaiting approval"
     assert ed.lua(fit, parts, 160) == " " + " · ".join(parts)
     assert ed.lua(fit, ["100% done"], 80) == " 100%% done", "a % in the bar is shown, not read as an item"
+
+
+def test_an_agents_proposal_names_the_agent_and_the_time(ed: Editor) -> None:
+    """Another agent's proposal (over MCP, docs/agents.md) is a card like the model's, with who asked."""
+    lines = ed.lua(
+        """
+        local s = require('interpreter_lsp_test').fresh_session('/agents')
+        s:on_proposal({ proposalId = "p9", turnId = "a-000000000001", language = "python", autoRun = false,
+          code = "print(1)", risk = { level = "low", reasons = {} }, origin = "agent",
+          agent = "Claude Code 2.1", created = "2026-12-03T20:15:02Z" })
+        s.panel:flush()
+        return vim.api.nvim_buf_get_lines(s.panel.buf, 0, -1, false)
+        """
+    )
+    head = next(line for line in lines if line.startswith("**Proposal"))
+    assert head.endswith("· from Claude Code 2.1 at 2026-12-03T20:15:02Z"), head

@@ -295,12 +295,12 @@ function loadHistory(state: ConversationState, events: HistoryEvent[]): void {
         break;
       }
       case "proposal": {
-        const { proposalId, turnId, language, code, risk, autoRun } = event;
+        const { proposalId, turnId, language, code, risk, autoRun, agent } = event;
         // A proposal still undecided in the history belongs to a turn that is over: it cannot run now.
         state.entries.push({
           kind: "proposal",
           id: `proposal:${proposalId}`,
-          proposal: { proposalId, turnId, language, code, risk, autoRun },
+          proposal: { proposalId, turnId, language, code, risk, autoRun, ...(agent ? { agent } : {}) },
           status: "expired",
           edited: false,
         });

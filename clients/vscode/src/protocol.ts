@@ -69,6 +69,10 @@ export interface ProposalParams {
   autoRun: boolean;
   /** Why the proposal waits ("auto-run is off: waits for approval", ...), when autoRun is false. */
   waitReason?: string;
+  /** Another agent's proposal (over MCP): "agent", its name and when it asked (ISO 8601, UTC). */
+  origin?: "agent";
+  agent?: string;
+  created?: string;
 }
 
 /** A MIME bundle: MIME type -> content (a string, or JSON for application/json and friends). */
@@ -108,7 +112,9 @@ export interface RunStatusParams {
   root?: string;
   /** On "queued": what runs and who started it. */
   code?: string;
-  origin?: "user" | "model";
+  origin?: "user" | "model" | "agent";
+  /** On "queued", origin "agent": which agent. */
+  agent?: string;
   /** On "queued", for runs started from a document (a code lens, a code action, run cell or selection). */
   source?: RunSource;
 }
@@ -275,6 +281,9 @@ export type HistoryEvent = { ts?: number } & (
       autoRun: boolean;
       complete?: boolean;
       toolCallId?: string;
+      codeHash?: string;
+      origin?: "agent";
+      agent?: string;
     }
   | {
       type: "decision";
@@ -286,11 +295,15 @@ export type HistoryEvent = { ts?: number } & (
       edited?: boolean | null;
       reason?: string | null;
       uri?: string | null;
+      codeHash?: string | null;
+      agent?: string | null;
     }
   | {
       type: "run";
       runId: string;
-      origin: "model" | "user";
+      origin: "model" | "user" | "agent";
+      agent?: string | null;
+      codeHash?: string | null;
       turnId?: string | null;
       proposalId?: string | null;
       language: string;

@@ -183,6 +183,8 @@ class Conversation:
                 open_calls[call_id] = ""
 
         def decision(e: dict[str, Any]) -> None:
+            if e.get("agent"):
+                return  # another agent's proposal (over MCP): its run, if any, is what the model reads
             call_id = call_of.get(e.get("proposalId")) if native else None
             if call_id is None or call_id not in open_calls:
                 say("user", _decision_message(e, self._workspace))
@@ -350,6 +352,6 @@ def _decision_message(event: dict[str, Any], workspace: str | None) -> str:
 def _run_message(event: dict[str, Any], edited: bool) -> str:
     language, code = event.get("language", "python"), event.get("code", "")
     output, state = event.get("outputForModel", ""), event.get("state", "ok")
-    if event.get("origin") == "user":
+    if event.get("origin") in ("user", "agent"):  # not the model's own run
         return prompt.user_run_message(code, language, output, state)
     return prompt.run_result_message(code, language, output, state, edited=edited)

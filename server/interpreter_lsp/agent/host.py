@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from ..gate import Approval
     from ..llm.client import Completion
     from ..llm.models import ModelFacts
     from ..llm.toolstream import ToolCall
@@ -50,8 +51,8 @@ class LoopHost(Protocol):
     def sandboxed(self, language: str) -> bool:
         """Whether code of this language runs inside the sandbox."""
 
-    def start_run(self, code: str, language: str, *, turn_id: str, proposal_id: str) -> Run:
-        """Queue the model's code (approved or auto-run); returns at once."""
+    def start_run(self, code: str, language: str, *, approval: Approval, **options: Any) -> Run:
+        """Queue code the gate approved (gate.py: `approval` binds exactly this code); returns at once."""
 
     async def call_model(
         self,
@@ -70,4 +71,4 @@ class LoopHost(Protocol):
         Raises ModelError when no model is configured or found."""
 
     async def rate(self, code: str, language: str) -> Risk:
-        """The risk of a proposal, rated off the event loop within a time budget."""
+        """The risk of a proposal, rated off the event loop within a time budget (the gate calls it)."""

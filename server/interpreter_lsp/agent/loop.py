@@ -21,10 +21,10 @@ from typing import Any
 
 from .. import protocol as p
 from ..errors import UserError
+from ..gate import Applied, Gate, Proposal, Rejected, UnknownProposal
 from ..llm.errors import ModelError
 from ..llm.toolstream import ToolCall
 from ..runs import Run
-from ..safety import policy
 from . import prompt, runtool
 from .codeblocks import BlockParser, CodeBlock
 from .context import Compacted, ContextKeeper
@@ -42,38 +42,7 @@ class TurnBusy(UserError):
     pass
 
 
-class UnknownProposal(UserError):
-    pass
-
-
-@dataclass(frozen=True)
-class Rejected:
-    reason: str | None
-
-
-@dataclass(frozen=True)
-class Applied:
-    uri: str
-    where: str  # the document as the user knows it (relative to the workspace)
-
-
-Decision = Run | Rejected | Applied
-
-
-@dataclass
-class Proposal:
-    proposal_id: str
-    turn_id: str
-    language: str
-    code: str
-    risk: p.Risk
-    auto_run: bool
-    decision: asyncio.Future[Decision]
-    tool_call_id: str | None = None  # it came as a native tool call
-
-    @property
-    def waiting(self) -> bool:
-        return not self.decision.done()
+__all__ = ["DECLINED", "INTERRUPTED", "Applied", "Loop", "Proposal", "Rejected", "TurnBusy", "UnknownProposal"]
 
 
 @dataclass
@@ -91,11 +60,13 @@ class Turn:
 class Loop:
     """The turns of one workspace (one at a time)."""
 
-    def __init__(self, host: LoopHost, conversation: Conversation) -> None:
+    def __init__(self, host: LoopHost, conversation: Conversation, gate: Gate | None = None) -> None:
         self.host = host
         self.conversation = conversation
+        # Every proposal is rated, decided and run through the gate (gate.py); decisions are recorded
+        # through the conversation, held while the reply they belong to streams.
+        self.gate = gate if gate is not None else Gate(host, conversation.record, host.start_run)
         self.turn: Turn | None = None
-        self.proposals: dict[str, Proposal] = {}
         self.context = ContextKeeper(host, conversation)
         self._compacting: asyncio.Task[Compacted] | None = None
 
@@ -133,40 +104,18 @@ class Loop:
             return None
 
     def approve(self, proposal_id: str, code: str | None = None) -> Run:
-        proposal = self._waiting(proposal_id)
-        if (refusal := policy.may_run(self.host.trusted)) is not None:
-            raise UserError(refusal)
-        edited = code is not None and code != proposal.code
-        final = code if code is not None else proposal.code
-        self.conversation.record(p.DecisionEvent(proposal_id, proposal.turn_id, "approved", code=final, edited=edited))
-        run = self.host.start_run(final, proposal.language, turn_id=proposal.turn_id, proposal_id=proposal_id)
-        self._decide(proposal, run, p.ProposalStatusParams(proposal_id, proposal.turn_id, "approved", run.run_id))
-        return run
+        return self.gate.approve(proposal_id, code)
 
     def reject(self, proposal_id: str, reason: str | None = None) -> None:
-        proposal = self._waiting(proposal_id)
-        reason = reason.strip() if reason and reason.strip() else None
-        self.conversation.record(
-            p.DecisionEvent(proposal_id, proposal.turn_id, "rejected", language=proposal.language, reason=reason)
-        )
-        status = p.ProposalStatusParams(proposal_id, proposal.turn_id, "rejected", reason=reason)
-        self._decide(proposal, Rejected(reason), status)
+        self.gate.reject(proposal_id, reason)
 
     def is_waiting(self, proposal_id: str) -> bool:
-        proposal = self.proposals.get(proposal_id)
-        return proposal is not None and proposal.waiting
+        return self.gate.is_waiting(proposal_id)
 
     def applied(self, proposal_id: str, uri: str, where: str) -> None:
         """The proposal's code was written into `uri`: a waiting proposal is decided by that (it does not
         run, and its turn ends); a decided one is not affected."""
-        proposal = self.proposals.get(proposal_id)
-        if proposal is None or not proposal.waiting:
-            return
-        self.conversation.record(
-            p.DecisionEvent(proposal_id, proposal.turn_id, "applied", language=proposal.language, uri=uri)
-        )
-        status = p.ProposalStatusParams(proposal_id, proposal.turn_id, "applied", uri=uri)
-        self._decide(proposal, Applied(uri, where), status)
+        self.gate.applied(proposal_id, uri, where)
 
     async def interrupt(self, message: str = INTERRUPTED) -> None:
         if self._compacting is not None and not self._compacting.done():
@@ -180,24 +129,10 @@ class Loop:
 
     def proposal_info(self, proposal_id: str) -> dict[str, Any] | None:
         """A proposal's code and turn, whether it is still open or only in the conversation."""
-        live = self.proposals.get(proposal_id)
+        live = self.gate.proposals.get(proposal_id)
         if live is not None:
             return {"proposalId": live.proposal_id, "turnId": live.turn_id, "code": live.code}
         return self.conversation.proposal(proposal_id)
-
-    def _waiting(self, proposal_id: str) -> Proposal:
-        proposal = self.proposals.get(proposal_id)
-        if proposal is None:
-            raise UnknownProposal(
-                f"No proposal {proposal_id!r} is waiting: it may belong to an ended turn, or was decided already."
-            )
-        if not proposal.waiting:
-            raise UnknownProposal(f"Proposal {proposal_id!r} was already decided.")
-        return proposal
-
-    def _decide(self, proposal: Proposal, decision: Decision, status: p.ProposalStatusParams) -> None:
-        proposal.decision.set_result(decision)
-        self.host.send(p.PROPOSAL_STATUS, p.to_wire(status))
 
     # ---- the turn --------------------------------------------------------------------------------------
 
@@ -249,11 +184,7 @@ class Loop:
         """Proposals of the turn (or step) that were never decided can no longer be."""
         for proposal in list(turn.proposals.values()):
             turn.proposals.pop(proposal.proposal_id, None)
-            self.proposals.pop(proposal.proposal_id, None)
-            if proposal.waiting:
-                proposal.decision.cancel()
-                status = p.ProposalStatusParams(proposal.proposal_id, turn.turn_id, "expired")
-                self.host.send(p.PROPOSAL_STATUS, p.to_wire(status))
+            self.gate.expire(proposal.proposal_id)
 
     async def _steps(self, turn: Turn) -> str | None:
         max_steps = self.host.settings.max_steps
@@ -346,57 +277,22 @@ class Loop:
     async def _propose(
         self, turn: Turn, block: CodeBlock, previous: asyncio.Future[Any] | None, call_id: str | None = None
     ) -> tuple[Proposal, p.ProposalEvent]:
-        language = block.language
-        try:
-            language = self.host.check_language(language)
-            risk = await self.host.rate(block.code, language)
-        except UserError as exc:
-            risk = p.Risk("medium", [str(exc)])
-        if previous is not None:
-            await asyncio.wait([previous])  # shown in the order the model wrote them
-        settings = self.host.settings
-        decision = policy.decide(
-            risk,
-            auto_run=settings.auto_run,
-            auto_run_max_risk=settings.auto_run_max_risk,
-            trusted=self.host.trusted,
-            sandboxed=self.host.sandboxed(language),
-        )
-        proposal = Proposal(
-            proposal_id="p-" + uuid.uuid4().hex[:12],
+        proposal, event = await self.gate.propose(
+            block.code,
+            block.language,
             turn_id=turn.turn_id,
-            language=language,
-            code=block.code,
-            risk=risk,
-            auto_run=decision.run_now,
-            decision=asyncio.get_running_loop().create_future(),
             tool_call_id=call_id,
+            complete=block.complete,
+            after=previous,
         )
         turn.proposals[proposal.proposal_id] = proposal
-        self.proposals[proposal.proposal_id] = proposal
-        event = p.ProposalEvent(
-            proposal.proposal_id, turn.turn_id, language, block.code, risk, decision.run_now, block.complete, call_id
-        )
-        wait_reason = None if decision.run_now else decision.reason
-        params = p.ProposalParams(
-            proposal.proposal_id, turn.turn_id, language, block.code, risk, decision.run_now, wait_reason
-        )
-        self.host.send(p.PROPOSAL, p.to_wire(params))
         return proposal, event
 
     async def _decide_and_run(self, turn: Turn, proposals: list[Proposal]) -> str | None:
         """Run the step's proposals in order. Returns the turn's final message if it ends here, None to
         ask the model again."""
         for proposal in proposals:
-            if proposal.auto_run and proposal.waiting:
-                self.conversation.add(
-                    p.DecisionEvent(proposal.proposal_id, turn.turn_id, "auto-run", code=proposal.code)
-                )
-                run = self.host.start_run(
-                    proposal.code, proposal.language, turn_id=turn.turn_id, proposal_id=proposal.proposal_id
-                )
-                status = p.ProposalStatusParams(proposal.proposal_id, turn.turn_id, "auto-run", run.run_id)
-                self._decide(proposal, run, status)
+            self.gate.run_now(proposal)  # the policy let it run by itself (auto-run)
             if proposal.waiting:
                 self._turn_status(turn, "awaiting-approval")
             decision = await proposal.decision

@@ -5,9 +5,11 @@ cannot remove its directory, so the next server to start removes every one whose
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 
@@ -66,3 +68,36 @@ def remove_stale(base: Path | None = None) -> list[Path]:
         removed.append(directory)
         log.info("removed the runtime directory %s of a server that is gone (pid %d)", directory, pid)
     return removed
+
+
+# ---- the agents' sockets (docs/agents.md) ------------------------------------------------------------
+# `interpreter-lsp mcp` finds the language server of a workspace without being told its runtime directory
+# (a fresh mkdtemp per server): each server listens, per workspace, on a unix socket at a path derived
+# from the workspace's real path, in one 0700 directory of this user beside the runtime directories.
+
+AGENTS_DIR = "ilsp-agents-"
+
+
+def agents_dir(*, create: bool = False, base: Path | None = None) -> Path:
+    """This user's directory of agent sockets. With `create`: made 0700 if missing, and refused (OSError,
+    in words) when it is a link, another user's, or open to others: a socket there must be ours alone."""
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    directory = Path(base or tempfile.gettempdir()) / f"{AGENTS_DIR}{uid}"
+    if create:
+        try:
+            directory.mkdir(mode=0o700)
+        except FileExistsError:
+            pass
+        info = directory.lstat()
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != uid or info.st_mode & 0o077:
+            raise OSError(
+                f"{directory} is not a private directory of this user (a link, another user's, or open to "
+                "others): remove it, and the language server makes it again"
+            )
+    return directory
+
+
+def agent_socket(root: Path, *, base: Path | None = None) -> Path:
+    """The socket of the language server that serves the workspace `root` (its real path)."""
+    digest = hashlib.sha256(os.path.realpath(root).encode("utf-8", "surrogateescape")).hexdigest()[:24]
+    return agents_dir(base=base) / f"{digest}.sock"

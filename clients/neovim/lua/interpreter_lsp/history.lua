@@ -79,7 +79,7 @@ local function replay(s, e)
   elseif kind == "proposal" then
     s:on_proposal({
       proposalId = e.proposalId, turnId = e.turnId, language = e.language, code = e.code, risk = e.risk,
-      autoRun = e.autoRun,
+      autoRun = e.autoRun, agent = e.agent,
     })
   elseif kind == "decision" then
     local prop = s.proposals[e.proposalId]

@@ -47,6 +47,9 @@ return function(Session)
       status = "pending: " .. keymaps.proposal_hint(keys)
     end
     local head = string.format("**Proposal %d** · %s · risk: %s · %s", prop.index, prop.language, risk.level, status)
+    if prop.agent then -- another agent's proposal (over MCP): who asked, and when
+      head = head .. " · from " .. prop.agent .. (prop.created and (" at " .. prop.created) or "")
+    end
     local lines, hls = { head }, { risk.level == "high" and "InterpreterError" or risk.level == "medium" and "InterpreterRisk" or "InterpreterTitle" }
     for _, reason in ipairs(risk.reasons or {}) do
       table.insert(lines, "  ⚠ " .. reason)
@@ -73,6 +76,8 @@ return function(Session)
       code = p.code or "",
       risk = p.risk,
       state = p.autoRun and "auto-run" or "pending",
+      agent = type(p.agent) == "string" and p.agent or nil,
+      created = type(p.created) == "string" and p.created or nil,
       section = self.panel:add("proposal", { proposal_id = p.proposalId }),
     }
     self.proposals[p.proposalId] = prop

@@ -238,7 +238,7 @@ export function createRenderer(sanitize: Sanitize): Renderer {
     const waitReason =
       open && !p.autoRun && p.waitReason ? `<div class="wait-reason">${escapeHtml(capitalise(p.waitReason))}</div>` : "";
     return `<div class="entry proposal status-${entry.status}" data-id="${escapeHtml(entry.id)}" data-proposal-id="${id}">
-<div class="proposal-head"><span class="language">${escapeHtml(p.language)}</span><span class="risk risk-${escapeHtml(p.risk.level)}">risk: ${escapeHtml(p.risk.level)}</span><span class="proposal-status">${status}</span></div>
+<div class="proposal-head">${p.agent ? `<span class="agent">from ${escapeHtml(p.agent)}${p.created ? ` at ${escapeHtml(new Date(p.created).toLocaleTimeString())}` : ""}</span>` : ""}<span class="language">${escapeHtml(p.language)}</span><span class="risk risk-${escapeHtml(p.risk.level)}">risk: ${escapeHtml(p.risk.level)}</span><span class="proposal-status">${status}</span></div>
 ${reasons}<pre class="code"><code>${escapeHtml(p.code)}</code></pre>${waitReason}${actions}</div>`;
   }
 

@@ -144,6 +144,20 @@ test("a waiting proposal says why it waits; the reason goes once it is decided",
   assert.equal(rendered(s).querySelector(".wait-reason"), null);
 });
 
+test("another agent's proposal names the agent on its card, with its buttons", () => {
+  const s = emptyConversation();
+  applyEvent(s, {
+    type: "proposal",
+    params: {
+      proposalId: "p1", turnId: "a-1", language: "python", code: "x", risk: { level: "low", reasons: [] }, autoRun: false,
+      origin: "agent", agent: "Claude Code <2.1>", created: "2026-12-03T20:15:02Z",
+    },
+  });
+  const card = rendered(s);
+  assert.match(card.querySelector(".agent")?.textContent ?? "", /^from Claude Code <2\.1> at /);
+  assert.equal(card.querySelectorAll("button").length, 4);
+});
+
 test("an expired proposal has no buttons; a run of edited code shows the code that ran", () => {
   const s = emptyConversation();
   applyEvent(s, { type: "proposal", params: { proposalId: "p1", turnId: "t", language: "python", code: "print(6 * 7)", risk: { level: "low", reasons: [] }, autoRun: false } });
