@@ -1,4 +1,8 @@
-"""Streaming chat completions through litellm: timeouts, bounded retries, usage and cost.
+"""Streaming chat completions: timeouts, bounded retries, usage and cost, over one of two paths.
+
+The direct path (llm/routes.py, llm/direct.py) speaks OpenAI-compatible, Anthropic and Ollama streams
+over httpx itself; every other provider goes through litellm. Both produce the same pieces (text,
+tool-call fragments, usage), and everything else here is shared: the timeouts, the retries, the errors.
 
 Retries are ours, not litellm's or the openai client's (both are set to 0): they happen only before the
 first piece of text reached the user, so a retry never shows text twice, and only for failures a retry can
@@ -13,16 +17,25 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from interpreter_lsp.llm import endpoints, errors
+from interpreter_lsp.llm import endpoints, errors, estimate, routes
 from interpreter_lsp.llm.errors import ModelError
-from interpreter_lsp.llm.failures import Failure, classify, describe, names_no_provider, no_provider_message, redact
-from interpreter_lsp.llm.loader import get_litellm
+from interpreter_lsp.llm.failures import (
+    Failure,
+    classify,
+    describe,
+    names_no_provider,
+    no_provider_message,
+    redact,
+    refine,
+)
+from interpreter_lsp.llm.loader import get_direct, get_litellm
 from interpreter_lsp.llm.toolstream import ToolCall, ToolCallAssembler
+from interpreter_lsp.llm.wire import Piece
 
 log = logging.getLogger(__name__)
 
@@ -68,15 +81,23 @@ async def stream_completion(
     Cancelling the calling task closes the HTTP stream at once and re-raises CancelledError.
     Raises ModelError on every failure (after bounded retries when nothing was shown yet).
     """
-    litellm = await get_litellm()
-    provider = _provider(litellm, config)
+    route = routes.route(config)
+    litellm: ModuleType | None = None
+    if route is not None:
+        path: _Path = _DirectPath(await get_direct(), route)
+        provider = route.provider
+        if route.official and not route.key:  # as litellm does: nothing is sent without a key
+            failure = Failure(errors.MISSING_KEY, False, "no API key")
+            raise ModelError(redact(describe(failure, config, provider, 0), config), errors.MISSING_KEY)
+    else:
+        litellm = await get_litellm()
+        provider = _provider(litellm, config)
+        path = _LitellmPath(litellm, provider)
     attempt = 0
     while True:
         attempt_state = _Attempt()
         try:
-            return await _stream_once(
-                litellm, messages, config, provider, _Receivers(on_delta, tools, on_tool_call), attempt_state
-            )
+            return await _stream_once(path, messages, config, _Receivers(on_delta, tools, on_tool_call), attempt_state)
         except ModelError:
             raise
         except Exception as exc:
@@ -86,6 +107,7 @@ async def stream_completion(
             if attempt_state.delivered or not failure.retryable or attempt >= config.max_retries:
                 # Asked once, bounded, and only now: which models the server has instead.
                 offered = await endpoints.offered_models(config, provider) if failure.kind == errors.NOT_FOUND else None
+                failure = refine(failure, config, offered)
                 message = describe(failure, config, provider, attempt, offered)
                 raise ModelError(redact(message, config), failure.kind) from exc
             delay = _retry_delay(failure, config, attempt)
@@ -142,32 +164,120 @@ class _Receivers:
                     raise
 
 
+class _Path:
+    """One way to the model: open a stream, read its pieces, close it; count and price."""
+
+    async def open(
+        self, messages: list[dict[str, Any]], config: ModelConfig, tools: list[dict[str, Any]] | None
+    ) -> Any:
+        raise NotImplementedError
+
+    def pieces(self, stream: Any) -> AsyncIterator[Piece]:
+        raise NotImplementedError
+
+    async def close(self, stream: Any) -> None:
+        with contextlib.suppress(Exception):
+            await stream.aclose()
+
+    def count(self, config: ModelConfig, messages: list[dict[str, Any]] | None, text: str) -> int:
+        return estimate.message_tokens(messages) if messages is not None else estimate.text_tokens(text)
+
+    def cost(self, config: ModelConfig, prompt_tokens: int, completion_tokens: int) -> float:
+        return 0.0
+
+
+class _DirectPath(_Path):
+    def __init__(self, direct: ModuleType, route: routes.Route) -> None:
+        self.direct, self.route = direct, route
+
+    async def open(
+        self, messages: list[dict[str, Any]], config: ModelConfig, tools: list[dict[str, Any]] | None
+    ) -> Any:
+        import httpx  # loaded by the warm-up with llm/direct.py
+
+        from interpreter_lsp.llm import wire
+
+        body = wire.body(
+            self.route, messages, temperature=config.temperature, max_tokens=config.max_tokens, tools=tools
+        )
+        stream = self.direct.Stream(
+            self.route, body, httpx.Timeout(_read_backstop(config), connect=config.connect_timeout)
+        )
+        try:
+            await stream.open()
+        except BaseException:
+            await stream.aclose()
+            raise
+        return stream
+
+    def pieces(self, stream: Any) -> AsyncIterator[Piece]:
+        return stream.pieces()  # type: ignore[no-any-return]
+
+    def cost(self, config: ModelConfig, prompt_tokens: int, completion_tokens: int) -> float:
+        from interpreter_lsp.llm import prices
+
+        return prices.cost(self.route, prompt_tokens, completion_tokens)
+
+
+class _LitellmPath(_Path):
+    def __init__(self, litellm: ModuleType, provider: str) -> None:
+        self.litellm, self.provider = litellm, provider
+
+    async def open(
+        self, messages: list[dict[str, Any]], config: ModelConfig, tools: list[dict[str, Any]] | None
+    ) -> Any:
+        return await _open_stream(self.litellm, _request_kwargs(messages, config, self.provider, tools))
+
+    async def pieces(self, stream: Any) -> AsyncIterator[Piece]:  # type: ignore[override]
+        async for chunk in stream:
+            usage = getattr(chunk, "usage", None)
+            counts = (
+                (getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None)) if usage else None
+            )
+            if not chunk.choices:
+                yield Piece(usage=counts)
+                continue
+            delta = chunk.choices[0].delta
+            yield Piece(
+                text=getattr(delta, "content", None) or "",
+                fragments=getattr(delta, "tool_calls", None) or None,
+                thinking=bool(getattr(delta, "reasoning_content", None)),
+                usage=counts,
+            )
+
+    def count(self, config: ModelConfig, messages: list[dict[str, Any]] | None, text: str) -> int:
+        if messages is not None:
+            return int(self.litellm.token_counter(model=config.model, messages=messages))
+        return int(self.litellm.token_counter(model=config.model, text=text)) if text else 0
+
+    def cost(self, config: ModelConfig, prompt_tokens: int, completion_tokens: int) -> float:
+        return _cost(self.litellm, config, prompt_tokens, completion_tokens)
+
+
 async def _stream_once(
-    litellm: ModuleType,
+    path: _Path,
     messages: list[dict[str, Any]],
     config: ModelConfig,
-    provider: str,
     receivers: _Receivers,
     state: _Attempt,
 ) -> Completion:
     parts: list[str] = []
     assembler = ToolCallAssembler()
-    usage: Any = None
+    usage: list[int | None] = [None, None]
     got_token = False
     stream: Any = None
+    pieces: Any = None
     watchdog = _Watchdog()
     watchdog.arm(config.first_token_timeout)
     try:
-        stream = await _open_stream(litellm, _request_kwargs(messages, config, provider, receivers.tools))
+        stream = await path.open(messages, config, receivers.tools)
         state.opened = True
-        async for chunk in stream:
-            usage = getattr(chunk, "usage", None) or usage
-            if not chunk.choices:
-                continue
-            delta = chunk.choices[0].delta
-            text = getattr(delta, "content", None)
-            fragments = getattr(delta, "tool_calls", None)
-            if text or fragments or getattr(delta, "reasoning_content", None):
+        pieces = path.pieces(stream)
+        async for piece in pieces:
+            if piece.usage is not None:
+                usage = [new if new is not None else old for new, old in zip(piece.usage, usage, strict=True)]
+            text, fragments = piece.text, piece.fragments
+            if text or fragments or piece.thinking:
                 got_token = True
             if got_token:  # chunks before the first token (role, keep-alives) do not extend its limit
                 watchdog.arm(config.stall_timeout)
@@ -189,20 +299,22 @@ async def _stream_once(
         raise
     finally:
         watchdog.disarm()
+        if pieces is not None:
+            with contextlib.suppress(Exception):
+                await pieces.aclose()
         if stream is not None:
             # Also on cancellation: close the HTTP stream now, so the server stops generating.
-            with contextlib.suppress(Exception):
-                await stream.aclose()
+            await path.close(stream)
 
     text = "".join(parts)
     calls = tuple(assembler.calls)
     written = text + "".join(call.name + call.arguments for call in calls)  # for counting, when usage is absent
-    prompt_tokens, completion_tokens = _token_counts(litellm, config, messages, written, usage)
+    prompt_tokens, completion_tokens = _token_counts(path, config, messages, written, usage)
     return Completion(
         text=text,
         prompt_tokens=prompt_tokens,
         completion_tokens=completion_tokens,
-        cost=_cost(litellm, config, prompt_tokens, completion_tokens),
+        cost=path.cost(config, prompt_tokens, completion_tokens),
         tool_calls=calls,
     )
 
@@ -279,8 +391,7 @@ def _request_kwargs(
 ) -> dict[str, Any]:
     import httpx  # cheap (litellm has imported it already); kept out of module import time
 
-    # httpx's read timeout is a backstop only: our own first-token and stall timers fire first.
-    read_backstop = max(config.first_token_timeout, config.stall_timeout) + 5.0
+    read_backstop = _read_backstop(config)
     kwargs: dict[str, Any] = {
         "model": config.model,
         "messages": messages,
@@ -304,16 +415,20 @@ def _request_kwargs(
     return kwargs
 
 
+def _read_backstop(config: ModelConfig) -> float:
+    """httpx's read timeout: a backstop only, our own first-token and stall timers fire first."""
+    return max(config.first_token_timeout, config.stall_timeout) + 5.0
+
+
 def _token_counts(
-    litellm: ModuleType, config: ModelConfig, messages: list[dict[str, Any]], text: str, usage: Any
+    path: _Path, config: ModelConfig, messages: list[dict[str, Any]], text: str, usage: list[int | None]
 ) -> tuple[int, int]:
-    prompt = getattr(usage, "prompt_tokens", None) if usage is not None else None
-    completion = getattr(usage, "completion_tokens", None) if usage is not None else None
+    prompt, completion = usage
     try:
         if not isinstance(prompt, int):
-            prompt = int(litellm.token_counter(model=config.model, messages=messages))
+            prompt = path.count(config, messages, "")
         if not isinstance(completion, int):
-            completion = int(litellm.token_counter(model=config.model, text=text)) if text else 0
+            completion = path.count(config, None, text) if text else 0
     except Exception as exc:  # counting is best effort; never fail a finished reply over it
         log.debug("token counting failed for %s: %s", config.model, exc)
     return (prompt if isinstance(prompt, int) else 0, completion if isinstance(completion, int) else 0)

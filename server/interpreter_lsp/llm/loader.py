@@ -1,8 +1,11 @@
-"""Lazy, off-loop import of litellm.
+"""Lazy, off-loop imports of the model clients: litellm, and the direct one (llm/direct.py).
 
 Importing litellm takes seconds and ~200 MB, so it never happens at module import or on the path of
-`initialize`. `start_warm_up()` (called after `initialized`) imports it in one daemon thread, the one
-sanctioned import thread; `await get_litellm()` waits for that import without blocking the event loop.
+`initialize`, and only for the providers that need it (llm/routes.py). `start_warm_up()` (called after
+`initialized`) imports it in a daemon thread; `await get_litellm()` waits for that import without
+blocking the event loop. The direct client (httpx, httpx-sse: ~60 ms) is imported the same way by
+`start_direct_warm_up()` / `await get_direct()`, so a chat sent the instant the server is ready waits for
+that alone.
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ log = logging.getLogger(__name__)
 
 _lock = threading.Lock()
 _future: concurrent.futures.Future[ModuleType] | None = None
+_direct: concurrent.futures.Future[ModuleType] | None = None
+
+PROVIDERS_EXTRA = "pip install 'interpreter-lsp[providers]'"
 
 # litellm's loggers; its own handler sends records below WARNING to sys.stdout (the LSP wire).
 _LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy")
@@ -40,6 +46,47 @@ def start_warm_up() -> None:
     threading.Thread(target=_import_into, args=(future,), name="litellm-warm-up", daemon=True).start()
 
 
+def start_direct_warm_up() -> None:
+    """Start importing the direct client (httpx, httpx-sse) in a background thread (once)."""
+    global _direct
+    with _lock:
+        if _direct is not None:
+            return
+        future: concurrent.futures.Future[ModuleType] = concurrent.futures.Future()
+        future.set_running_or_notify_cancel()
+        _direct = future
+    threading.Thread(target=_import_direct_into, args=(future,), name="direct-warm-up", daemon=True).start()
+
+
+async def get_direct() -> ModuleType:
+    """llm/direct.py, imported off the loop (waits for the warm-up's import when one runs)."""
+    start_direct_warm_up()
+    future = _direct
+    assert future is not None
+    if not future.done():
+        await asyncio.wrap_future(future)
+    try:
+        return future.result()
+    except Exception as exc:
+        raise ModelError(
+            f"Could not load the model client ({type(exc).__name__}: {exc}): reinstall interpreter-lsp "
+            "(pip install --force-reinstall interpreter-lsp).",
+            UNAVAILABLE,
+        ) from exc
+
+
+def _import_direct_into(future: concurrent.futures.Future[ModuleType]) -> None:
+    try:
+        from interpreter_lsp.llm import direct
+
+        direct.prepare()
+    except BaseException as exc:
+        log.error("importing the direct model client failed: %s", exc)
+        future.set_exception(exc)
+    else:
+        future.set_result(direct)
+
+
 async def get_litellm() -> ModuleType:
     """The configured litellm module, importing it first if needed (without blocking the loop)."""
     start_warm_up()
@@ -49,12 +96,32 @@ async def get_litellm() -> ModuleType:
         await asyncio.wrap_future(future)
     try:
         return future.result()
-    except Exception as exc:
+    except ModuleNotFoundError as exc:
+        if exc.name != "litellm":
+            raise _unavailable(exc) from exc
         raise ModelError(
-            f"Could not load litellm ({type(exc).__name__}: {exc}): reinstall interpreter-lsp "
-            "(pip install --force-reinstall interpreter-lsp).",
+            "This model's provider is served through litellm, which is not installed: install the "
+            f"providers extra ({PROVIDERS_EXTRA}, in the environment the server runs from), then restart "
+            "the server. OpenAI-compatible servers, Anthropic and Ollama need no extra.",
             UNAVAILABLE,
         ) from exc
+    except Exception as exc:
+        raise _unavailable(exc) from exc
+
+
+def _unavailable(exc: BaseException) -> ModelError:
+    return ModelError(
+        f"Could not load litellm ({type(exc).__name__}: {exc}): reinstall interpreter-lsp "
+        f"({PROVIDERS_EXTRA.replace('pip install', 'pip install --force-reinstall')}).",
+        UNAVAILABLE,
+    )
+
+
+def litellm_installed() -> bool:
+    """Whether litellm can be imported (asked of the import system only: nothing is loaded)."""
+    import importlib.util
+
+    return importlib.util.find_spec("litellm") is not None
 
 
 def is_loaded() -> bool:
