@@ -141,10 +141,12 @@ async def _ollama_show(route: routes.Route) -> dict[str, Any]:
     """Ollama's /api/show of the model, as litellm reads it: the context length of its model_info,
     tools where its capabilities (or, on older servers, its template) say so, vision where its
     capabilities say so. {} when the server cannot tell."""
-    from interpreter_lsp.llm.direct import client
+    from interpreter_lsp.llm.loader import get_direct
 
+    direct = await get_direct()  # imported off the loop (the warm-up's import, usually done)
     try:
-        response = await client().post(f"{route.base.rstrip('/')}/api/show", json={"model": route.model}, timeout=5.0)
+        url = f"{route.base.rstrip('/')}/api/show"
+        response = await direct.client().post(url, json={"model": route.model}, timeout=5.0)
         response.raise_for_status()
         shown = response.json()
     except Exception as exc:
