@@ -236,3 +236,34 @@ async def test_litellm_still_serves_when_asked_to(model: ScriptedModel, monkeypa
     assert routes.route(config) is None
     got = await stream_completion(MESSAGES, config, lambda _d: None)
     assert got.text == "through litellm" and (got.prompt_tokens, got.completion_tokens) == (5, 2)
+
+
+def test_a_provider_that_needs_litellm_says_how_to_get_it_when_it_is_missing(tmp_path: Path) -> None:
+    """Without the providers extra (litellm not installed), a model only litellm serves says what to install;
+    the direct paths work without it."""
+    script = tmp_path / "no_litellm.py"
+    script.write_text(
+        "import asyncio, sys\n"
+        "sys.modules['litellm'] = None  # as if not installed: importing it raises ModuleNotFoundError\n"
+        "from scripted_model import ScriptedModel\n"
+        "from interpreter_lsp.llm.client import ModelConfig, stream_completion\n"
+        "from interpreter_lsp.llm.errors import ModelError\n"
+        "async def main():\n"
+        "    with ScriptedModel() as m:\n"
+        "        m.reply('direct')\n"
+        "        got = await stream_completion([{'role': 'user', 'content': 'hi'}],\n"
+        "                                      ModelConfig('openai/scripted', api_base=m.base_url), lambda d: None)\n"
+        "        assert got.text == 'direct'\n"
+        "    try:\n"
+        "        await stream_completion([{'role': 'user', 'content': 'hi'}], ModelConfig('gemini/gemini-2.0-flash'),\n"
+        "                                lambda d: None)\n"
+        "    except ModelError as exc:\n"
+        "        print(exc.kind, exc.message)\n"
+        "asyncio.run(main())\n"
+    )
+    tests = Path(__file__).parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tests), str(tests.parent / "server")])}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(errors.UNAVAILABLE), done.stdout
+    assert "pip install 'interpreter-lsp[providers]'" in done.stdout and ":InterpreterInstall!" in done.stdout

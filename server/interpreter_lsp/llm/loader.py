@@ -64,7 +64,7 @@ async def get_direct() -> ModuleType:
     future = _direct
     assert future is not None
     if not future.done():
-        await asyncio.wrap_future(future)
+        await asyncio.wait([asyncio.wrap_future(future)])
     try:
         return future.result()
     except Exception as exc:
@@ -93,7 +93,8 @@ async def get_litellm() -> ModuleType:
     future = _future
     assert future is not None
     if not future.done():
-        await asyncio.wrap_future(future)
+        # Its failure is raised below, as a ModelError (wrap_future would raise the bare exception here).
+        await asyncio.wait([asyncio.wrap_future(future)])
     try:
         return future.result()
     except ModuleNotFoundError as exc:
@@ -101,8 +102,10 @@ async def get_litellm() -> ModuleType:
             raise _unavailable(exc) from exc
         raise ModelError(
             "This model's provider is served through litellm, which is not installed: install the "
-            f"providers extra ({PROVIDERS_EXTRA}, in the environment the server runs from), then restart "
-            "the server. OpenAI-compatible servers, Anthropic and Ollama need no extra.",
+            f"providers extra ({PROVIDERS_EXTRA}, in the environment the server runs from; an editor's "
+            "managed install adds it when it is run again with this model set: VS Code's Interpreter: Install "
+            "or Update the Server, Neovim's :InterpreterInstall!), then restart the server. OpenAI-compatible "
+            "servers, Anthropic and Ollama need no extra.",
             UNAVAILABLE,
         ) from exc
     except Exception as exc:

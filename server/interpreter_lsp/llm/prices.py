@@ -23,8 +23,8 @@ log = logging.getLogger(__name__)
 MAP_FILE = "model_prices_and_context_window_backup.json"
 
 
-@functools.lru_cache(maxsize=1)
 def _map_text() -> str | None:
+    """The map's text, read anew each time (3.5 MB not kept: each model's entry is cached instead)."""
     spec = importlib.util.find_spec("litellm")  # finds the package without importing it
     if spec is None or not spec.submodule_search_locations:
         return None
