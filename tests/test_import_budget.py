@@ -21,7 +21,11 @@ BARE_PYGLS = "import pygls.lsp.server, lsprotocol.types"
 ALLOWED = {"pygls", "lsprotocol", "attr", "attrs", "cattrs", "typing_extensions", "exceptiongroup", "tomli"}
 NEVER = ("litellm", "openai", "anthropic", "httpx", "httpx_sse", "tiktoken", "tokenizers", "jupyter_client",
          "zmq", "PIL", "nbformat", "watchdog", "bashlex", "websockets", "pydantic")  # fmt: skip
-BUDGET = 1.8  # the start path's import time, at most this many times a bare pygls server's
+# The start path's import time, at most this many times a bare pygls server's (pygls + lsprotocol). Measured
+# here: 1.6-2.3x on a 2-core machine under load (the rest of the server's own modules and the standard
+# library they use). litellm on the path would be ~6x, the openai SDK ~3.5x; the lighter ones (httpx,
+# jupyter_client, zmq) are caught by name above, deterministically.
+BUDGET = 3.0
 
 
 def _importtime(code: str) -> tuple[float, list[tuple[int, str]]]:
