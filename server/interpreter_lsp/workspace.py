@@ -392,7 +392,8 @@ class Workspace:
 
     async def context_use(self) -> dict[str, Any] | None:
         """How full the model's context is (status `context`); None until a model is known."""
-        if (self.settings.model is None and self._discovered is None) or not (is_loaded() or self._facts):
+        model = self.settings.model or (self._discovered[0] if self._discovered else None)
+        if model is None or not (is_loaded() or self._routed(model)):
             return None  # status answers at once: no discovery, no wait for litellm's import
         use = await self.loop.context_use()
         return p.to_wire(use) if use is not None else None
@@ -463,12 +464,15 @@ class Workspace:
                 return
             models = [self._discovered[0]]
         # A model the server speaks to itself needs only httpx (llm/routes.py); the rest, litellm.
-        config = await self.model_config()
         for model in models:
-            if routes.route(dataclasses.replace(config, model=model)) is not None:
+            if self._routed(model):
                 start_direct_warm_up()
             else:
                 start_warm_up()
+
+    def _routed(self, model: str) -> bool:
+        """Whether the server speaks to `model` itself (no litellm needed)."""
+        return routes.route(ModelConfig(model=model, api_base=self.settings.api_base)) is not None
 
     async def shutdown(self) -> None:
         await self.loop.interrupt("Stopped: the server shut down.")
