@@ -16,6 +16,8 @@ import logging
 import os
 import sys
 import threading
+import time
+from collections.abc import Callable
 from types import ModuleType
 
 from interpreter_lsp.llm.errors import UNAVAILABLE, ModelError
@@ -75,11 +77,32 @@ async def get_direct() -> ModuleType:
         ) from exc
 
 
+def _retrying_deadlocks(load: Callable[[], ModuleType]) -> ModuleType:
+    """`load()`, again when Python's import system broke a lock cycle with this thread's import ("deadlock
+    detected by _ModuleLock"): the event loop's thread imports at the same time (a kernel's modules, say),
+    and the module both need is there a moment later. Seen on a busy machine with httpx's certifi and
+    importlib.resources."""
+    for attempt in range(5):
+        try:
+            return load()
+        except (ImportError, RuntimeError) as exc:
+            if "deadlock detected" not in str(exc) or attempt == 4:
+                raise
+            log.debug("import deadlock broken (%s); importing again", exc)
+            time.sleep(0.05 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
+def _load_direct() -> ModuleType:
+    from interpreter_lsp.llm import direct
+
+    direct.prepare()
+    return direct
+
+
 def _import_direct_into(future: concurrent.futures.Future[ModuleType]) -> None:
     try:
-        from interpreter_lsp.llm import direct
-
-        direct.prepare()
+        direct = _retrying_deadlocks(_load_direct)
     except BaseException as exc:
         log.error("importing the direct model client failed: %s", exc)
         future.set_exception(exc)
@@ -135,7 +158,7 @@ def is_loaded() -> bool:
 
 def _import_into(future: concurrent.futures.Future[ModuleType]) -> None:
     try:
-        module = _import_litellm()
+        module = _retrying_deadlocks(_import_litellm)
     except BaseException as exc:  # the awaiting side turns it into a ModelError
         log.error("importing litellm failed: %s", exc)
         future.set_exception(exc)
