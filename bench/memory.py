@@ -67,9 +67,18 @@ def settings_for(wire: str, model: ScriptedModel) -> dict[str, str]:
 
 
 async def turn(s, model: ScriptedModel, text: str) -> None:
-    model.reply("Noted: " + text, chunk_size=16, usage=(100, 10))
+    # Every request is answered (compaction's summaries too, once the conversation passes compactAt).
+    model.responder = lambda body: "Noted: " + str(body["messages"][-1].get("content"))[:200]
     turn_id = (await s.command(p.CHAT, {"text": text}))["turnId"]
-    await s.wait_for(lambda: any(n["turnId"] == turn_id and n["state"] == "done" for n in s.notes[p.TURN_STATUS]), 120)
+    final = [None]
+
+    def ended() -> bool:
+        final[0] = next((n for n in s.notes[p.TURN_STATUS] if n["turnId"] == turn_id
+                         and n["state"] in p.FINAL_TURN_STATES), None)  # fmt: skip
+        return final[0] is not None
+
+    await s.wait_for(ended, 120, "the turn's end")
+    assert final[0]["state"] == "done", final[0]
 
 
 async def measure(wire: str, turns: int, model: ScriptedModel, tmp: Path) -> tuple[float, float, float]:

@@ -20,7 +20,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from interpreter_lsp.llm import endpoints, errors, routes
 from interpreter_lsp.llm.errors import ModelError
@@ -34,8 +34,10 @@ from interpreter_lsp.llm.failures import (
     refine,
 )
 from interpreter_lsp.llm.loader import get_direct, get_litellm
-from interpreter_lsp.llm.paths import DirectPath, LitellmPath, Path
 from interpreter_lsp.llm.toolstream import ToolCall, ToolCallAssembler
+
+if TYPE_CHECKING:
+    from interpreter_lsp.llm.paths import Path
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +83,8 @@ async def stream_completion(
     Cancelling the calling task closes the HTTP stream at once and re-raises CancelledError.
     Raises ModelError on every failure (after bounded retries when nothing was shown yet).
     """
+    from interpreter_lsp.llm.paths import DirectPath, LitellmPath  # not on the server's start path
+
     route = routes.route(config)
     litellm: ModuleType | None = None
     if route is not None:
