@@ -286,3 +286,18 @@ def test_an_import_deadlock_broken_by_python_is_retried() -> None:
     assert loader._retrying_deadlocks(flaky) is sys and len(attempts) == 3  # type: ignore[arg-type]
     with pytest.raises(ImportError, match="No module named"):
         loader._retrying_deadlocks(lambda: __import__("no_such_module_here"))
+
+
+@pytest.mark.parametrize("status", [501, 405])
+async def test_through_litellm_too_a_client_error_or_501_is_not_retried(
+    model: ScriptedModel, monkeypatch: pytest.MonkeyPatch, status: int
+) -> None:
+    """The same decision on the litellm path (its exception classes wrap these statuses)."""
+    monkeypatch.setenv("INTERPRETER_LSP_MODEL_CLIENT", "litellm")
+    model.fail(status, "Not Implemented", times=4)
+    with pytest.raises(ModelError) as caught:
+        await stream_completion(MESSAGES, config_for(model, "openai", api_base=model.root_url), lambda _d: None)
+    assert len(model.requests) == 1
+    if status == 501:
+        assert caught.value.kind == errors.NOT_COMPATIBLE
+        assert "is not an OpenAI-compatible endpoint" in caught.value.message
