@@ -13,6 +13,12 @@ Native tool calls stream in the OpenAI format (`model.tool_calls([run_code("prin
 first fragment carries its index, id, type and function name, its arguments follow in pieces, and the
 reply ends with finish_reason "tool_calls". Every request body is kept in `model.requests`, the `tools`
 offered and the `tool` messages answering calls included (`offered_tools`, `tool_messages`).
+
+The same script answers in the two other wire formats the server speaks, by the path asked: Anthropic
+Messages (POST .../v1/messages: server-sent events with event names, text and tool_use content blocks,
+the input's JSON in pieces, usage in message_start and message_delta; errors as Anthropic's error
+objects) and Ollama's own API (POST /api/chat: JSON lines, tool calls whole with their arguments as an
+object; POST /api/show: `model.ollama_show`).
 """
 
 from __future__ import annotations
@@ -99,6 +105,11 @@ class ScriptedModel:
         # looked at; a str is streamed as the reply, an int is answered as that HTTP error, None takes the
         # next queued behaviour. For requests a test cannot order, such as a conversation's summaries.
         self.responder: Callable[[dict[str, Any]], str | int | None] | None = None
+        # What POST /api/show answers (Ollama's model description: context length, capabilities).
+        self.ollama_show: dict[str, Any] = {
+            "model_info": {"general.architecture": "qwen2", "qwen2.context_length": 32768},
+            "capabilities": ["completion", "tools"],
+        }
 
     # -- life cycle ------------------------------------------------------------------------------------
 
@@ -243,10 +254,13 @@ class ScriptedModel:
             return self._script.popleft() if self._script else None
 
     def _refusal(
-        self, body: dict[str, Any], headers: dict[str, str], ollama: bool
+        self, body: dict[str, Any], headers: dict[str, str], ollama: bool, anthropic: bool = False
     ) -> tuple[int, dict[str, Any]] | None:
         """The 401 or 404 a real server answers before any generation, or None."""
-        if self.api_key is not None and not ollama:
+        if self.api_key is not None and anthropic:
+            if headers.get("x-api-key") != self.api_key:
+                return 401, _error_body("invalid x-api-key", 401, anthropic=True)
+        elif self.api_key is not None and not ollama:
             given = headers.get("authorization", "")
             if not given.startswith("Bearer "):
                 message = "You didn't provide an API key. Provide your API key in an Authorization header."
@@ -255,6 +269,8 @@ class ScriptedModel:
                 return 401, _error_body("Incorrect API key provided.", 401, "invalid_api_key")
         name = body.get("model")
         if self.strict_models and name not in self.models:
+            if anthropic:
+                return 404, _error_body(f"model: {name}", 404, anthropic=True)
             if ollama:
                 return 404, {"error": f'model "{name}" not found, try pulling it first'}
             message = f"The model `{name}` does not exist or you do not have access to it."
@@ -324,8 +340,12 @@ class ScriptedModel:
         if method == "GET" and path == "/api/tags" and self.lists_models:
             await _send_json(writer, 200, {"models": [{"name": name, "model": name} for name in self.models]})
             return True
+        if method == "POST" and path == "/api/show":
+            await _send_json(writer, 200, self.ollama_show)
+            return True
         ollama = path == "/api/chat"
-        if method != "POST" or not (ollama or path.endswith("/chat/completions")):
+        anthropic = path.endswith("/v1/messages")
+        if method != "POST" or not (ollama or anthropic or path.endswith("/chat/completions")):
             await _send_json(writer, 404, _error_body(f"scripted model: no route {method} {path}", 404))
             return True
         try:
@@ -335,7 +355,7 @@ class ScriptedModel:
             return True
 
         self._record(body, headers)
-        refusal = self._refusal(body, headers, ollama)
+        refusal = self._refusal(body, headers, ollama, anthropic)
         if refusal is not None:
             await _send_json(writer, *refusal)
             return True
@@ -347,12 +367,15 @@ class ScriptedModel:
         else:
             item = self._next()
         if item is None:
-            await _send_json(writer, 500, {"error": NO_REPLY_QUEUED} if ollama else _error_body(NO_REPLY_QUEUED, 500))
+            error = {"error": NO_REPLY_QUEUED} if ollama else _error_body(NO_REPLY_QUEUED, 500, anthropic=anthropic)
+            await _send_json(writer, 500, error)
             return True
         item.received.set()
         try:
             if ollama:
-                await _perform_ollama(item, body, writer)
+                await _perform_ollama(item, body, reader, writer)
+            elif anthropic:
+                await _perform_anthropic(item, body, reader, writer)
             else:
                 await self._perform(item, body, reader, writer)
         finally:
@@ -419,22 +442,40 @@ class ScriptedModel:
             raise
 
 
-async def _perform_ollama(item: Scripted, body: dict[str, Any], writer: asyncio.StreamWriter) -> None:
-    """Ollama's own chat API: one JSON object per line, the last with "done": true and the token counts."""
+async def _perform_ollama(
+    item: Scripted, body: dict[str, Any], reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+) -> None:
+    """Ollama's own chat API: one JSON object per line, tool calls whole (arguments as an object), the
+    last line with "done": true and the token counts."""
     if item.kind == "fail":
         await _send_json(writer, item.status, {"error": item.body})
         return
-    if item.kind != "reply":
-        await _send_json(writer, 500, {"error": f"scripted model: {item.kind} is not scripted for /api/chat"})
+    if item.kind == "drop":
+        writer.transport.abort()
+        item.disconnected.set()
         return
     name = str(body.get("model", MODEL_ID))
-    pieces = [item.text[i : i + item.chunk_size] for i in range(0, len(item.text), item.chunk_size)]
     writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n")
+
+    def line(content: str, **extra: Any) -> dict[str, Any]:
+        return {"model": name, "message": {"role": "assistant", "content": content, **extra}, "done": False}
+
     try:
-        for piece in pieces:
+        if not await _held_or_stalled(item, reader, lambda text: _send_line(writer, line(text))):
+            return
+        if item.kind == "malformed":
+            await _send_line(writer, line(item.text))
+            data = b'{"model": "scripted", "message": {"content": "x"\n'
+            writer.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            await _end_stream(writer)
+            return
+        for piece in [item.text[i : i + item.chunk_size] for i in range(0, len(item.text), item.chunk_size)]:
             if item.delay:
                 await asyncio.sleep(item.delay)
-            await _send_line(writer, {"model": name, "message": {"role": "assistant", "content": piece}, "done": False})
+            await _send_line(writer, line(piece))
+        if item.calls:
+            calls = [{"function": {"name": c["name"], "arguments": json.loads(c["arguments"])}} for c in item.calls]
+            await _send_line(writer, line("", tool_calls=calls))
         prompt, completion = item.usage or (0, 0)
         last = {
             "model": name,
@@ -445,6 +486,88 @@ async def _perform_ollama(item: Scripted, body: dict[str, Any], writer: asyncio.
             "eval_count": completion,
         }
         await _send_line(writer, last)
+        await _end_stream(writer)
+    except ConnectionError:
+        item.disconnected.set()
+        raise
+
+
+async def _held_or_stalled(item: Scripted, reader: asyncio.StreamReader, send_text: Callable[[str], Any]) -> bool:
+    """For "hold" and "stall" items: wait as they say. False: the client left (nothing more to send)."""
+    if item.kind == "hold":
+        item._loop = asyncio.get_running_loop()
+        item._release_async = asyncio.Event()
+        if item._released.is_set():
+            item._release_async.set()
+        if not await _until_released_or_gone(item._release_async, reader):
+            item.disconnected.set()
+            return False
+    if item.kind == "stall":
+        if item.text:
+            await send_text(item.text)
+        await reader.read()  # EOF: the client left (or stop() cancels us)
+        item.disconnected.set()
+        return False
+    return True
+
+
+async def _perform_anthropic(
+    item: Scripted, body: dict[str, Any], reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+) -> None:
+    """Anthropic's Messages API, streamed: named events, a text block, then a tool_use block per call
+    with its input's JSON in pieces; input tokens in message_start, output tokens in message_delta."""
+    if item.kind == "fail":
+        extra = {} if item.retry_after is None else {"retry-after": f"{item.retry_after:g}"}
+        await _send_json(writer, item.status, _error_body(item.body, item.status, anthropic=True), extra)
+        return
+    if item.kind == "drop":
+        writer.transport.abort()
+        item.disconnected.set()
+        return
+    prompt, completion = item.usage or (0, 0)
+
+    async def event(name: str, payload: dict[str, Any]) -> None:
+        data = f"event: {name}\ndata: {json.dumps(payload)}\n\n".encode()
+        writer.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        await writer.drain()
+
+    async def text_delta(text: str) -> None:
+        await event("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                            "delta": {"type": "text_delta", "text": text}})  # fmt: skip
+
+    try:
+        await _start_stream(writer)
+        message = {"id": "msg_scripted", "type": "message", "role": "assistant", "content": [],
+                   "model": body.get("model"), "usage": {"input_tokens": prompt, "output_tokens": 1}}  # fmt: skip
+        await event("message_start", {"type": "message_start", "message": message})
+        await event("content_block_start", {"type": "content_block_start", "index": 0,
+                                            "content_block": {"type": "text", "text": ""}})  # fmt: skip
+        await event("ping", {"type": "ping"})
+        if not await _held_or_stalled(item, reader, text_delta):
+            return
+        if item.kind == "malformed":
+            await text_delta(item.text)
+            data = b'event: content_block_delta\ndata: {"type": "content_block_delta", "delta": \n\n'
+            writer.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            await _end_stream(writer)
+            return
+        for start in range(0, len(item.text), item.chunk_size):
+            if item.delay:
+                await asyncio.sleep(item.delay)
+            await text_delta(item.text[start : start + item.chunk_size])
+        await event("content_block_stop", {"type": "content_block_stop", "index": 0})
+        for index, call in enumerate(item.calls, start=1):
+            block = {"type": "tool_use", "id": call["id"], "name": call["name"], "input": {}}
+            await event("content_block_start", {"type": "content_block_start", "index": index, "content_block": block})
+            arguments = call["arguments"]
+            for start in range(0, len(arguments), item.chunk_size):
+                piece = {"type": "input_json_delta", "partial_json": arguments[start : start + item.chunk_size]}
+                await event("content_block_delta", {"type": "content_block_delta", "index": index, "delta": piece})
+            await event("content_block_stop", {"type": "content_block_stop", "index": index})
+        stop = "tool_use" if item.calls else "end_turn"
+        await event("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop},
+                                      "usage": {"output_tokens": completion}})  # fmt: skip
+        await event("message_stop", {"type": "message_stop"})
         await _end_stream(writer)
     except ConnectionError:
         item.disconnected.set()
@@ -469,7 +592,11 @@ async def _until_released_or_gone(released: asyncio.Event, reader: asyncio.Strea
     return released.is_set()
 
 
-def _error_body(message: str, status: int, code: str | None = None) -> dict[str, Any]:
+def _error_body(message: str, status: int, code: str | None = None, *, anthropic: bool = False) -> dict[str, Any]:
+    if anthropic:
+        kind = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
+                429: "rate_limit_error", 529: "overloaded_error"}.get(status, "api_error")  # fmt: skip
+        return {"type": "error", "error": {"type": kind, "message": message}}
     kind = {
         400: "invalid_request_error",
         401: "authentication_error",

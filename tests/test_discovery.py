@@ -16,8 +16,9 @@ import pytest
 
 from interpreter_lsp.llm import discovery
 from interpreter_lsp.llm.client import ModelConfig, stream_completion
-from interpreter_lsp.llm.discovery import NO_MODEL_HELP, discover_local_model
+from interpreter_lsp.llm.discovery import NO_MODEL_HELP, discover_local_model, no_model_help
 from interpreter_lsp.llm.endpoints import PLACEHOLDER_KEY
+from interpreter_lsp.llm.errors import ModelError
 from interpreter_lsp.safety.secrets import is_secret_name
 from scripted_model import ScriptedModel
 
@@ -161,6 +162,35 @@ def test_no_model_help_says_how_to_set_one() -> None:
         assert example in NO_MODEL_HELP
 
 
+def test_no_model_help_names_the_ports_looked_at(clean_env: pytest.MonkeyPatch) -> None:
+    assert "Ollama on 127.0.0.1:11434, LM Studio on 127.0.0.1:1234" in no_model_help()
+
+    clean_env.setenv("OLLAMA_HOST", "127.0.0.1:11500")
+    clean_env.setenv("LM_STUDIO_API_BASE", "http://localhost:4321/v1")
+    text = no_model_help()
+    assert "Ollama on 127.0.0.1:11500, LM Studio on localhost:4321" in text, text
+    assert "11434" not in text.split("\n")[0]
+
+
+def test_no_model_help_says_a_remote_ollama_host_was_not_looked_at(clean_env: pytest.MonkeyPatch) -> None:
+    clean_env.setenv("OLLAMA_HOST", "10.1.2.3:11434")
+    text = no_model_help()
+    assert "OLLAMA_HOST=10.1.2.3:11434 (not a loopback address: not looked at)" in text
+
+
+async def test_the_no_model_error_names_the_real_port(clean_env: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    port = free_port()
+    clean_env.setenv("OLLAMA_HOST", f"127.0.0.1:{port}")
+    clean_env.setenv("LM_STUDIO_API_BASE", f"http://127.0.0.1:{free_port()}/v1")
+    ws = _workspace(tmp_path)
+    try:
+        with pytest.raises(ModelError) as caught:
+            await ws.model_config()
+    finally:
+        ws.file_changes.close()
+    assert f"Ollama on 127.0.0.1:{port}" in caught.value.message and "11434" not in caught.value.message
+
+
 @pytest.fixture
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     """No key and no pointer to a model server in the environment, as on a fresh machine."""
@@ -237,9 +267,10 @@ async def test_a_discovered_lm_studio_model_answers_without_any_key(
 
 @pytest.fixture
 def warm_ups(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Calls to start_warm_up (recorded instead of importing litellm in this process)."""
+    """Calls to the two warm-ups (recorded instead of importing anything in this process)."""
     calls: list[str] = []
-    monkeypatch.setattr("interpreter_lsp.workspace.start_warm_up", lambda: calls.append("warm-up"))
+    monkeypatch.setattr("interpreter_lsp.workspace.start_warm_up", lambda: calls.append("litellm"))
+    monkeypatch.setattr("interpreter_lsp.workspace.start_direct_warm_up", lambda: calls.append("direct"))
     return calls
 
 
@@ -256,8 +287,13 @@ def _workspace(tmp_path: Path) -> Any:
 
 @pytest.mark.parametrize(
     ("model", "local_server", "loaded"),
-    [("gpt-4o-mini", False, True), (None, True, True), (None, False, False)],
-    ids=["a model is configured", "a local model server answers", "no model anywhere"],
+    [
+        ("gpt-4o-mini", False, ["direct"]),
+        ("gemini/gemini-2.0-flash", False, ["litellm"]),
+        (None, True, ["direct"]),
+        (None, False, []),
+    ],
+    ids=["an OpenAI model is configured", "a litellm-only model is", "a local model server answers", "no model"],
 )
 async def test_the_model_library_loads_early_only_when_a_chat_can_happen(
     clean_env: pytest.MonkeyPatch,
@@ -265,9 +301,11 @@ async def test_the_model_library_loads_early_only_when_a_chat_can_happen(
     warm_ups: list[str],
     model: str | None,
     local_server: bool,
-    loaded: bool,
+    loaded: list[str],
     lm_studio: ScriptedModel,
 ) -> None:
+    """Only the client the model needs is loaded ahead of the first chat: httpx for the wire formats the
+    server speaks itself (llm/routes.py), litellm for the rest; nothing when no chat can happen."""
     clean_env.setenv("OLLAMA_HOST", f"127.0.0.1:{free_port()}")
     clean_env.setenv("LM_STUDIO_API_BASE", lm_studio.base_url if local_server else f"http://127.0.0.1:{free_port()}/v1")
     ws = _workspace(tmp_path)
@@ -277,4 +315,4 @@ async def test_the_model_library_loads_early_only_when_a_chat_can_happen(
         await ws.warm_up_model()
     finally:
         ws.file_changes.close()
-    assert warm_ups == (["warm-up"] if loaded else [])
+    assert warm_ups == loaded

@@ -279,9 +279,39 @@ async def test_an_unanswered_listing_still_gives_a_message_in_time(model: Script
     with pytest.raises(ModelError) as caught:
         await stream_completion(MESSAGES, config_for(model, api_base=model.root_url), lambda _: None)
 
-    assert caught.value.kind == errors.NOT_FOUND
-    assert "Check interpreter.model" in caught.value.message and "ends in /v1" in caught.value.message
+    # Not blamed on the model: the URL answers, but not as an OpenAI-compatible server does (issue 22).
+    message = caught.value.message
+    assert caught.value.kind == errors.NOT_COMPATIBLE
+    assert f"{model.root_url} is not an OpenAI-compatible endpoint" in message
+    assert "HTTP 404 (Unexpected endpoint or method.)" in message and "ends in /v1" in message
+    assert "has no model" not in message
+    assert len(model.requests) == 1  # a client error is not retried
     assert time.monotonic() - started < 5
+
+
+@pytest.mark.parametrize("status", [501, 405, 415])
+async def test_a_client_error_or_501_is_not_retried(model: ScriptedModel, status: int) -> None:
+    model.fail(status, "Not Implemented", times=4)  # a wrong service behind apiBase: every path answers so
+
+    with pytest.raises(ModelError) as caught:
+        await stream_completion(MESSAGES, config_for(model, api_base=model.root_url), lambda _: None)
+
+    assert len(model.requests) == 1, "the same request would get the same answer: never retried"
+    message = caught.value.message
+    assert "retried 3 times" not in message
+    if status == 501:
+        assert caught.value.kind == errors.NOT_COMPATIBLE
+        assert f"{model.root_url} is not an OpenAI-compatible endpoint" in message and "interpreter.apiBase" in message
+
+
+@pytest.mark.parametrize("status", [408, 409])
+async def test_a_timeout_or_conflict_is_retried(model: ScriptedModel, status: int) -> None:
+    model.fail(status, "try again")
+    model.reply("after the retry")
+
+    got = await stream_completion(MESSAGES, config_for(model, backoff_base=0.01), lambda _: None)
+
+    assert got.text == "after the retry" and len(model.requests) == 2
 
 
 async def test_context_window_exceeded_in_openais_words(model: ScriptedModel) -> None:

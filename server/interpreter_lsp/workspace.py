@@ -33,13 +33,14 @@ from .kernels.pool import KernelPool, LaunchOptions
 from .kernels.sandbox import SandboxConfig, bwrap_available, counts_processes_apart, wrap_command
 from .kernels.specs import installed_languages
 from .languages import PYTHON, SHELL, canonical_language
+from .llm import routes
 from .llm.client import Completion, ModelConfig, stream_completion
-from .llm.discovery import NO_MODEL_HELP, discover_local_model
+from .llm.discovery import discover_local_model, no_model_help
 from .llm.endpoints import PLACEHOLDER_KEY
 from .llm.errors import NO_MODEL, ModelError
-from .llm.loader import get_litellm, is_loaded, start_warm_up
+from .llm.loader import is_loaded, start_direct_warm_up, start_warm_up
 from .llm.models import ModelFacts
-from .llm.models import facts as model_facts
+from .llm.models import describe as describe_model
 from .llm.toolstream import ToolCall
 from .runs import Run, RunManager, RunResult
 from .safety import policy
@@ -329,14 +330,8 @@ class Workspace:
         config = await self.model_config()
         key = (config.model, config.api_base)
         if self._facts is None or self._facts[0] != key:
-            # Off the loop: for some providers (Ollama) litellm asks the server itself.
-            litellm = await get_litellm()
-            try:
-                found = await asyncio.wait_for(asyncio.to_thread(model_facts, litellm, config), FACTS_TIMEOUT)
-            except asyncio.TimeoutError:
-                log.warning("litellm took over %.0f s to describe %s: its window is a guess", FACTS_TIMEOUT, key[0])
-                found = model_facts(litellm, config, ask=False)
-            self._facts = (key, found)
+            # Off the loop, bounded: for some providers (Ollama) the server itself is asked.
+            self._facts = (key, await describe_model(config, FACTS_TIMEOUT))
         return self._facts[1]
 
     async def rate(self, code: str, language: str) -> p.Risk:
@@ -451,7 +446,8 @@ class Workspace:
 
     async def context_use(self) -> dict[str, Any] | None:
         """How full the model's context is (status `context`); None until a model is known."""
-        if (self.settings.model is None and self._discovered is None) or not is_loaded():
+        model = self.settings.model or (self._discovered[0] if self._discovered else None)
+        if model is None or not (is_loaded() or self._routed(model)):
             return None  # status answers at once: no discovery, no wait for litellm's import
         use = await self.loop.context_use()
         return p.to_wire(use) if use is not None else None
@@ -516,12 +512,23 @@ class Workspace:
         """Load the model library ahead of the first chat, but only when a chat can happen: a model is
         configured, or a local model server answers on loopback. Importing litellm costs seconds of CPU
         and ~200 MB, which a user who only runs cells should not pay; a chat loads it anyway."""
-        if not (self.settings.model or self.settings.review_model):
+        models = [m for m in (self.settings.model, self.settings.review_model) if m]
+        if not models:
             if self._discovered is None:
                 self._discovered = await discover_local_model()
             if self._discovered is None:
                 return
-        start_warm_up()
+            models = [self._discovered[0]]
+        # A model the server speaks to itself needs only httpx (llm/routes.py); the rest, litellm.
+        for model in models:
+            if self._routed(model):
+                start_direct_warm_up()
+            else:
+                start_warm_up()
+
+    def _routed(self, model: str) -> bool:
+        """Whether the server speaks to `model` itself (no litellm needed)."""
+        return routes.route(ModelConfig(model=model, api_base=self.settings.api_base)) is not None
 
     async def shutdown(self) -> None:
         await self.loop.interrupt("Stopped: the server shut down.")
@@ -617,7 +624,7 @@ class Workspace:
             if self._discovered is None:
                 self._discovered = await discover_local_model()
             if self._discovered is None:
-                raise ModelError(NO_MODEL_HELP, NO_MODEL)
+                raise ModelError(no_model_help(), NO_MODEL)
             model, api_base = self._discovered
             # A server found on loopback needs no key: never let litellm hand LM Studio the user's
             # OPENAI_API_KEY (Ollama's provider sends no key at all).

@@ -263,3 +263,14 @@ def test_a_plugin_without_the_server_sources_installs_from_the_package_index(
         print(error)
         assert "pip could not install interpreter-lsp" in error and "interpreter-lsp" in error.split(":\n", 1)[1]
         assert "\n".join(ed.helper("checkhealth")).count("is an install that did not complete") == 1
+
+
+def test_the_providers_extra_is_installed_only_for_a_model_that_needs_litellm(start_editor) -> None:
+    ed: Editor = start_editor(cmd=None)
+    check = "return require('interpreter_lsp.install').needs_providers(...)"
+    for settings in ({}, {"model": "openai/qwen"}, {"model": "ollama_chat/qwen2.5-coder"}, {"model": "gpt-4o-mini"},
+                     {"model": "anthropic/claude-sonnet-4-5", "reviewModel": "claude-haiku-4-5"}):  # fmt: skip
+        assert ed.lua(check, settings) is False, settings
+    for settings in ({"model": "gemini/gemini-2.0-flash"}, {"model": "openai/qwen", "reviewModel": "groq/llama3"},
+                     {"model": "command-r"}):  # fmt: skip
+        assert ed.lua(check, settings) is True, settings

@@ -260,6 +260,26 @@ export interface InstallOptions {
   /** Bounds, in ms: making the venv, pip (downloads), the check. */
   timeouts?: { venv?: number; pip?: number; check?: number };
   platform?: NodeJS.Platform;
+  /** The models the user configured (interpreter.model, reviewModel): they choose the extras (needsProviders). */
+  models?: readonly (string | undefined | null)[];
+}
+
+/** Providers the server speaks to itself (server/interpreter_lsp/llm/routes.py); any other needs litellm. */
+const DIRECT_PROVIDERS = new Set(["openai", "anthropic", "ollama", "ollama_chat", "lm_studio", "hosted_vllm", "llamafile"]);
+
+/**
+ * Whether the install needs the server's `providers` extra (litellm, with boto3, tokenizers...): a model of
+ * a provider the server does not speak to itself. No model (a local server is found) or OpenAI-compatible,
+ * Anthropic and Ollama models install without it (~150 MB less); a model set later that needs it says so.
+ */
+export function needsProviders(models: readonly (string | undefined | null)[] = []): boolean {
+  return models.some((model) => {
+    const name = (model ?? "").trim();
+    if (!name) return false;
+    const slash = name.indexOf("/");
+    if (slash < 0) return !/^(gpt-|chatgpt-|o1|o3|o4|codex-|claude-)/.test(name);
+    return !DIRECT_PROVIDERS.has(name.slice(0, slash));
+  });
 }
 
 export interface InstallResult {
@@ -367,7 +387,8 @@ export async function installServer(options: InstallOptions): Promise<InstallRes
     options.report("pip");
     // --no-compile: byte-compiling every module of every package (litellm alone has thousands) doubled the
     // install on a busy machine; Python compiles what the server imports, once, on first use (as uv does).
-    const pipArgs = ["-I", "-m", "pip", "install", "--no-input", "--disable-pip-version-check", "--no-compile", options.wheel];
+    const requirement = needsProviders(options.models) ? `${options.wheel}[providers]` : options.wheel;
+    const pipArgs = ["-I", "-m", "pip", "install", "--no-input", "--disable-pip-version-check", "--no-compile", requirement];
     result = await run(tempPython, pipArgs, timeouts.pip, (line) => {
       const activity = pipActivity(line);
       if (activity) options.report("pip", activity);

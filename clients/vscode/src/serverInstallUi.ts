@@ -177,6 +177,7 @@ export class ServerInstaller {
               isExecutable,
             }),
             env: process.env,
+            models: ["model", "reviewModel"].map((key) => vscode.workspace.getConfiguration("interpreter").get<string>(key)),
             signal: abort.signal,
             log: (line) => this.output.appendLine(line),
             report: (step, detail) => {

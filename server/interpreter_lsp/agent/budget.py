@@ -2,8 +2,9 @@
 
 - `limits`: the window (the `contextWindow` setting, else litellm's model info, else a guess said as one)
   and the reply's room (`maxTokens`, else an eighth of the window, at least 256).
-- `TokenCache`: tokens per message, counted with litellm's counter for the model in use, kept by message
-  so that only new messages are counted (off the event loop) on each request.
+- `TokenCache`: tokens per message, counted with the model's counter (litellm's where litellm serves the
+  model, else the estimate of llm/estimate.py, which loads nothing), kept by message so that only new
+  messages are counted (off the event loop) on each request.
 - `fit`: the messages to send. The system message, the current request and the last message (the latest
   run's result) are always sent; older messages are left out from the oldest on, with a note saying so;
   a last message too big on its own is cut in the middle (head and tail kept). An assistant message with
@@ -68,14 +69,14 @@ class TokenCache:
     """Tokens per message for one model; a message already counted costs a dict lookup."""
 
     def __init__(self) -> None:
-        self._model: str | None = None
+        self._model: tuple[str, str] | None = None
         self._counts: dict[tuple[str, str, str], int] = {}
 
     async def counts(self, messages: list[dict[str, Any]], facts: ModelFacts, *, view: bool = False) -> list[int]:
         """Tokens of each message. `view`: these are the whole view of a request; counts of messages that
         left it may be forgotten."""
-        if facts.model != self._model:
-            self._model, self._counts = facts.model, {}
+        if (facts.model, facts.counter) != self._model:
+            self._model, self._counts = (facts.model, facts.counter), {}
         keys = [_key(m) for m in messages]
         missing = {k: m for k, m in zip(keys, messages, strict=True) if k not in self._counts}
         if missing:

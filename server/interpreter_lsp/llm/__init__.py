@@ -1,10 +1,11 @@
-"""Model access through litellm: lazy import, streaming with timeouts and retries, local discovery.
+"""Model access: OpenAI-compatible, Anthropic and Ollama streams spoken directly over httpx, every other
+provider through litellm; streaming with timeouts and retries, local discovery.
 
-Importing this package is cheap: litellm itself loads only through `loader` (warm-up thread or first use).
+Importing this package is cheap: httpx and litellm load only through `loader` (warm-up thread or first use).
 """
 
 from interpreter_lsp.llm.client import Completion, ModelConfig, stream_completion
-from interpreter_lsp.llm.discovery import NO_MODEL_HELP, discover_local_model
+from interpreter_lsp.llm.discovery import NO_MODEL_HELP, discover_local_model, no_model_help
 from interpreter_lsp.llm.errors import ModelError
 from interpreter_lsp.llm.loader import get_litellm, start_warm_up
 
@@ -15,6 +16,7 @@ __all__ = [
     "ModelError",
     "discover_local_model",
     "get_litellm",
+    "no_model_help",
     "start_warm_up",
     "stream_completion",
 ]

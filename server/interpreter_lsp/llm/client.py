@@ -1,4 +1,8 @@
-"""Streaming chat completions through litellm: timeouts, bounded retries, usage and cost.
+"""Streaming chat completions: timeouts, bounded retries, usage and cost, over one of two paths.
+
+The direct path (llm/routes.py, llm/direct.py) speaks OpenAI-compatible, Anthropic and Ollama streams
+over httpx itself; every other provider goes through litellm. Both produce the same pieces (text,
+tool-call fragments, usage), and everything else here is shared: the timeouts, the retries, the errors.
 
 Retries are ours, not litellm's or the openai client's (both are set to 0): they happen only before the
 first piece of text reached the user, so a retry never shows text twice, and only for failures a retry can
@@ -16,13 +20,24 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from interpreter_lsp.llm import endpoints, errors
+from interpreter_lsp.llm import endpoints, errors, routes
 from interpreter_lsp.llm.errors import ModelError
-from interpreter_lsp.llm.failures import Failure, classify, describe, names_no_provider, no_provider_message, redact
-from interpreter_lsp.llm.loader import get_litellm
+from interpreter_lsp.llm.failures import (
+    Failure,
+    classify,
+    describe,
+    names_no_provider,
+    no_provider_message,
+    redact,
+    refine,
+)
+from interpreter_lsp.llm.loader import get_direct, get_litellm
 from interpreter_lsp.llm.toolstream import ToolCall, ToolCallAssembler
+
+if TYPE_CHECKING:
+    from interpreter_lsp.llm.paths import Path
 
 log = logging.getLogger(__name__)
 
@@ -68,15 +83,31 @@ async def stream_completion(
     Cancelling the calling task closes the HTTP stream at once and re-raises CancelledError.
     Raises ModelError on every failure (after bounded retries when nothing was shown yet).
     """
-    litellm = await get_litellm()
-    provider = _provider(litellm, config)
+    from interpreter_lsp.llm.paths import DirectPath, LitellmPath  # not on the server's start path
+
+    route = routes.route(config)
+    litellm: ModuleType | None = None
+    if route is not None:
+        path: Path = DirectPath(await get_direct(), route)
+        provider = route.provider
+        if route.official and not route.key:  # as litellm does: nothing is sent without a key
+            failure = Failure(errors.MISSING_KEY, False, "no API key")
+            raise ModelError(redact(describe(failure, config, provider, 0), config), errors.MISSING_KEY)
+    else:
+        try:
+            litellm = await get_litellm()
+        except ModelError as exc:
+            if exc.kind == errors.UNAVAILABLE and not endpoints.provider_of(config.model):
+                # Without litellm, a name without a provider may be one only litellm knows, or a mistake.
+                raise ModelError(f"{no_provider_message(config)} ({exc.message})", errors.NO_PROVIDER) from exc
+            raise
+        provider = _provider(litellm, config)
+        path = LitellmPath(litellm, provider)
     attempt = 0
     while True:
         attempt_state = _Attempt()
         try:
-            return await _stream_once(
-                litellm, messages, config, provider, _Receivers(on_delta, tools, on_tool_call), attempt_state
-            )
+            return await _stream_once(path, messages, config, _Receivers(on_delta, tools, on_tool_call), attempt_state)
         except ModelError:
             raise
         except Exception as exc:
@@ -86,6 +117,7 @@ async def stream_completion(
             if attempt_state.delivered or not failure.retryable or attempt >= config.max_retries:
                 # Asked once, bounded, and only now: which models the server has instead.
                 offered = await endpoints.offered_models(config, provider) if failure.kind == errors.NOT_FOUND else None
+                failure = refine(failure, config, offered)
                 message = describe(failure, config, provider, attempt, offered)
                 raise ModelError(redact(message, config), failure.kind) from exc
             delay = _retry_delay(failure, config, attempt)
@@ -143,31 +175,29 @@ class _Receivers:
 
 
 async def _stream_once(
-    litellm: ModuleType,
+    path: Path,
     messages: list[dict[str, Any]],
     config: ModelConfig,
-    provider: str,
     receivers: _Receivers,
     state: _Attempt,
 ) -> Completion:
     parts: list[str] = []
     assembler = ToolCallAssembler()
-    usage: Any = None
+    usage: list[int | None] = [None, None]
     got_token = False
     stream: Any = None
+    pieces: Any = None
     watchdog = _Watchdog()
     watchdog.arm(config.first_token_timeout)
     try:
-        stream = await _open_stream(litellm, _request_kwargs(messages, config, provider, receivers.tools))
+        stream = await path.open(messages, config, receivers.tools)
         state.opened = True
-        async for chunk in stream:
-            usage = getattr(chunk, "usage", None) or usage
-            if not chunk.choices:
-                continue
-            delta = chunk.choices[0].delta
-            text = getattr(delta, "content", None)
-            fragments = getattr(delta, "tool_calls", None)
-            if text or fragments or getattr(delta, "reasoning_content", None):
+        pieces = path.pieces(stream)
+        async for piece in pieces:
+            if piece.usage is not None:
+                usage = [new if new is not None else old for new, old in zip(piece.usage, usage, strict=True)]
+            text, fragments = piece.text, piece.fragments
+            if text or fragments or piece.thinking:
                 got_token = True
             if got_token:  # chunks before the first token (role, keep-alives) do not extend its limit
                 watchdog.arm(config.stall_timeout)
@@ -189,52 +219,24 @@ async def _stream_once(
         raise
     finally:
         watchdog.disarm()
+        if pieces is not None:
+            with contextlib.suppress(Exception):
+                await pieces.aclose()
         if stream is not None:
             # Also on cancellation: close the HTTP stream now, so the server stops generating.
-            with contextlib.suppress(Exception):
-                await stream.aclose()
+            await path.close(stream)
 
     text = "".join(parts)
     calls = tuple(assembler.calls)
     written = text + "".join(call.name + call.arguments for call in calls)  # for counting, when usage is absent
-    prompt_tokens, completion_tokens = _token_counts(litellm, config, messages, written, usage)
+    prompt_tokens, completion_tokens = _token_counts(path, config, messages, written, usage)
     return Completion(
         text=text,
         prompt_tokens=prompt_tokens,
         completion_tokens=completion_tokens,
-        cost=_cost(litellm, config, prompt_tokens, completion_tokens),
+        cost=await path.cost(config, prompt_tokens, completion_tokens),
         tool_calls=calls,
     )
-
-
-_closing: set[asyncio.Task[Any]] = set()
-
-
-# How long a request whose caller was cancelled may still finish opening, so that its response is closed
-# by us: cancelling litellm while it receives the response headers can leave the connection open (the
-# server then goes on generating for no one).
-ABANDON_GRACE = 2.0
-
-
-async def _open_stream(litellm: ModuleType, kwargs: dict[str, Any]) -> Any:
-    """litellm.acompletion, but a cancel that lands while the response is arriving cannot leak the open
-    HTTP response: the request runs in its own task, which the caller's cancel leaves to finish for at
-    most ABANDON_GRACE seconds (then it is cancelled); whatever it returns late is closed at once."""
-    request = asyncio.ensure_future(litellm.acompletion(**kwargs))
-    try:
-        return await asyncio.shield(request)
-    except asyncio.CancelledError:
-        deadline = asyncio.get_running_loop().call_later(ABANDON_GRACE, request.cancel)
-        request.add_done_callback(lambda done: (deadline.cancel(), _close_late_stream(done)))
-        raise
-
-
-def _close_late_stream(request: asyncio.Future[Any]) -> None:
-    if request.cancelled() or request.exception() is not None:  # exception() also marks it retrieved
-        return
-    task = asyncio.ensure_future(request.result().aclose())
-    _closing.add(task)
-    task.add_done_callback(_closing.discard)
 
 
 class _Watchdog:
@@ -274,60 +276,18 @@ class _Watchdog:
         self._task.cancel()
 
 
-def _request_kwargs(
-    messages: list[dict[str, Any]], config: ModelConfig, provider: str, tools: list[dict[str, Any]] | None = None
-) -> dict[str, Any]:
-    import httpx  # cheap (litellm has imported it already); kept out of module import time
-
-    # httpx's read timeout is a backstop only: our own first-token and stall timers fire first.
-    read_backstop = max(config.first_token_timeout, config.stall_timeout) + 5.0
-    kwargs: dict[str, Any] = {
-        "model": config.model,
-        "messages": messages,
-        "stream": True,
-        "stream_options": {"include_usage": True},
-        "num_retries": 0,  # litellm's own retry wrapper off
-        "max_retries": 0,  # the openai client's retries off
-        "timeout": httpx.Timeout(read_backstop, connect=config.connect_timeout),
-    }
-    if config.api_base:
-        kwargs["api_base"] = config.api_base
-    api_key = config.api_key or endpoints.placeholder_key(config, provider)
-    if api_key:
-        kwargs["api_key"] = api_key
-    if config.temperature is not None:
-        kwargs["temperature"] = config.temperature
-    if config.max_tokens is not None:
-        kwargs["max_tokens"] = config.max_tokens
-    if tools:
-        kwargs["tools"] = tools
-    return kwargs
-
-
 def _token_counts(
-    litellm: ModuleType, config: ModelConfig, messages: list[dict[str, Any]], text: str, usage: Any
+    path: Path, config: ModelConfig, messages: list[dict[str, Any]], text: str, usage: list[int | None]
 ) -> tuple[int, int]:
-    prompt = getattr(usage, "prompt_tokens", None) if usage is not None else None
-    completion = getattr(usage, "completion_tokens", None) if usage is not None else None
+    prompt, completion = usage
     try:
         if not isinstance(prompt, int):
-            prompt = int(litellm.token_counter(model=config.model, messages=messages))
+            prompt = path.count(config, messages, "")
         if not isinstance(completion, int):
-            completion = int(litellm.token_counter(model=config.model, text=text)) if text else 0
+            completion = path.count(config, None, text) if text else 0
     except Exception as exc:  # counting is best effort; never fail a finished reply over it
         log.debug("token counting failed for %s: %s", config.model, exc)
     return (prompt if isinstance(prompt, int) else 0, completion if isinstance(completion, int) else 0)
-
-
-def _cost(litellm: ModuleType, config: ModelConfig, prompt_tokens: int, completion_tokens: int) -> float:
-    """USD from litellm's (offline) cost map; 0.0 for models it does not price, such as local ones."""
-    try:
-        prompt_cost, completion_cost = litellm.cost_per_token(
-            model=config.model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
-        )
-        return float(prompt_cost) + float(completion_cost)
-    except Exception:
-        return 0.0
 
 
 def _first_token_timeout(config: ModelConfig) -> ModelError:

@@ -29,6 +29,33 @@ set, e.g. "http://127.0.0.1:1234/v1" (no API key needed).
 A local server on another port is found when OLLAMA_HOST or LM_STUDIO_API_BASE says where."""
 
 
+def no_model_help() -> str:
+    """NO_MODEL_HELP with the places actually looked at: OLLAMA_HOST and LM_STUDIO_API_BASE, when set,
+    move them (and one that is not on loopback is named as not looked at)."""
+    ollama, lm_studio = _ollama_base("127.0.0.1"), _lm_studio_base("127.0.0.1")
+    where = f"Ollama on {_host_port(ollama)}, LM Studio on {_host_port(lm_studio)}"
+    text = NO_MODEL_HELP.replace("Ollama on 127.0.0.1:11434, LM Studio on 127.0.0.1:1234", where)
+    skipped = [
+        f"{name}={value} (not a loopback address: not looked at)"
+        for name in ("OLLAMA_HOST", "LM_STUDIO_API_BASE")
+        if (value := os.environ.get(name, "").strip()) and _not_loopback(value)
+    ]
+    return text + ("\nIgnored: " + "; ".join(skipped) + "." if skipped else "")
+
+
+def _host_port(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.hostname}:{parts.port}" if parts.port else str(parts.hostname)
+
+
+def _not_loopback(value: str) -> bool:
+    try:
+        name = urlsplit(value if "://" in value else f"http://{value}").hostname or ""
+    except ValueError:
+        return True
+    return not is_loopback(name)
+
+
 async def discover_local_model(
     timeout: float = 0.3,
     *,

@@ -19,8 +19,9 @@ STALLED: Final = "stalled"
 MALFORMED: Final = "malformed"
 CONTEXT_WINDOW: Final = "context_window"
 BAD_REQUEST: Final = "bad_request"
+NOT_COMPATIBLE: Final = "not_compatible"  # the URL answers, but not with this API (a 501, a 404 everywhere)
 NO_MODEL: Final = "no_model"
-UNAVAILABLE: Final = "unavailable"  # litellm itself could not be loaded
+UNAVAILABLE: Final = "unavailable"  # litellm (or the direct client) could not be loaded
 OTHER: Final = "other"
 
 

@@ -21,7 +21,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from interpreter_lsp.llm import endpoints, errors
 
@@ -66,8 +66,13 @@ _REFUSED = re.compile(r"connection refused|connect call failed|actively refused"
 _HOST_PORT = re.compile(r"Cannot connect to host (\S+?):(\d+)")
 
 
-def classify(exc: BaseException, litellm: ModuleType, *, opened: bool) -> Failure:
-    """`opened`: litellm returned a stream before the failure (so the server did answer)."""
+# Client errors a retry can fix: a request timeout, a conflict (a model still loading on some servers).
+_RETRYABLE_4XX = frozenset({408, 409, 429})
+
+
+def classify(exc: BaseException, litellm: ModuleType | None, *, opened: bool) -> Failure:
+    """`opened`: the stream had begun before the failure (so the server did answer). `litellm`: None on
+    the direct paths (llm/direct.py), whose errors carry their HTTP status themselves."""
     chain = list(_causes(exc))
     detail = provider_detail(exc)
     status = getattr(exc, "status_code", None)
@@ -76,7 +81,7 @@ def classify(exc: BaseException, litellm: ModuleType, *, opened: bool) -> Failur
     def failure(kind: str, retryable: bool, retry_after: float | None = None, host: str | None = None) -> Failure:
         return Failure(kind, retryable, detail, status, retry_after, host)
 
-    if any(isinstance(e, json.JSONDecodeError) for e in chain):
+    if any(isinstance(e, json.JSONDecodeError) or getattr(e, "malformed", False) is True for e in chain):
         return failure(errors.MALFORMED, False)
     answered = opened or any(_is_any(e, _RESPONSE_CLASSES) for e in chain)
     if not answered:
@@ -89,25 +94,38 @@ def classify(exc: BaseException, litellm: ModuleType, *, opened: bool) -> Failur
         # litellm raised before any request reached a server: the settings are wrong, not the server.
         if names_no_provider(detail):
             return failure(errors.NO_PROVIDER, False)
-        if isinstance(exc, litellm.AuthenticationError) or _MISSING_KEY.search(detail):
+        if _isa(exc, litellm, "AuthenticationError") or _MISSING_KEY.search(detail):
             return failure(errors.MISSING_KEY, False)
         return failure(errors.CLIENT, False)
 
-    if isinstance(exc, (litellm.AuthenticationError, litellm.PermissionDeniedError)) or status in (401, 403):
+    if _isa(exc, litellm, "AuthenticationError", "PermissionDeniedError") or status in (401, 403):
         return failure(errors.AUTH, False)
-    if isinstance(exc, litellm.NotFoundError) or status == 404 or _MODEL_MISSING.search(detail):
+    if status == 501:  # Not Implemented: whatever answers there does not serve this API
+        return failure(errors.NOT_COMPATIBLE, False)
+    if _isa(exc, litellm, "NotFoundError") or status == 404 or _MODEL_MISSING.search(detail):
         return failure(errors.NOT_FOUND, False)
-    if isinstance(exc, litellm.ContextWindowExceededError) or (status in (400, 413) and _CONTEXT.search(detail)):
+    if _isa(exc, litellm, "ContextWindowExceededError") or (status in (400, 413) and _CONTEXT.search(detail)):
         return failure(errors.CONTEXT_WINDOW, False)
-    if isinstance(exc, litellm.RateLimitError) or status == 429:
+    if _isa(exc, litellm, "RateLimitError") or status == 429:
         return failure(errors.RATE_LIMITED, True, _retry_after(exc))
     if any(_is_any(e, _TRANSPORT_CLASSES) for e in chain):  # the stream broke off after it began
         return failure(errors.CONNECTION, True)
-    if isinstance(exc, litellm.BadRequestError) or status in (400, 413, 422):
+    if _isa(exc, litellm, "BadRequestError") or status in (400, 413, 422):
         return failure(errors.BAD_REQUEST, False)
-    if (status is not None and status >= 500) or isinstance(exc, litellm.APIError):
+    if status is not None and 400 <= status < 500:
+        # A client error a retry cannot fix (the same request gets the same answer): never retried,
+        # whatever class litellm wrapped it in.
+        return failure(errors.SERVER, status in _RETRYABLE_4XX)
+    if (status is not None and status >= 500) or _isa(exc, litellm, "APIError"):
         return failure(errors.SERVER, True)
     return failure(errors.OTHER, False)
+
+
+def _isa(exc: BaseException, litellm: Any, *names: str) -> bool:
+    """isinstance against litellm's exception classes, when litellm is the path taken."""
+    if litellm is None:
+        return False
+    return isinstance(exc, tuple(getattr(litellm, name) for name in names))
 
 
 def names_no_provider(text: str) -> bool:
@@ -222,6 +240,8 @@ def describe(
         )
     if kind == errors.AUTH:
         return _refused_credentials(config, provider, where, detail)
+    if kind == errors.NOT_COMPATIBLE:
+        return _not_compatible(failure, config, provider)
     if kind == errors.NOT_FOUND:
         return _unknown_model(config, provider, where, detail, offered)
     if kind == errors.RATE_LIMITED:
@@ -251,6 +271,38 @@ def describe(
         server = f"The model server at {config.api_base}" if config.api_base else _capital(where)
         return f"{server} failed with {status} ({detail}){retried}: try again later or use another model."
     return f"The model request to {model} failed ({detail}){retried}."
+
+
+def refine(failure: Failure, config: ModelConfig, offered: list[str] | None) -> Failure:
+    """A 404 that names no model, from an apiBase that cannot list any either, is not an unknown model:
+    whatever answers there does not serve this API (NOT_COMPATIBLE)."""
+    if (
+        failure.kind == errors.NOT_FOUND
+        and offered is None
+        and config.api_base
+        and "model" not in failure.detail.lower()
+    ):
+        return Failure(errors.NOT_COMPATIBLE, False, failure.detail, failure.status)
+    return failure
+
+
+_API_NAMES = {"anthropic": "an Anthropic Messages API", "ollama": "an Ollama server", "ollama_chat": "an Ollama server"}
+
+
+def _not_compatible(failure: Failure, config: ModelConfig, provider: str) -> str:
+    base = endpoints.endpoint(config, provider) or endpoints.where(config, provider)
+    api = _API_NAMES.get(provider, "an OpenAI-compatible endpoint")
+    status = f"HTTP {failure.status}" if failure.status else "an error"
+    hint = (
+        "an OpenAI-compatible server's usually ends in /v1, e.g. http://127.0.0.1:1234/v1 (LM Studio), "
+        "http://127.0.0.1:8080/v1 (llama.cpp), http://127.0.0.1:11434/v1 (Ollama)"
+        if api.startswith("an OpenAI")
+        else "the address of the server itself"
+    )
+    return (
+        f"{base} is not {api}: it answered {status} ({failure.detail}) to the chat request, so "
+        f"{config.model} was never asked (not retried). Check interpreter.apiBase: {hint}."
+    )
 
 
 def no_provider_message(config: ModelConfig) -> str:

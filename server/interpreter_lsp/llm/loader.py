@@ -1,8 +1,11 @@
-"""Lazy, off-loop import of litellm.
+"""Lazy, off-loop imports of the model clients: litellm, and the direct one (llm/direct.py).
 
 Importing litellm takes seconds and ~200 MB, so it never happens at module import or on the path of
-`initialize`. `start_warm_up()` (called after `initialized`) imports it in one daemon thread, the one
-sanctioned import thread; `await get_litellm()` waits for that import without blocking the event loop.
+`initialize`, and only for the providers that need it (llm/routes.py). `start_warm_up()` (called after
+`initialized`) imports it in a daemon thread; `await get_litellm()` waits for that import without
+blocking the event loop. The direct client (httpx, httpx-sse: ~60 ms) is imported the same way by
+`start_direct_warm_up()` / `await get_direct()`, so a chat sent the instant the server is ready waits for
+that alone.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ import logging
 import os
 import sys
 import threading
+import time
+from collections.abc import Callable
 from types import ModuleType
 
 from interpreter_lsp.llm.errors import UNAVAILABLE, ModelError
@@ -21,6 +26,9 @@ log = logging.getLogger(__name__)
 
 _lock = threading.Lock()
 _future: concurrent.futures.Future[ModuleType] | None = None
+_direct: concurrent.futures.Future[ModuleType] | None = None
+
+PROVIDERS_EXTRA = "pip install 'interpreter-lsp[providers]'"
 
 # litellm's loggers; its own handler sends records below WARNING to sys.stdout (the LSP wire).
 _LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy")
@@ -40,21 +48,106 @@ def start_warm_up() -> None:
     threading.Thread(target=_import_into, args=(future,), name="litellm-warm-up", daemon=True).start()
 
 
+def start_direct_warm_up() -> None:
+    """Start importing the direct client (httpx, httpx-sse) in a background thread (once)."""
+    global _direct
+    with _lock:
+        if _direct is not None:
+            return
+        future: concurrent.futures.Future[ModuleType] = concurrent.futures.Future()
+        future.set_running_or_notify_cancel()
+        _direct = future
+    threading.Thread(target=_import_direct_into, args=(future,), name="direct-warm-up", daemon=True).start()
+
+
+async def get_direct() -> ModuleType:
+    """llm/direct.py, imported off the loop (waits for the warm-up's import when one runs)."""
+    start_direct_warm_up()
+    future = _direct
+    assert future is not None
+    if not future.done():
+        await asyncio.wait([asyncio.wrap_future(future)])
+    try:
+        return future.result()
+    except Exception as exc:
+        raise ModelError(
+            f"Could not load the model client ({type(exc).__name__}: {exc}): reinstall interpreter-lsp "
+            "(pip install --force-reinstall interpreter-lsp).",
+            UNAVAILABLE,
+        ) from exc
+
+
+def _retrying_deadlocks(load: Callable[[], ModuleType]) -> ModuleType:
+    """`load()`, again when Python's import system broke a lock cycle with this thread's import ("deadlock
+    detected by _ModuleLock"): the event loop's thread imports at the same time (a kernel's modules, say),
+    and the module both need is there a moment later. Seen on a busy machine with httpx's certifi and
+    importlib.resources."""
+    for attempt in range(5):
+        try:
+            return load()
+        except (ImportError, RuntimeError) as exc:
+            if "deadlock detected" not in str(exc) or attempt == 4:
+                raise
+            log.debug("import deadlock broken (%s); importing again", exc)
+            time.sleep(0.05 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
+def _load_direct() -> ModuleType:
+    from interpreter_lsp.llm import direct
+
+    direct.prepare()
+    return direct
+
+
+def _import_direct_into(future: concurrent.futures.Future[ModuleType]) -> None:
+    try:
+        direct = _retrying_deadlocks(_load_direct)
+    except BaseException as exc:
+        log.error("importing the direct model client failed: %s", exc)
+        future.set_exception(exc)
+    else:
+        future.set_result(direct)
+
+
 async def get_litellm() -> ModuleType:
     """The configured litellm module, importing it first if needed (without blocking the loop)."""
     start_warm_up()
     future = _future
     assert future is not None
     if not future.done():
-        await asyncio.wrap_future(future)
+        # Its failure is raised below, as a ModelError (wrap_future would raise the bare exception here).
+        await asyncio.wait([asyncio.wrap_future(future)])
     try:
         return future.result()
-    except Exception as exc:
+    except ModuleNotFoundError as exc:
+        if exc.name != "litellm":
+            raise _unavailable(exc) from exc
         raise ModelError(
-            f"Could not load litellm ({type(exc).__name__}: {exc}): reinstall interpreter-lsp "
-            "(pip install --force-reinstall interpreter-lsp).",
+            "This model's provider is served through litellm, which is not installed: install the "
+            f"providers extra ({PROVIDERS_EXTRA}, in the environment the server runs from; an editor's "
+            "managed install adds it when it is run again with this model set: VS Code's Interpreter: Install "
+            "or Update the Server, Neovim's :InterpreterInstall!), then restart the server. OpenAI-compatible "
+            "servers, Anthropic and Ollama need no extra.",
             UNAVAILABLE,
         ) from exc
+    except Exception as exc:
+        raise _unavailable(exc) from exc
+
+
+def _unavailable(exc: BaseException) -> ModelError:
+    return ModelError(
+        f"Could not load litellm ({type(exc).__name__}: {exc}): reinstall interpreter-lsp "
+        f"({PROVIDERS_EXTRA.replace('pip install', 'pip install --force-reinstall')}).",
+        UNAVAILABLE,
+    )
+
+
+def litellm_installed() -> bool:
+    """Whether litellm can be imported (asked of the import system only: nothing is loaded)."""
+    import importlib.util
+
+    return importlib.util.find_spec("litellm") is not None
 
 
 def is_loaded() -> bool:
@@ -65,7 +158,7 @@ def is_loaded() -> bool:
 
 def _import_into(future: concurrent.futures.Future[ModuleType]) -> None:
     try:
-        module = _import_litellm()
+        module = _retrying_deadlocks(_import_litellm)
     except BaseException as exc:  # the awaiting side turns it into a ModelError
         log.error("importing litellm failed: %s", exc)
         future.set_exception(exc)

@@ -143,6 +143,33 @@ local function write_marker(info)
   assert(vim.uv.fs_rename(path .. ".tmp", path))
 end
 
+-- Providers the server speaks to itself (server/interpreter_lsp/llm/routes.py); any other needs litellm.
+local DIRECT_PROVIDERS = { openai = true, anthropic = true, ollama = true, ollama_chat = true, lm_studio = true,
+  hosted_vllm = true, llamafile = true }
+
+--- Whether the install needs the server's `providers` extra (litellm, with boto3, tokenizers...): a configured
+--- model (settings.model, settings.reviewModel) of a provider the server does not speak to itself. No model
+--- (a local server is found), OpenAI-compatible, Anthropic and Ollama models install without it.
+---@param settings table|nil the `interpreter` settings (default: those given to setup())
+function M.needs_providers(settings)
+  settings = settings or ((require("interpreter_lsp.client").opts or {}).settings or {})
+  for _, key in ipairs({ "model", "reviewModel" }) do
+    local name = type(settings[key]) == "string" and vim.trim(settings[key]) or ""
+    if name ~= "" then
+      local provider = name:match("^([^/]+)/")
+      if provider then
+        if not DIRECT_PROVIDERS[provider] then
+          return true
+        end
+      elseif not (name:match("^gpt%-") or name:match("^chatgpt%-") or name:match("^o[134]") or name:match("^codex%-")
+          or name:match("^claude%-")) then
+        return true
+      end
+    end
+  end
+  return false
+end
+
 -- The install itself, in a coroutine: each `run` yields until its process ends.
 local function install_steps(state, force)
   local venv = M.venv()
@@ -199,6 +226,9 @@ local function install_steps(state, force)
     end
     vim.fn.delete(src .. "/server/interpreter_lsp.egg-info", "rf")
     spec, source = src, "this plugin's checkout " .. checkout.root
+  end
+  if M.needs_providers() then
+    spec = spec .. "[providers]" -- litellm, for a model the server does not speak to itself
   end
   notify(string.format("installing interpreter-lsp from %s with pip (its dependencies come from the package"
     .. " index: a minute or more)", source))

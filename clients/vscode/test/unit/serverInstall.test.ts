@@ -13,6 +13,7 @@ import {
   installServer,
   managedCommand,
   managedState,
+  needsProviders,
   parsePythonVersion,
   pipActivity,
   pythonCandidates,
@@ -114,6 +115,19 @@ test("Python for the venv: the selected one only in a trusted workspace, then py
       e.message.includes("/ws/.venv/bin/python (3.9.18), /usr/bin/python (2.7.18), /usr/bin/python3 (exit 1)"),
   );
   assert.throws(() => choosePython([]), /found no python3 on PATH/);
+});
+
+test("the providers extra (litellm) is installed only for a model the server does not speak to itself", () => {
+  assert.equal(needsProviders([]), false); // no model: a local server is looked for
+  assert.equal(needsProviders([undefined, null, ""]), false);
+  for (const model of ["gpt-4o-mini", "o3-mini", "claude-sonnet-4-5", "openai/qwen", "anthropic/claude-sonnet-4-5",
+                       "ollama_chat/qwen2.5-coder", "ollama/llama3", "lm_studio/qwen", "hosted_vllm/m"]) {
+    assert.equal(needsProviders([model]), false, model);
+  }
+  for (const model of ["gemini/gemini-2.0-flash", "bedrock/anthropic.claude-v2", "mistral/mistral-large", "command-r"]) {
+    assert.equal(needsProviders([model]), true, model);
+  }
+  assert.equal(needsProviders(["openai/qwen", "groq/llama3-70b"]), true); // the review model needs it
 });
 
 test("pip's output: what it is doing, and the last lines for an error", () => {

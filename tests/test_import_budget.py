@@ -1,0 +1,76 @@
+"""The server's start path stays light (issue 21): what `python -m interpreter_lsp` imports before it can
+answer `initialize` is pygls, lsprotocol and the standard library, and its import time stays within a
+budget of a bare pygls server's own imports, measured with `-X importtime` in the same run.
+
+A heavy import creeping onto that path (litellm: seconds and ~190 MB; httpx, jupyter_client, zmq, Pillow:
+tens of ms each) fails here, with the module that brought it.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+SERVER = Path(__file__).resolve().parent.parent / "server"
+START_PATH = "import interpreter_lsp.__main__, interpreter_lsp.server"
+BARE_PYGLS = "import pygls.lsp.server, lsprotocol.types"
+# Third-party packages the start path may load: the LSP stack itself.
+ALLOWED = {"pygls", "lsprotocol", "attr", "attrs", "cattrs", "typing_extensions", "exceptiongroup", "tomli"}
+NEVER = ("litellm", "openai", "anthropic", "httpx", "httpx_sse", "tiktoken", "tokenizers", "jupyter_client",
+         "zmq", "PIL", "nbformat", "watchdog", "bashlex", "websockets", "pydantic")  # fmt: skip
+# The start path's import time, at most this many times a bare pygls server's (pygls + lsprotocol). Measured
+# here: 1.6-2.3x on a 2-core machine under load (the rest of the server's own modules and the standard
+# library they use). litellm on the path would be ~6x, the openai SDK ~3.5x; the lighter ones (httpx,
+# jupyter_client, zmq) are caught by name above, deterministically.
+BUDGET = 3.0
+
+
+def _importtime(code: str) -> tuple[float, list[tuple[int, str]]]:
+    """Seconds of import (the sum of the top-level entries) and every (cumulative µs, module) line."""
+    done = _run(["-X", "importtime", "-c", code])
+    rows = []
+    for line in done.stderr.splitlines():
+        if not line.startswith("import time:") or "cumulative" in line:
+            continue
+        _self, cumulative, name = line.removeprefix("import time:").split("|")
+        rows.append((int(cumulative), name.rstrip()))
+    top = sum(cumulative for cumulative, name in rows if not name.startswith("  "))
+    return top / 1e6, rows
+
+
+def _run(args: list[str]) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(SERVER)}
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env, check=True, timeout=120)
+
+
+def _loaded(code: str) -> set[str]:
+    """The third-party packages in sys.modules after `code` (what did load, not what was only tried)."""
+    done = _run(["-c", code + "\nimport sys\nprint(' '.join(sorted({m.split('.')[0] for m in sys.modules})))"])
+    stdlib = set(sys.stdlib_module_names)
+    tops = set(done.stdout.split())
+    return {t for t in tops if t not in stdlib and not t.startswith("_") and t != "interpreter_lsp"}
+
+
+def test_the_start_path_loads_only_the_lsp_stack() -> None:
+    loaded = _loaded(START_PATH)
+    heavy = sorted(loaded & set(NEVER))
+    assert not heavy, f"the start path imports {heavy}: load them lazily, off the path of initialize"
+    assert loaded <= ALLOWED, f"new third-party imports on the start path: {sorted(loaded - ALLOWED)}"
+
+
+def test_the_start_paths_import_time_is_within_budget_of_bare_pygls() -> None:
+    ours, bare = [], []
+    for _ in range(3):  # interleaved; the median, so that one slow moment of a busy machine does not decide
+        ours.append(_importtime(START_PATH)[0])
+        bare.append(_importtime(BARE_PYGLS)[0])
+    ratio = statistics.median(ours) / statistics.median(bare)
+    _seconds, rows = _importtime(START_PATH)
+    ours_only = sorted(((c, n.strip()) for c, n in rows if n.strip().startswith("interpreter_lsp")), reverse=True)
+    heaviest = ", ".join(f"{n} {c / 1000:.0f} ms" for c, n in ours_only[:5])
+    assert ratio <= BUDGET, (
+        f"the start path imports in {statistics.median(ours) * 1000:.0f} ms, {ratio:.2f}x a bare pygls server's "
+        f"{statistics.median(bare) * 1000:.0f} ms (budget {BUDGET}x); the heaviest of ours: {heaviest}"
+    )
