@@ -75,10 +75,19 @@ class Context:
     assessors: Mapping[str, Assessor] = field(default_factory=dict)  # language -> scanner, for nested()
     written: frozenset[str] = frozenset()  # files earlier runs wrote (normalised absolute paths)
     deadline: float | None = None  # time.monotonic() past which the scan stops (OverBudget)
+    # What the allowlist provers (python/proof.py, shell/proof.py) could not prove harmless: each makes the
+    # code at least medium ("not on the allowlist: ..."), whatever the rules found.
+    unproven: list[str] = field(default_factory=list)
+    written_here: set[str] = field(default_factory=set)  # files this code itself writes (then runs?)
     _steps: int = 0
 
     def add(self, level: RiskLevel, reason: str) -> None:
         self.findings.add(level, reason)
+
+    def not_proven(self, what: str) -> None:
+        """An operation that is not on the allowlist (safety/allowlist.py): the code cannot be "low"."""
+        if what not in self.unproven:
+            self.unproven.append(what)
 
     def step(self, *, now: bool = False) -> None:
         """Count one unit of work (`now`: a large one); past the deadline, stop the scan (raises OverBudget)."""

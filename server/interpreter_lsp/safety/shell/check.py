@@ -24,6 +24,7 @@ from interpreter_lsp.safety.rules import (
 from interpreter_lsp.safety.shell import execution, files, network, system
 from interpreter_lsp.safety.shell.call import Call, Handler, skip_options
 from interpreter_lsp.safety.shell.parse import Command, Pipeline, parse_script
+from interpreter_lsp.safety.shell.proof import prove_pipeline
 
 # `name() { name | name & }`, found in linear time: the regex anchors on `() {`, then reads the name before
 # it from a bounded window (a backreference regex scanned from every position is quadratic in a long word).
@@ -54,8 +55,11 @@ def assess_shell(code: str, ctx: Context) -> None:
         ctx.add("medium", "the shell code could not be fully parsed, so it was only checked word by word")
     if script.spelled:
         ctx.add("medium", "spells text by character codes ($'\\x..'), which hides what it says")
+    if not script.parsed:
+        ctx.not_proven("shell code the parser could not read in full")
     for pipeline in script.pipelines:
         ctx.step()
+        prove_pipeline(pipeline, ctx)  # before the rules move ctx.cwd past this pipeline's `cd`
         _check_pipeline(pipeline, ctx)
 
 
