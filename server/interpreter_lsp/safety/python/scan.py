@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from interpreter_lsp.safety.context import UNKNOWN, Context
 from interpreter_lsp.safety.places import PathKind, check_delete, check_read, check_write
+from interpreter_lsp.safety.python.effects import Effects
 from interpreter_lsp.safety.python.indirect import Indirection
 from interpreter_lsp.safety.python.ipython import route_ipython
 from interpreter_lsp.safety.python.proof import prove_python
@@ -86,7 +87,7 @@ class _Flags:
     downloads: set[str] = field(default_factory=set)
 
 
-class _Scan(Indirection, ast.NodeVisitor):
+class _Scan(Indirection, Effects, ast.NodeVisitor):
     """Walks the syntax tree: statements bind names, calls are checked against the rules."""
 
     def __init__(self, ctx: Context) -> None:
@@ -143,6 +144,7 @@ class _Scan(Indirection, ast.NodeVisitor):
         value = self.value(node.value)
         for target in node.targets:
             self._bind(target, value)
+            self.check_env_assignment(target, node.value)
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         if node.value is not None:
@@ -242,6 +244,7 @@ class _Scan(Indirection, ast.NodeVisitor):
             self.check_lookup(name, node)
         if method is not None and (name is None or not name.startswith(("os.", "shutil.", "subprocess."))):
             self._check_method(method, receiver, node)
+        self.check_effects(name, method, node)
         if (name or "").startswith("?") or (receiver.qualname or "").startswith("?"):
             # A function looked up by a computed name: its string arguments may well be commands.
             for arg in args:
@@ -338,6 +341,8 @@ class _Scan(Indirection, ast.NodeVisitor):
                 self._delete(receiver, recursive=self.loops > 0)
             elif method in ("write_text", "write_bytes", "touch", "symlink_to", "hardlink_to"):
                 check_write(where, ctx)
+                if receiver.text is not None:
+                    ctx.wrote(receiver.text, self.value(args[0]).text if args and method == "write_text" else None)
             elif method in ("read_text", "read_bytes"):
                 check_read(where, ctx, shows=False)
             elif method == "open":
@@ -424,6 +429,8 @@ class _Scan(Indirection, ast.NodeVisitor):
         code = node.args[0]
         value = self.value(code)
         if name == "run_path":
+            if value.text is not None and ctx.runs_written_here(value.text, "python"):
+                return
             if value.text is not None and self._normalised(value.text) in ctx.downloaded:
                 ctx.add("high", f"runs a script it just downloaded: {value.text}")
             elif value.text is None or UNKNOWN in value.text:
@@ -474,6 +481,8 @@ class _Scan(Indirection, ast.NodeVisitor):
             check_read(where, self.ctx, shows=False)
         else:
             check_write(where, self.ctx)
+            if path.text is not None:
+                self.ctx.wrote(path.text)
 
     def _mode(self, node: ast.Call, position: int) -> str | None:
         mode_node: ast.expr | None = node.args[position] if len(node.args) > position else None

@@ -180,6 +180,8 @@ class Evaluator:
                 return Value(text="python")
             if name in ("os.sep", "os.path.sep"):
                 return Value(text="/")
+            if name in _SITE_PATHS:
+                return Value(text=_SITE_PATHS[name], path_like=True)
             if name is not None:
                 return Value(qualname=name)
             base = self.value(node.value)
@@ -212,6 +214,8 @@ class Evaluator:
             looked_up = self._looked_up(node)
             if looked_up is not None:
                 return Value(qualname=looked_up)
+            if base.path_like and base.text is not None:
+                return base  # site.getsitepackages()[0]: one of the paths
             return Value(origins=base.origins)
         if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
             return Value(origins=union(self.value(e).origins for e in node.elts))
@@ -254,6 +258,8 @@ class Evaluator:
             return Value(text="~", path_like=True)
         if name in ("pathlib.Path.cwd", "Path.cwd", "os.getcwd"):
             return Value(text=".", path_like=True)
+        if name in _SITE_PATHS:
+            return Value(text=_SITE_PATHS[name], path_like=True)
         if name in ("tempfile.gettempdir",):
             return Value(text="/tmp", path_like=True)
         if name in ("tempfile.mkdtemp", "tempfile.mkstemp", "tempfile.TemporaryDirectory",
@@ -316,6 +322,15 @@ class Evaluator:
 
 
 _SHOWN = 60
+# Where Python looks for .pth files and usercustomize (a file written there runs in every Python started):
+# the user's site is in the home directory, the others are system (or venv) directories.
+_SITE_PATHS = {
+    "site.getusersitepackages": "~/.local/lib/python3/site-packages",
+    "site.USER_SITE": "~/.local/lib/python3/site-packages", "site.USER_BASE": "~/.local",
+    "site.getuserbase": "~/.local", "site.getsitepackages": "/usr/lib/python3/site-packages",
+    "sysconfig.get_paths": "/usr/lib/python3/site-packages", "sysconfig.get_path": "/usr/lib/python3/site-packages",
+    "sys.prefix": "/usr", "sys.base_prefix": "/usr", "sys.exec_prefix": "/usr",
+}
 
 
 def shown(node: ast.expr) -> str:

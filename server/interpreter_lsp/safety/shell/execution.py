@@ -37,6 +37,8 @@ def _check_code_from_stdin(call: Call, ctx: Context) -> None:
 
 
 def _check_script_file(path: str, call: Call, ctx: Context) -> None:
+    if ctx.runs_written_here(path, "python" if call.name.startswith(("python", "pypy")) else "shell"):
+        return
     if normalise(path, ctx) in ctx.downloaded:
         ctx.add("high", f"runs a script it just downloaded: {path}")
     elif ctx.was_written(path):

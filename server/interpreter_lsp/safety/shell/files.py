@@ -175,6 +175,7 @@ def _tee(call: Call, ctx: Context) -> None:
     _, operands = split_flags(call.args)
     for target in operands:
         check_write(classify_path(target, ctx), ctx)
+        ctx.wrote(target, call.stdin_text)
 
 
 def _truncate(call: Call, ctx: Context) -> None:
