@@ -142,6 +142,8 @@ def classify_path(text: str, ctx: Context) -> Target:
     for prefix in ("${TMPDIR}", "$TMPDIR"):
         if raw == prefix or raw.startswith(prefix + "/"):
             raw = "/tmp" + raw[len(prefix):]
+    if _PROC_SECRET.match(raw):
+        return Target(PathKind.CREDENTIAL, shown)  # /proc/$PID/environ: whichever process, its keys
     known = _known_prefix(raw)
     if known is None or known == "":
         return Target(PathKind.UNKNOWN, shown)
@@ -169,7 +171,7 @@ def classify_path(text: str, ctx: Context) -> Target:
     return _classify_absolute(path, shown, ctx)
 
 
-_PROC_SECRET = re.compile(r"^/proc/[^/]+/(?:task/[^/]+/)?(?:environ|mem|cmdline|auxv|fd/|map_files/)")
+_PROC_SECRET = re.compile(r"^/proc/(?:.*/)?(?:environ|mem|cmdline|auxv)$|^/proc/[^/]+/(?:task/[^/]+/)?(?:fd|map_files)/")
 
 
 def runs_later(rel: str) -> bool:

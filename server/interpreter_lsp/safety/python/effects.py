@@ -13,7 +13,7 @@ import re
 from interpreter_lsp.safety import allowlist as A
 from interpreter_lsp.safety.context import UNKNOWN
 from interpreter_lsp.safety.effects import destructive_sql, set_variables
-from interpreter_lsp.safety.places import PathKind, check_write
+from interpreter_lsp.safety.places import PathKind, check_read, check_write
 from interpreter_lsp.safety.python.values import Evaluator, Value, shown
 
 # SDK methods that delete or destroy data or machines elsewhere (boto3, google-cloud, azure, docker, redis,
@@ -34,6 +34,7 @@ class Effects(Evaluator):
 
     def check_effects(self, name: str | None, method: str | None, node: ast.Call) -> None:
         ctx = self.ctx
+        self.check_files(name, node)
         if name is not None:
             if any(k.arg == "executable" for k in node.keywords) and name.startswith(("subprocess.", "asyncio.")):
                 self._executable(node)
@@ -82,6 +83,37 @@ class Effects(Evaluator):
             ctx.add("medium", f"runs a command on another machine or container ({method})")
             if text is not None:
                 ctx.nested("shell", text.replace(UNKNOWN, "$__unknown"))
+
+    def check_internal_call(self, node: ast.Call) -> None:
+        """`().__class__.__base__.__subclasses__()[n].__init__.__globals__["system"]("rm -rf ~")`: a function
+        reached through Python's internals, called with text: the text is rated as the command it may be."""
+        if not any(isinstance(n, ast.Attribute) and n.attr in ("__globals__", "__subclasses__", "__builtins__",
+                                                                "__dict__", "__getattribute__")
+                   for n in ast.walk(node.func)):
+            return
+        for arg in node.args:
+            text = self.value(arg).text
+            if text is not None:
+                self.ctx.nested("shell", text.replace(UNKNOWN, "$__unknown"))
+
+    def check_files(self, name: str | None, node: ast.Call) -> None:
+        """The allowlist's readers and writers (pandas, numpy, matplotlib) against the places they touch."""
+        if name is None:
+            return
+        name = _canonical(name)
+        if (name in A.READERS and name != "open") or name.startswith("pandas.read_"):
+            position, keyword = A.READERS.get(name) or (0, "")
+            source = node.args[position] if len(node.args) > position else next(
+                (k.value for k in node.keywords if k.arg == keyword), None)
+            value = self.value(source) if source is not None else None
+            if value is not None and value.text is not None:
+                check_read(self._target(value, source), self.ctx, shows=False)
+        elif name in A.WRITERS:
+            position, keyword = A.WRITERS[name]
+            target = node.args[position] if len(node.args) > position else next(
+                (k.value for k in node.keywords if k.arg == keyword), None)
+            if target is not None:
+                self._writes(target)
 
     def env_set(self, pairs: list[tuple[str | None, ast.expr]]) -> None:
         named = [(key, self.value(value).text or "…") for key, value in pairs if key is not None]
@@ -150,6 +182,16 @@ class Effects(Evaluator):
             where = self._target(Value(text=text.split(":", 1)[0]), key)
             if where.kind in (PathKind.ROOT, PathKind.HOME, PathKind.SYSTEM, PathKind.CREDENTIAL, PathKind.DEVICE):
                 self.ctx.add("high", f"gives a container access to {where.shown}")
+
+
+_ALIASES = {"np.": "numpy.", "pd.": "pandas.", "plt.": "matplotlib.pyplot.", "mpl.": "matplotlib."}
+
+
+def _canonical(name: str) -> str:
+    for short, full in _ALIASES.items():
+        if name.startswith(short):
+            return full + name[len(short):]
+    return name
 
 
 def _bulk(node: ast.expr) -> bool:

@@ -166,6 +166,8 @@ class _Scan(Indirection, Effects, ast.NodeVisitor):
     def _bind(self, target: ast.expr, value: Value) -> None:
         if isinstance(target, ast.Name):
             self.names[target.id] = value
+        elif isinstance(target, ast.Attribute) and value.qualname and (dotted := self.qualname(target)):
+            self.names[dotted] = value  # `np.mean = os.system`: calls of np.mean are os.system
         elif isinstance(target, (ast.Tuple, ast.List)):
             # `for root, dirs, files in os.walk(top)`: every part names something under top.
             part = value if value.path_like else Value(origins=value.origins)
@@ -235,7 +237,10 @@ class _Scan(Indirection, Effects, ast.NodeVisitor):
         self.generic_visit(node)
         name = self.qualname(node.func)
         method = node.func.attr if isinstance(node.func, ast.Attribute) else None
+        if method is None and isinstance(node.func, ast.Name):
+            method = self.value(node.func).method  # `save = df.to_csv; save(path)`
         receiver = self.value(node.func.value) if isinstance(node.func, ast.Attribute) else NOTHING
+        self.check_internal_call(node)
         args = node.args
         self.check_callables_passed(name, method, node)
         if name is not None:
@@ -285,8 +290,10 @@ class _Scan(Indirection, Effects, ast.NodeVisitor):
         elif name in ("exec", "eval", "compile", "builtins.exec", "builtins.eval", "execfile", "runpy.run_path"):
             self._check_exec(name.rsplit(".", 1)[-1], node)
         elif name in UNPICKLERS and args:
-            if NET in first.origins:
+            if NET in first.origins or "://" in (first.text or ""):
                 ctx.add("high", f"loads pickled data from the network, which can run any code ({name})")
+            elif ENCODED in first.origins:
+                ctx.add("high", f"loads pickled data hidden in the code, which can run any code ({name})")
         elif name in ("__import__", "importlib.import_module", "builtins.__import__") and args:
             if first.text is None:
                 ctx.add("medium", "imports a module whose name is computed at run time")

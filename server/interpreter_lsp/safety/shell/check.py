@@ -102,6 +102,9 @@ def _check_command(
         if name in ENV_DUMPERS:
             tags.add("env")
     for operator, target in command.redirects:
+        if operator == "<<<":  # a here-string: its text is the command's input, not a file
+            stdin_text, piped = target, True
+            continue
         where = classify_path(target, ctx)
         if operator == "<":
             check_read(where, ctx, shows=False)

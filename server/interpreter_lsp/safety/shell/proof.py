@@ -36,6 +36,8 @@ def _prove_command(command: Command, ctx: Context) -> None:
         if not _local_variable(name):
             ctx.not_proven(f"sets {name} (programs read it from the environment)")
     for operator, target in command.redirects:
+        if operator == "<<<":
+            continue  # a here-string is text
         if operator == "<":
             _read(target, ctx)
         elif classify_path(target, ctx).kind is not PathKind.HARMLESS_DEVICE:

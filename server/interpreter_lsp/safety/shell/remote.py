@@ -93,14 +93,30 @@ def _wrapper(call: Call, ctx: Context) -> None:
                                              and a != "C-m"))
                 return
         return
-    takes = {"-S", "-c", "-L", "-p", "-t", "-u", "--unit", "-E", "--setenv", "--profile", "--uid", "--gid",
-             "--property", "-g", "-s", "-T", "-X", "-e"}
-    _, operands = split_flags(args, takes_value=takes)
+    if call.name == "systemd-run" and any(a.startswith(("--on-", "--timer-property")) for a in args):
+        ctx.add("high", "schedules a command that keeps running after this session (systemd-run timer)")
     if call.name == "screen" and "-X" in args:
+        _, operands = split_flags(args, takes_value={"-S", "-X", "-p"})
         ctx.nested("shell", " ".join(operands[1:] if operands and operands[0] == "stuff" else operands))
         return
-    if operands:
-        ctx.nested("shell", " ".join(_quote(o) for o in operands))
+    takes = {"-S", "-c", "-L", "-p", "-t", "-u", "--unit", "-E", "--setenv", "--profile", "--uid", "--gid",
+             "--property", "-g", "-s", "-T", "-e", "-P"}
+    i = 0
+    while i < len(args) and args[i].startswith("-"):
+        value_follows = args[i] in takes or (not args[i].startswith("--") and args[i][-1:] in ("S", "c", "p"))
+        i += 2 if value_follows and "=" not in args[i] else 1
+    rest = args[i:]
+    if rest:
+        ctx.nested("shell", " ".join(_quote(o) for o in rest))
+
+
+def _alias(call: Call, ctx: Context) -> None:
+    """`alias ls='rm -rf ~'`: the text runs whenever the name is typed later in this shell."""
+    for arg in call.args:
+        name, sep, command = arg.partition("=")
+        if sep and command:
+            ctx.add("medium", f"defines a shell alias ({name}) that runs later: {command[:40]}")
+            ctx.nested("shell", command)
 
 
 def _quote(word: str) -> str:
@@ -161,6 +177,7 @@ REMOTE_CLIS = frozenset({"kubectl", "helm", "gh", "gsutil", "gcloud", "aws", "az
                          "wrangler", "supabase", "eksctl", "nomad", "consul", "vault"})
 
 HANDLERS: dict[str, Handler] = {
+    "alias": _alias,
     "export": _export,
     "declare": _export,
     "typeset": _export,
