@@ -80,6 +80,8 @@ class Context:
     unproven: list[str] = field(default_factory=list)
     # Files this code itself writes, with what it writes when known (a script written and run in one step).
     written_here: dict[str, str | None] = field(default_factory=dict)
+    # Paths already classified (places.py), by (text, cwd): a long cell names the same file a thousand times.
+    place_cache: dict[tuple[str, str | None, str], object] = field(default_factory=dict)
     _steps: int = 0
 
     def add(self, level: RiskLevel, reason: str) -> None:

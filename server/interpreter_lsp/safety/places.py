@@ -131,6 +131,17 @@ def _known_prefix(text: str) -> str | None:
 
 def classify_path(text: str, ctx: Context) -> Target:
     """What kind of place a path names, lexically: inside the workspace, a credential file, /etc ..."""
+    key = (text, ctx.cwd, "")
+    cached = ctx.place_cache.get(key)
+    if isinstance(cached, Target):
+        return cached
+    target = _classify(text, ctx)
+    if len(ctx.place_cache) < 4096:
+        ctx.place_cache[key] = target
+    return target
+
+
+def _classify(text: str, ctx: Context) -> Target:
     shown = _shorten(text.replace(UNKNOWN, "…"))
     raw = text.strip().strip("'\"")
     if raw.startswith("file://"):
@@ -171,7 +182,9 @@ def classify_path(text: str, ctx: Context) -> Target:
     return _classify_absolute(path, shown, ctx)
 
 
-_PROC_SECRET = re.compile(r"^/proc/(?:.*/)?(?:environ|mem|cmdline|auxv)$|^/proc/[^/]+/(?:task/[^/]+/)?(?:fd|map_files)/")
+_PROC_SECRET = re.compile(
+    r"^/proc/(?:.*/)?(?:environ|mem|cmdline|auxv)$|^/proc/[^/]+/(?:task/[^/]+/)?(?:fd|map_files)/"
+)
 
 
 def runs_later(rel: str) -> bool:
@@ -389,6 +402,16 @@ def unproven_access(
     """None when `text` is proven to name a file inside the workspace that reading (or, with `write`,
     writing: a data file with one of `suffixes`, in no hidden directory) cannot harm; else what is wrong,
     in words. Lexically and through the file system (a link inside the workspace to elsewhere is elsewhere)."""
+    key = (f"{text}\0{sorted(suffixes)}", ctx.cwd, "write" if write else "read")
+    if key in ctx.place_cache:
+        return ctx.place_cache[key]  # type: ignore[return-value]
+    problem = _unproven_access(text, ctx, write=write, suffixes=suffixes)
+    if len(ctx.place_cache) < 4096:
+        ctx.place_cache[key] = problem
+    return problem
+
+
+def _unproven_access(text: str | None, ctx: Context, *, write: bool, suffixes: frozenset[str]) -> str | None:
     listed = text is not None and text.endswith("/" + UNKNOWN) and not write
     if listed:
         text = text[: -len(UNKNOWN) - 1] or "."  # a file found by listing this directory

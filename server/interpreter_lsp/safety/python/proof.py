@@ -95,7 +95,8 @@ class _Prover(ast.NodeVisitor):
         module = node.module or ""
         if module == "__future__":
             return
-        if node.level or module not in _MODULES:
+        submodules = all(f"{module}.{alias.name}" in _MODULES for alias in node.names)
+        if node.level or (module not in _MODULES and not submodules):
             self.refuse(f"imports from {'.' * node.level}{module}")
             for alias in node.names:
                 self.names[alias.asname or alias.name] = BAD
@@ -338,7 +339,7 @@ class _Prover(ast.NodeVisitor):
                 return Thing(_FUNC, f"{owner.name}.{attr}")
             return Thing(_DATA, receiver=owner, attr=attr)
         if owner.kind == _FOREIGN:
-            if attr in A.SAFE_FOREIGN_NAMES or attr in A.WRITER_METHODS:
+            if attr in A.SAFE_FOREIGN_NAMES or attr in A.WRITER_METHODS or attr in ("replace", "rename"):
                 return Thing(_FOREIGN, receiver=owner, attr=attr)
             where = ast.unparse(node.value)[:30]
             return self.refuse(f"uses .{attr} of {where}, which this cell did not make (its type cannot be proven)")
@@ -353,7 +354,7 @@ class _Prover(ast.NodeVisitor):
         full = f"{module.name}.{attr}"
         if full in _MODULES:
             return Thing(_MODULE, full)
-        if attr.startswith("_") or (attr in A.MODULE_NAMES and full not in A.NAMED.get(module.name, ())):
+        if attr.startswith("_") or (attr in A.MODULE_NAMES and attr not in A.NAMED.get(module.name, ())):
             return self.refuse(full)
         if module.name in A.NAMED and attr in A.NAMED[module.name]:
             if attr == "rcParams":
@@ -433,6 +434,9 @@ class _Prover(ast.NodeVisitor):
         if func.kind == _FOREIGN:
             if func.receiver is None:
                 return self.refuse(f"calls {ast.unparse(node.func)[:40]}, which this cell did not define")
+            if func.attr in ("replace", "rename") and not _text_or_frame_edit(node):
+                return self.refuse(f".{func.attr}() with one argument on a value this cell did not make (on a "
+                                   "path it moves a file)")
             if func.attr in A.WRITER_METHODS:
                 return self._writer_method(func, node, args, keywords)
             return FOREIGN
@@ -621,6 +625,14 @@ class _Prover(ast.NodeVisitor):
                                                             or target.name in ("io.StringIO", "io.BytesIO")):
             return  # a file already proven when opened, or memory
         self._check(target.text if target is not None else None, write=True, what=what)
+
+
+def _text_or_frame_edit(node: ast.Call) -> bool:
+    """`s.replace(old, new)`, `df.replace({...})`, `df.rename(columns=...)`: not Path.replace(target) or
+    Path.rename(target), which take one positional argument and move a file."""
+    if len(node.args) >= 2 or node.keywords:
+        return True
+    return len(node.args) == 1 and isinstance(node.args[0], (ast.Dict, ast.Lambda))
 
 
 def _parameters(args: ast.arguments) -> list[str]:
