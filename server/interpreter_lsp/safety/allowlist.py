@@ -63,6 +63,12 @@ NAMED = {
                  "lt", "le", "gt", "ge", "not_", "and_", "or_", "xor", "itemgetter", "contains", "concat",
                  "index", "matmul", "invert", "truth", "countOf", "indexOf"},
     "io": {"StringIO", "BytesIO"},
+    # Facts about this Python and machine (os.uname; platform.processor and architecture, which can run
+    # programs, are not here).
+    "platform": {"python_version", "python_version_tuple", "system", "machine", "node", "release", "version",
+                 "python_implementation", "platform"},
+    "sys": {"version", "version_info", "platform", "maxsize", "byteorder", "float_info", "int_info",
+            "getrecursionlimit", "getsizeof", "implementation"},
     "warnings": {"filterwarnings", "simplefilter", "warn", "catch_warnings", "resetwarnings"},
     "contextlib": {"suppress", "redirect_stdout", "redirect_stderr", "nullcontext", "contextmanager",
                    "closing"},
