@@ -79,7 +79,11 @@ NAMED = {
     "glob": {"glob", "iglob"},
     "pathlib": {"Path", "PurePath", "PurePosixPath", "PosixPath"},
     "tqdm": {"tqdm", "trange"}, "tqdm.auto": {"tqdm", "trange"}, "tqdm.notebook": {"tqdm", "trange"},
-    "IPython.display": {"display", "Markdown", "Math", "Latex", "clear_output", "JSON", "Pretty"},
+    "IPython.display": {"display", "Markdown", "Math", "Latex", "clear_output", "JSON", "Pretty", "Image"},
+    # Pillow: images made in memory or read from the workspace (Image.open: checked); `.save` is a writer.
+    "PIL": {"Image"},
+    "PIL.Image": {"new", "fromarray", "frombytes", "linear_gradient", "radial_gradient", "open", "merge",
+                  "blend", "composite", "NEAREST", "BILINEAR", "BICUBIC", "LANCZOS", "Resampling"},
     "IPython": {"display"},
     "numpy": {
         # creation
@@ -200,7 +204,7 @@ READERS = {
     "pandas.read_table": (0, "filepath_or_buffer"), "pandas.read_parquet": (0, "path"),
     "pandas.read_json": (0, "path_or_buf"), "pandas.read_excel": (0, "io"), "pandas.read_feather": (0, "path"),
     "pandas.read_fwf": (0, "filepath_or_buffer"), "matplotlib.pyplot.imread": (0, "fname"),
-    "json.load": (0, "fp"),
+    "json.load": (0, "fp"), "PIL.Image.open": (0, "fp"),
 }
 WRITERS = {
     "numpy.save": (0, "file"), "numpy.savez": (0, "file"), "numpy.savez_compressed": (0, "file"),
@@ -216,7 +220,7 @@ WRITER_METHODS = {
     "to_xml": "path_or_buffer", "savefig": "fname", "print_figure": "filename", "print_png": "filename_or_obj",
     "print_pdf": "filename_or_obj", "print_svg": "filename_or_obj", "tofile": "fid", "dump": "file",
     "to_pickle": "path", "to_hdf": "path_or_buf", "to_stata": "path", "to_orc": "path", "write_text": None,
-    "write_bytes": None, "to_file": "filename",
+    "write_bytes": None, "to_file": "filename", "save": "fp",
 }
 # Writer methods never on the list whatever the path: a pickle or HDF5 file runs code when read back, a SQL
 # table is not a file, the clipboard is outside the workspace.

@@ -509,6 +509,14 @@ class _Prover(ast.NodeVisitor):
             if first is None or first.text is None or any(c in first.text for c in "/:\\."):
                 self.refuse("loads a matplotlib style from a file or URL")
             return DATA
+        if name == "IPython.display.Image":
+            # image bytes given as data are shown; a filename is read, a URL fetched
+            source = keywords.get("url") or keywords.get("filename")
+            if source is None and first is not None and first.text is not None and "data" not in keywords:
+                source = first
+            if source is not None:
+                self._check(source.text, write=False, what="shows")
+            return DATA
         if name in ("sorted", "list", "tuple", "reversed", "set", "iter") and first is not None and first.kind == _DATA:
             return first  # the same elements: a listing stays a listing
         return Thing(_DATA, name=name)
