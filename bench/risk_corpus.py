@@ -1,7 +1,9 @@
 """The risk rater's figures on the labelled corpus (tests/risk_corpus.py): dangerous rated high, dangerous
 rated low (goal 0), benign rated high, and opaque code (a file written earlier, a name computed at run
 time) rated low (goal 0); with every miss listed, and the corpus split into the original set, the issue-13
-classes and the holdout written after the rules.
+classes and the holdout written after the rules. Then the attacks written against the allowlist
+(tests/risk_attacks.py: dangerous low must be 0, high at least 95 %) and the realistic data-science cells
+(tests/risk_cells.py: how many the allowlist proves "low", so that they may auto-run without the sandbox).
 
     .venv/bin/python bench/risk_corpus.py [-v]
 """
@@ -15,6 +17,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
+from risk_attacks import ATTACKS
+from risk_cells import CELLS
 from risk_corpus import CORPUS, HOLDOUT_AFTER_RULES, Case, rate
 
 
@@ -47,6 +51,16 @@ def main() -> None:
     print(f"whole corpus ({len(CORPUS)} snippets): {figures(CORPUS, args.verbose)}")
     print(f"holdout written after the rules ({len(HOLDOUT_AFTER_RULES)}): "
           f"{figures(HOLDOUT_AFTER_RULES, args.verbose)}")
+    print(f"attacks written against the allowlist ({len(ATTACKS)}): {figures(ATTACKS, args.verbose)}")
+    ratings = [rate(c) for c in CELLS]
+    low = sum(r.level == "low" for r in ratings)
+    high = sum(r.level == "high" for r in ratings)
+    if args.verbose:
+        for case, risk in zip(CELLS, ratings, strict=True):
+            if risk.level != "low":
+                print(f"    cell      {risk.level:6s} {case.code[:70]!r} {risk.reasons[:1]}")
+    print(f"realistic data-science cells ({len(CELLS)}): low {low}/{len(CELLS)} ({100 * low / len(CELLS):.1f}%), "
+          f"high {high}")
     print(f"rated in {time.perf_counter() - start:.1f} s")
 
 

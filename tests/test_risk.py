@@ -115,7 +115,10 @@ def test_deletes_are_judged_against_the_workspace(tmp_path: Path) -> None:
     # A whole tree inside the workspace: medium (auto-run waits by default), never high.
     risk = assess(inside, "shell", workspace)
     assert risk.level == "medium" and "recursively inside the workspace" in risk.reasons[0]
-    assert assess(f"rm {workspace}/build/a.o", "shell", workspace).level == "low"
+    # One file inside the workspace: not on the allowlist (a delete loses data), so medium, never high, and
+    # the reason still says what it removes.
+    single = assess(f"rm {workspace}/build/a.o", "shell", workspace)
+    assert single.level == "medium" and single.reasons[-1].endswith("(inside the workspace)")
     elsewhere = assess(inside, "shell", tmp_path / "elsewhere")  # both under /tmp: scratch space, said so
     assert elsewhere.level == "medium"
     assert elsewhere.reasons[0].startswith("deletes files recursively in a temporary directory: /tmp/")
@@ -181,18 +184,39 @@ def test_dangerous_code_behind_indirection_is_high(language: str, code: str) -> 
 @pytest.mark.parametrize(
     "code",
     [
-        "handler = getattr(self, f'handle_{kind}')",
-        "import shutil\nshutil.move(src, dst)",
-        "import os\nos.remove(tmp_file)",
-        "import subprocess\nsubprocess.run(['git', 'status'], check=True)",
         "from pathlib import Path\nPath('out').mkdir(exist_ok=True)",
         "import pandas as pd\ndf = pd.read_csv('data.csv')\ndf.to_parquet('data.parquet')",
+        "import numpy as np\nx = np.linspace(0, 1, 50)\nprint(x.mean(), np.std(x))",
+        "import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nax.plot([1, 2], [3, 4])\nfig.savefig('fig.png')",
+        "from sklearn.linear_model import LinearRegression\nm = LinearRegression().fit([[1], [2]], [1, 2])",
+        "df.groupby('region')['sales'].sum().plot(kind='bar')",
     ],
 )
-def test_everyday_python_is_low(code: str) -> None:
+def test_everyday_data_science_is_low(code: str) -> None:
+    """Low is proven: every operation is on the allowlist (safety/allowlist.py)."""
+    assert assess(code, "python", WORKSPACE) == Risk(level="low", reasons=[])
+
+
+@pytest.mark.parametrize(
+    ("code", "reason"),
+    [
+        ("handler = getattr(self, f'handle_{kind}')", "not on the allowlist: getattr with a name computed"),
+        ("import shutil\nshutil.move(src, dst)", "not on the allowlist: imports shutil"),
+        ("import os\nos.remove(tmp_file)", "not on the allowlist: os.remove"),
+        ("import subprocess\nsubprocess.run(['git', 'status'])", "not on the allowlist: imports subprocess"),
+        ("import requests\nrequests.get('https://example.com')", "not on the allowlist: imports requests"),
+        ("import pandas as pd\npd.read_pickle('m.pkl')", "not on the allowlist: pandas.read_pickle"),
+        ("import numpy as np\nnp.load('a.npy', allow_pickle=True)", "not on the allowlist: numpy.load with"),
+        ("df.to_csv('/tmp/out.csv')", "not on the allowlist: writes (.to_csv) /tmp/out.csv"),
+        ("import pandas as pd\npd.read_csv('https://x.example/d.csv')", "not on the allowlist: reads (pandas"),
+        ("s3.list_buckets()", "not on the allowlist: uses .list_buckets of s3, which this cell did not make"),
+    ],
+)
+def test_what_the_allowlist_does_not_prove_is_medium_and_says_so(code: str, reason: str) -> None:
     risk = assess(code, "python", WORKSPACE)
-    assert risk.level == "low"
-    assert all(reason.startswith("deletes ") for reason in risk.reasons)
+    assert risk.level in ("medium", "high"), risk
+    if risk.level == "medium":
+        assert any(r.startswith(reason) for r in risk.reasons), risk.reasons
 
 
 def test_plain_python_with_not_equal_operator_is_not_a_shell_escape() -> None:
@@ -222,16 +246,19 @@ def test_a_home_directory_stays_one_wherever_it_is() -> None:
     assert documents.reasons == ["deletes files recursively outside the workspace: ~/Documents"]
     python = assess("import shutil, os\nshutil.rmtree(os.path.expanduser('~'))", "python", root, home=home)
     assert python.reasons == ["deletes your home directory: ~"]
-    assert assess("rm -f out.txt", "shell", root, home=home).reasons == ["deletes out.txt (inside the workspace)"]
+    assert "deletes out.txt (inside the workspace)" in assess("rm -f out.txt", "shell", root, home=home).reasons
 
 
-def test_every_delete_says_what_it_removes_even_when_low() -> None:
+def test_every_delete_says_what_it_removes() -> None:
+    """A delete is not on the allowlist (medium), and the card still says what it removes."""
     risk = assess("rm -f factorial.txt", "shell", WORKSPACE)
-    assert risk == Risk(level="low", reasons=["deletes factorial.txt (inside the workspace)"])
+    assert risk == Risk(level="medium", reasons=["not on the allowlist: the command rm",
+                                                 "deletes factorial.txt (inside the workspace)"])
     python = assess("import os\nos.remove(tmp_file)", "python", WORKSPACE)
-    assert python == Risk(level="low", reasons=["deletes tmp_file (a path only known at run time)"])
+    assert python == Risk(level="medium", reasons=["not on the allowlist: os.remove",
+                                                   "deletes tmp_file (a path only known at run time)"])
     temp = assess("rm /tmp/app.lock", "shell", WORKSPACE)
-    assert temp == Risk(level="low", reasons=["deletes /tmp/app.lock (a temporary file)"])
+    assert "deletes /tmp/app.lock (a temporary file)" in temp.reasons and temp.level == "medium"
 
 
 def test_code_over_the_size_cap_is_high_and_what_fits_is_still_rated() -> None:
@@ -258,7 +285,9 @@ def test_running_a_file_written_in_the_session_is_medium(language: str, code: st
     risk = assess(code, language, WORKSPACE, written=[WORKSPACE / written])
     assert risk.level == "medium"
     assert any(r.startswith(reason) for r in risk.reasons), risk.reasons
-    assert assess(code, language, WORKSPACE).level == "low"  # the same file, there before the session: low
+    # The same file, there before the session: its code was not rated either; not on the allowlist.
+    before = assess(code, language, WORKSPACE)
+    assert before.level == "medium" and all(r.startswith("not on the allowlist") for r in before.reasons)
 
 
 def test_secrets_to_the_network_are_high_and_a_key_to_its_own_api_is_medium() -> None:

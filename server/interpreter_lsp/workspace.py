@@ -187,6 +187,8 @@ class Workspace:
         self._written: set[Path] = set()
         # A remote python kernel's own working directory, asked when it is ready (what the model is told).
         self._remote_cwd: str | None = None
+        self._sandbox_offer: str | None = None  # the one-line sandbox offer, once bubblewrap was found working
+        self._offer_task: asyncio.Future[None] | None = None
 
     # ---- settings ----------------------------------------------------------------------------------
 
@@ -216,7 +218,28 @@ class Workspace:
         self.settings_errors = report.errors
         if final:
             self._settings_loaded.set()
+            self._offer_sandbox()
         return report
+
+    def _offer_sandbox(self) -> None:
+        """Auto-run on without the sandbox covers only proven-low code. Where bubblewrap works, say once, in
+        one line, how to widen it with the sandbox; the user decides (nothing changes by itself)."""
+        s = self.settings
+        if not s.auto_run or self.sandboxed(PYTHON) or s.kernel.gateway_url or self._sandbox_offer is not None:
+            return
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self._sandbox_offer = ""  # asked once per session
+
+        async def offer() -> None:
+            if await asyncio.to_thread(bwrap_available) is None:  # a probe: off the event loop
+                self._sandbox_offer = policy.SANDBOX_OFFER
+                if self.settings.auto_run and not self.sandboxed(PYTHON):
+                    self.ctx.show_message("info", policy.SANDBOX_OFFER)
+
+        self._offer_task = asyncio.ensure_future(offer())
 
     def allow_workspace_settings(self, digest: str) -> None:
         """The user allowed the workspace file's current content (the digest they were shown)."""
@@ -489,6 +512,10 @@ class Workspace:
             "model": model,
             "autoRun": self.settings.auto_run,
             "autoRunMaxRisk": self._auto_run_limit(),
+            "autoRunScope": policy.auto_run_scope(
+                auto_run=self.settings.auto_run, auto_run_max_risk=self.settings.auto_run_max_risk,
+                sandboxed=self.sandboxed(PYTHON), offer=self._sandbox_offer or None,
+            ),
             "usage": self.conversation.usage(),
             "kernels": self.pool.status(),
             "trusted": self.ctx.trusted,
@@ -531,6 +558,8 @@ class Workspace:
         return routes.route(ModelConfig(model=model, api_base=self.settings.api_base)) is not None
 
     async def shutdown(self) -> None:
+        if self._offer_task is not None:
+            self._offer_task.cancel()
         await self.loop.interrupt("Stopped: the server shut down.")
         await self.agent_calls.close()
         await self.runs.drain()

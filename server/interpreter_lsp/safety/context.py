@@ -75,10 +75,41 @@ class Context:
     assessors: Mapping[str, Assessor] = field(default_factory=dict)  # language -> scanner, for nested()
     written: frozenset[str] = frozenset()  # files earlier runs wrote (normalised absolute paths)
     deadline: float | None = None  # time.monotonic() past which the scan stops (OverBudget)
+    # What the allowlist provers (python/proof.py, shell/proof.py) could not prove harmless: each makes the
+    # code at least medium ("not on the allowlist: ..."), whatever the rules found.
+    unproven: list[str] = field(default_factory=list)
+    # Files this code itself writes, with what it writes when known (a script written and run in one step).
+    written_here: dict[str, str | None] = field(default_factory=dict)
+    # Paths already classified (places.py), by (text, cwd): a long cell names the same file a thousand times.
+    place_cache: dict[tuple[str, str | None, str], object] = field(default_factory=dict)
     _steps: int = 0
 
     def add(self, level: RiskLevel, reason: str) -> None:
         self.findings.add(level, reason)
+
+    def wrote(self, path: str, text: str | None = None) -> None:
+        """This code writes `path` (with `text`, when known): running it later in the same code is seen."""
+        if UNKNOWN not in path and "$" not in path:
+            self.written_here[self.absolute(path)] = text
+
+    def runs_written_here(self, path: str, language: str) -> bool:
+        """Running `path` that this same code writes: its content is rated when known (medium at least), and
+        is high when not. True when `path` was written here."""
+        if UNKNOWN in path or self.absolute(path) not in self.written_here:
+            return False
+        text = self.written_here[self.absolute(path)]
+        if text is None:
+            self.add("high", f"writes a script and runs it in one step: {self.shown(self.absolute(path))} "
+                             "(what it runs cannot be checked)")
+        else:
+            self.add("medium", f"writes a script and runs it in one step: {self.shown(self.absolute(path))}")
+            self.nested(language, text)
+        return True
+
+    def not_proven(self, what: str) -> None:
+        """An operation that is not on the allowlist (safety/allowlist.py): the code cannot be "low"."""
+        if what not in self.unproven:
+            self.unproven.append(what)
 
     def step(self, *, now: bool = False) -> None:
         """Count one unit of work (`now`: a large one); past the deadline, stop the scan (raises OverBudget)."""

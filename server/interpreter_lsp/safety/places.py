@@ -7,7 +7,9 @@ Paths are classified relative to the workspace and the code's current directory 
 from __future__ import annotations
 
 import enum
+import os
 import posixpath
+import re
 from dataclasses import dataclass
 
 from interpreter_lsp.safety.context import UNKNOWN, Context
@@ -23,6 +25,7 @@ class PathKind(enum.Enum):
     DOTENV = "dotenv"
     WORKSPACE_ROOT = "workspace root"
     GIT_DIR = "git dir"
+    RUNS_LATER = "runs later"  # inside the workspace, but git, the editor, direnv or Python runs or reads it
     WORKSPACE = "workspace"
     TEMP_ROOT = "temp root"
     TEMP = "temp"
@@ -67,7 +70,20 @@ STARTUP_HOME_PATHS: tuple[str, ...] = (
     ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zprofile",
     ".zshenv", ".zlogin", ".config/fish/config.fish", ".config/autostart", ".kshrc", ".cshrc", ".tcshrc",
     ".xprofile", ".xinitrc", ".inputrc", ".ssh/rc", ".config/systemd/user", ".local/bin",
+    # configuration that runs code later: git, pip, npm, conda, IPython/Jupyter, Python's user site, editors
+    ".gitconfig", ".config/git", ".gitattributes", ".config/pip", ".pip", ".pydistutils.cfg", ".condarc",
+    ".yarnrc", ".ipython", ".jupyter", ".local/lib", ".local/share/jupyter", ".config/direnv",
+    ".config/Code/User", ".vscode-server", ".vscode", ".config/nvim", ".vimrc", ".emacs", ".emacs.d",
+    ".tmux.conf", ".screenrc", ".wgetrc", ".curlrc", ".Rprofile", ".pythonrc", ".pythonstartup",
+    ".config/interpreter-lsp",
 )
+# Inside the workspace: files that git, the editor, direnv, Python or the server run or read as
+# configuration without the user deciding (first path part, or the file's own name anywhere).
+RUNS_LATER_WORKSPACE_DIRS = (".git", ".vscode", ".idea", ".venv", "venv", ".direnv", ".ipython", ".jupyter",
+                             ".devcontainer", ".github/workflows", ".husky")
+RUNS_LATER_NAMES = frozenset({".envrc", ".interpreter-lsp.toml", "sitecustomize.py", "usercustomize.py",
+                              ".pre-commit-config.yaml", ".gitattributes", ".gitmodules", ".npmrc", ".yarnrc",
+                              ".yarnrc.yml", "pip.conf", ".pythonrc", ".git"})
 STARTUP_ABSOLUTE = ("/etc/profile", "/etc/bash.bashrc", "/etc/zsh", "/etc/environment")
 DOTENV_SAFE_SUFFIXES = (".example", ".sample", ".template", ".dist", ".defaults")
 TEMP_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
@@ -115,6 +131,17 @@ def _known_prefix(text: str) -> str | None:
 
 def classify_path(text: str, ctx: Context) -> Target:
     """What kind of place a path names, lexically: inside the workspace, a credential file, /etc ..."""
+    key = (text, ctx.cwd, "")
+    cached = ctx.place_cache.get(key)
+    if isinstance(cached, Target):
+        return cached
+    target = _classify(text, ctx)
+    if len(ctx.place_cache) < 4096:
+        ctx.place_cache[key] = target
+    return target
+
+
+def _classify(text: str, ctx: Context) -> Target:
     shown = _shorten(text.replace(UNKNOWN, "…"))
     raw = text.strip().strip("'\"")
     if raw.startswith("file://"):
@@ -126,6 +153,8 @@ def classify_path(text: str, ctx: Context) -> Target:
     for prefix in ("${TMPDIR}", "$TMPDIR"):
         if raw == prefix or raw.startswith(prefix + "/"):
             raw = "/tmp" + raw[len(prefix):]
+    if _PROC_SECRET.match(raw):
+        return Target(PathKind.CREDENTIAL, shown)  # /proc/$PID/environ: whichever process, its keys
     known = _known_prefix(raw)
     if known is None or known == "":
         return Target(PathKind.UNKNOWN, shown)
@@ -153,6 +182,20 @@ def classify_path(text: str, ctx: Context) -> Target:
     return _classify_absolute(path, shown, ctx)
 
 
+_PROC_SECRET = re.compile(
+    r"^/proc/(?:.*/)?(?:environ|mem|cmdline|auxv)$|^/proc/[^/]+/(?:task/[^/]+/)?(?:fd|map_files)/"
+)
+
+
+def runs_later(rel: str) -> bool:
+    """Does a workspace-relative path name a file that something runs or reads as configuration later?"""
+    rel = rel.replace("/" + UNKNOWN, "")
+    name = posixpath.basename(rel)
+    if name in RUNS_LATER_NAMES or name.endswith(".pth"):
+        return True
+    return any(rel == d or rel.startswith(d + "/") for d in RUNS_LATER_WORKSPACE_DIRS)
+
+
 def _classify_relative_name(rel: str, shown: str) -> Target:
     name = posixpath.basename(rel.replace("/" + UNKNOWN, ""))
     first = rel.split("/", 1)[0]
@@ -164,6 +207,8 @@ def _classify_relative_name(rel: str, shown: str) -> Target:
         return Target(PathKind.HISTORY, shown)
     if _is_dotenv(name):
         return Target(PathKind.DOTENV, shown)
+    if runs_later(rel):
+        return Target(PathKind.RUNS_LATER, shown)
     return Target(PathKind.WORKSPACE, shown)
 
 
@@ -188,6 +233,8 @@ def _home_relative(path: str, home: str) -> str | None:
 def _classify_absolute(path: str, shown: str, ctx: Context) -> Target:
     if path in HARMLESS_DEVICES or path.startswith("/dev/fd/") or path.startswith("/proc/self/fd/"):
         return Target(PathKind.HARMLESS_DEVICE, shown)
+    if _PROC_SECRET.match(path):
+        return Target(PathKind.CREDENTIAL, shown)  # another process's environment or memory: its keys
     if path.startswith(("/dev/tcp/", "/dev/udp/")):
         return Target(PathKind.NETWORK_DEVICE, shown)
     if _under(path, "/dev") and not _under(path, "/dev/shm"):
@@ -215,6 +262,8 @@ def _classify_absolute(path: str, shown: str, ctx: Context) -> Target:
             return Target(PathKind.GIT_DIR, shown)
         if _is_dotenv(name):
             return Target(PathKind.DOTENV, shown)
+        if runs_later(path[len(ws) + 1:]):
+            return Target(PathKind.RUNS_LATER, shown)
         return Target(PathKind.WORKSPACE, shown)
     if _under(path, ctx.home):
         return Target(PathKind.OUTSIDE, shown)  # in your home, outside the workspace: never "temporary"
@@ -242,7 +291,7 @@ _DELETE_HIGH: dict[PathKind, str] = {
     PathKind.SYSTEM: "{action} system files: {shown}",
     PathKind.CREDENTIAL: "{action} credentials: {shown}",
     PathKind.HISTORY: "{action} shell history: {shown}",
-    PathKind.STARTUP: "{action} a shell start-up file: {shown}",
+    PathKind.STARTUP: "{action} a start-up or configuration file: {shown}",
     PathKind.DEVICE: "{action} a device: {shown}",
 }
 
@@ -280,7 +329,8 @@ _UNPACK_HIGH: dict[PathKind, str] = {
     PathKind.ROOT: "the whole file system",
     PathKind.HOME: "your home directory",
     PathKind.SYSTEM: "system files",
-    PathKind.STARTUP: "shell start-up files",
+    PathKind.STARTUP: "start-up or configuration files",
+    PathKind.RUNS_LATER: "files that run later (git hooks, editor tasks)",
     PathKind.CREDENTIAL: "credentials",
 }
 
@@ -296,7 +346,9 @@ def check_unpack(target: Target, ctx: Context) -> None:
 def check_write(target: Target, ctx: Context, verb: str = "writes") -> None:
     kind, shown = target.kind, target.shown
     if kind is PathKind.STARTUP:
-        ctx.add("high", f"changes a shell start-up file (runs at every login): {shown}")
+        ctx.add("high", f"changes a start-up or configuration file (it runs code later, as you): {shown}")
+    elif kind is PathKind.RUNS_LATER:
+        ctx.add("high", f"writes a file that git, the editor, direnv or Python runs later without asking: {shown}")
     elif kind is PathKind.CREDENTIAL:
         ctx.add("high", f"changes credentials: {shown}")
     elif kind is PathKind.HISTORY:
@@ -337,3 +389,93 @@ def check_read(target: Target, ctx: Context, *, shows: bool) -> None:
         check_network_device(target, ctx)
 
 
+
+
+# --- Proven inside the workspace (the allowlist's reads and writes) ------------------------------------
+
+_READABLE = (PathKind.WORKSPACE, PathKind.WORKSPACE_ROOT, PathKind.RUNS_LATER, PathKind.GIT_DIR)
+
+
+def unproven_access(
+    text: str | None, ctx: Context, *, write: bool, suffixes: frozenset[str] = frozenset()
+) -> str | None:
+    """None when `text` is proven to name a file inside the workspace that reading (or, with `write`,
+    writing: a data file with one of `suffixes`, in no hidden directory) cannot harm; else what is wrong,
+    in words. Lexically and through the file system (a link inside the workspace to elsewhere is elsewhere)."""
+    key = (f"{text}\0{sorted(suffixes)}", ctx.cwd, "write" if write else "read")
+    if key in ctx.place_cache:
+        return ctx.place_cache[key]  # type: ignore[return-value]
+    problem = _unproven_access(text, ctx, write=write, suffixes=suffixes)
+    if len(ctx.place_cache) < 4096:
+        ctx.place_cache[key] = problem
+    return problem
+
+
+def _unproven_access(text: str | None, ctx: Context, *, write: bool, suffixes: frozenset[str]) -> str | None:
+    listed = text is not None and text.endswith("/" + UNKNOWN) and not write
+    if listed:
+        text = text[: -len(UNKNOWN) - 1] or "."  # a file found by listing this directory
+    if text is None or UNKNOWN in text or "$" in text or "`" in text:
+        return "a path only known at run time"
+    if "://" in text:
+        return f"a URL ({_shorten(text, 40)})"
+    if any(c in text for c in "*?[") and write:
+        return f"a path pattern ({_shorten(text, 40)})"
+    target = classify_path(text, ctx)
+    if target.kind not in _READABLE or ctx.workspace is None or (write and target.kind is not PathKind.WORKSPACE):
+        if not write:
+            return f"{target.shown}, not a file inside the workspace"
+        return f"{target.shown} ({_WRITE_WHERE.get(target.kind, 'outside the workspace')})"
+    absolute = ctx.absolute(text)
+    real_root = os.path.realpath(ctx.workspace)
+    try:
+        real = os.path.realpath(absolute)
+    except (OSError, ValueError):
+        return f"{target.shown} (cannot be resolved)"
+    if not _inside(real, real_root):
+        return f"{target.shown}, a link to a place outside the workspace"
+    if listed and not _no_link_out(real, real_root):
+        return f"a file listed in {target.shown}, where a link may lead outside the workspace"
+    if write:
+        rel = posixpath.relpath(posixpath.normpath(absolute), ctx.workspace)
+        if any(part.startswith(".") and part not in (".", "..") for part in rel.split("/")):
+            return f"{target.shown} (a hidden file or directory)"
+        suffix = posixpath.splitext(rel)[1].lower()
+        if suffixes and suffix not in suffixes:
+            return f"{target.shown} (not a data or figure file)"
+    return None
+
+
+def _inside(real: str, real_root: str) -> bool:
+    return real == real_root or real.startswith(real_root.rstrip("/") + "/")
+
+
+_MAX_LISTED = 512
+
+
+def _no_link_out(directory: str, real_root: str) -> bool:
+    """No entry under `directory` (at most _MAX_LISTED, else unproven) is a link that leads outside."""
+    seen = 0
+    pending = [directory]
+    while pending:
+        try:
+            with os.scandir(pending.pop()) as entries:
+                for entry in entries:
+                    seen += 1
+                    if seen > _MAX_LISTED:
+                        return False
+                    if entry.is_symlink():
+                        if not _inside(os.path.realpath(entry.path), real_root):
+                            return False
+                    elif entry.is_dir(follow_symlinks=False):
+                        pending.append(entry.path)
+        except OSError:
+            continue  # not there (yet): nothing in it leads anywhere
+    return True
+
+
+_WRITE_WHERE = {
+    PathKind.RUNS_LATER: "a file that runs later", PathKind.GIT_DIR: "the git directory",
+    PathKind.DOTENV: "a .env file", PathKind.WORKSPACE_ROOT: "the workspace itself",
+    PathKind.TEMP: "a temporary file outside the workspace", PathKind.HARMLESS_DEVICE: "a device",
+}

@@ -58,3 +58,31 @@ def effective_max_risk(auto_run_max_risk: str, *, sandboxed: bool) -> tuple[str,
     if limit == "medium" and not sandboxed:
         return "low", 'autoRunMaxRisk "medium" acts as "low": the kernel is not sandboxed (interpreter.sandbox)'
     return limit, ""
+
+
+SANDBOX_OFFER = (
+    'Auto-run is on without the sandbox, so it runs only code proven harmless ("low"). Bubblewrap works '
+    'here: set interpreter.sandbox = "bubblewrap" to let auto-run cover medium-risk code too, in the sandbox.'
+)
+
+
+def auto_run_scope(
+    *, auto_run: bool, auto_run_max_risk: str, sandboxed: bool, offer: str | None = None
+) -> dict[str, object]:
+    """What auto-run covers here and why, for interpreter.status: with a working sandbox up to
+    autoRunMaxRisk (medium at most); without one only code proven harmless (low), whatever the settings
+    say; `offer` is the one line that offers the sandbox where bubblewrap works (the user decides)."""
+    limit, _ = effective_max_risk(auto_run_max_risk, sandboxed=sandboxed)
+    if not auto_run:
+        scope: dict[str, object] = {"covers": "nothing", "sandboxed": sandboxed,
+                                    "why": "auto-run is off: every proposal waits for approval"}
+    elif sandboxed:
+        scope = {"covers": limit, "sandboxed": True,
+                 "why": f"the kernel runs in the sandbox: auto-run covers up to {limit} risk; high always waits"}
+    else:
+        scope = {"covers": "low", "sandboxed": False,
+                 "why": "the kernel is not sandboxed: auto-run covers only code proven harmless (low), whatever "
+                        "autoRunMaxRisk says; medium and high wait for approval"}
+    if offer and auto_run and not sandboxed:
+        scope["offer"] = offer
+    return scope

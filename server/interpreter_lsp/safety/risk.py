@@ -16,6 +16,7 @@ from pathlib import Path
 from interpreter_lsp.protocol import Risk
 from interpreter_lsp.safety.context import Context, Findings, OverBudget, new_context
 from interpreter_lsp.safety.python import assess_python
+from interpreter_lsp.safety.secret_text import secret_shaped
 from interpreter_lsp.safety.shell import assess_shell
 
 # Longer code is rated "high" whatever it holds: nobody reviews 200 KB, and what lies past the cap (a
@@ -100,7 +101,25 @@ def _assess(
             ctx.add("medium", f"cannot assess {language or 'unknown'} code: read it before it runs")
     except OverBudget:
         ctx.add("medium", _over_budget(deadline))
+    if (shape := secret_shaped(code)) is not None:
+        ctx.add("medium", shape)
+    _unproven(ctx)
     return _risk(ctx.findings)
+
+
+_SHOWN_UNPROVEN = 3
+
+
+def _unproven(ctx: Context) -> None:
+    """What the allowlist could not prove makes the code at least medium. When the rules already found
+    something medium or high, their reasons say enough; otherwise the first few unproven operations are
+    the reasons ("not on the allowlist: imports requests")."""
+    if not ctx.unproven or ctx.findings.level() != "low":
+        return
+    for what in ctx.unproven[:_SHOWN_UNPROVEN]:
+        ctx.add("medium", f"not on the allowlist: {what}")
+    if len(ctx.unproven) > _SHOWN_UNPROVEN:
+        ctx.add("medium", f"not on the allowlist: {len(ctx.unproven) - _SHOWN_UNPROVEN} more operations")
 
 
 def _over_budget(budget: float | None) -> str:

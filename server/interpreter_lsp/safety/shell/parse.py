@@ -29,6 +29,7 @@ class Command:
     heredoc: str | None = None
     inner_names: set[str] = field(default_factory=set)  # commands inside $(...), <(...), { ...; }
     runs_downloaded_text: bool = False  # a word holds what a download returned
+    assignments: list[str] = field(default_factory=list)  # NAME=value words (they change the environment)
 
 
 Pipeline = list[Command]
@@ -174,6 +175,7 @@ class _BashlexWalker:
                     command.runs_downloaded_text = True
                 command.words.append(self._expand(word))
             elif part.kind == "assignment":
+                command.assignments.append(str(part.word))
                 inner_before = set(command.inner_names)
                 self._substitutions(part, command)
                 name, _, value = part.word.partition("=")

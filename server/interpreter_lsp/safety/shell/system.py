@@ -140,7 +140,12 @@ def _docker(call: Call, ctx: Context) -> None:
     if positional[:2] in (["system", "prune"], ["volume", "prune"], ["volume", "rm"]) or (
         positional[:1] == ["rm"] and "-f" in call.args
     ):
-        ctx.add("medium", f"deletes containers or their data ({call.name} {' '.join(positional[:2])})")
+        ctx.add("high", f"deletes containers or their data ({call.name} {' '.join(positional[:2])})")
+    elif positional[:1] in (["rmi"], ["rm"]) or positional[:2] in (["image", "prune"], ["container", "prune"],
+                                                                   ["network", "prune"], ["builder", "prune"]):
+        ctx.add("medium", f"deletes containers or images ({call.name} {' '.join(positional[:2])})")
+    if positional[:1] == ["exec"] and len(positional) > 2:
+        ctx.nested("shell", " ".join(positional[2:]))
 
 def _env_dump(call: Call, ctx: Context) -> None:
     if call.name in ("env", "printenv") and not call.args:
