@@ -20,6 +20,7 @@ tools read): for each, the program that reads it asks you first, or the reason i
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -108,6 +109,8 @@ def protected_binds(
 
     for git_dir in _git_dirs(root):
         bind(git_dir)
+    for included in _git_includes(root):
+        bind(included)
     for name in CONFIG_DIRS:
         bind(os.path.join(root, name), create=True)
     for name in _top_level(root):
@@ -181,6 +184,35 @@ def _read_pointer(path: str, prefix: str = "") -> str | None:
             return None
         text = text[len(prefix) :].strip()
     return os.path.normpath(os.path.join(os.path.dirname(path), text)) if text else None
+
+
+_SECTION = re.compile(r"^\s*\[\s*([A-Za-z0-9.-]+)")
+_PATH = re.compile(r"^\s*path\s*=\s*(.*?)\s*$", re.IGNORECASE)
+
+
+def _git_includes(root: str) -> list[str]:
+    """Files the repository's own config includes (`[include] path = ../team.gitconfig`, `[includeIf ...]`):
+    git reads them as its config, so one inside the workspace is as much git's config as .git/config. Read
+    one level deep, from the config files of the directories _git_dirs names."""
+    found: list[str] = []
+    for git_dir in _git_dirs(root):
+        for name in ("config", "config.worktree"):
+            config = os.path.join(git_dir, name)
+            try:
+                with open(config, encoding="utf-8", errors="replace") as handle:
+                    lines = handle.read(1 << 20).splitlines()
+            except OSError:
+                continue
+            section = ""
+            for line in lines:
+                if (match := _SECTION.match(line)) is not None:
+                    section = match.group(1).lower()
+                    line = line[line.index("]") + 1 :] if "]" in line else ""
+                if section in ("include", "includeif") and (match := _PATH.match(line)) is not None:
+                    value = match.group(1).strip('"')
+                    if value and not value.startswith("~"):
+                        found.append(os.path.normpath(os.path.join(git_dir, value)))
+    return found
 
 
 def _git_dirs(root: str) -> list[str]:
