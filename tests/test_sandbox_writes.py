@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from harness import needs_bwrap, start_session, stop_session
+from interpreter_lsp.kernels import readonly
 
 SANDBOX = {"sandbox": "bubblewrap"}
 TRUSTED = {"trusted": True}
@@ -163,6 +164,33 @@ async def test_no_git_repository_can_be_created_where_there_is_none(
         assert list((workspace_root / ".git").iterdir()) == []  # the placeholder, empty
     finally:
         await stop_session(s)
+    # The server removes the placeholders it made once its kernels have ended.
+    left = {p.name for p in workspace_root.iterdir()} & set(readonly.CONFIG_DIRS)  # noqa: ASYNC240
+    assert left == set(), left
+
+
+@needs_bwrap
+async def test_placeholders_stay_while_another_server_uses_them(workspace_root: Path, home: Path) -> None:
+    """Two servers (two editors) sandbox the same folder: the first to quit must not remove the placeholders
+    the other's sandbox has mounted (removing them on the host would unmount them there)."""
+    first = await start_session(workspace_root, home, configuration=SANDBOX, env={"HOME": str(home)})
+    second = None
+    try:
+        run_id, status = await first.run_and_wait("print('first')")
+        assert status["state"] == "ok", first.text(run_id)
+        second = await start_session(workspace_root, home, configuration=SANDBOX, env={"HOME": str(home)})
+        run_id, status = await second.run_and_wait("print('second')")
+        assert status["state"] == "ok", second.text(run_id)
+    finally:
+        await stop_session(first)
+    try:
+        assert (workspace_root / ".git").is_dir()
+        code = "import json, subprocess\nattempt('git-init', lambda: subprocess.run(['git', 'init', '-q'], check=True))"
+        results = await _attack(second, code)
+        assert results["git-init"] != "DONE", results
+    finally:
+        await stop_session(second)
+    assert not (workspace_root / ".git").exists()
 
 
 # ---- editor, tool and server configuration -------------------------------------------------------------------

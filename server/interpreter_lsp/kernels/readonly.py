@@ -8,19 +8,25 @@ reads or runs it outside the sandbox without you deciding; docs/security.md has 
 A path that does not exist yet cannot be a mount point. For the directories whose mere creation would be
 enough (`.git` where the workspace is not a repository: git reads its config, fsmonitor and hooks at your
 next `git status`; an editor's configuration folder), the server makes an **empty directory** before the
-kernel starts and binds it read-only, so the kernel cannot create one. These placeholders stay after the
-kernel ends: an empty directory is inert for every program that reads these names (git looks past an empty
-`.git` to the parent directories, `git init` fills it; VS Code, JetBrains, Zed, Helix and Dev Containers find
-no file in it), and removing one while another sandbox of the workspace runs would lift that sandbox's
-protection (deleting a path on the host detaches the mounts on it in every other mount namespace).
+kernel starts and binds it read-only, so the kernel cannot create one. An empty directory is inert for every
+program that reads these names (git looks past an empty `.git` to the parent directories; the editors find
+no file in it). The placeholders are removed when the kernels have ended
+(`release_placeholders`), by the last server running sandboxes of the same workspace (each holds a shared
+lock on a file named after the workspace, which lists the placeholders made): removing a path on the host
+detaches the mounts on it in every other mount namespace, which would lift that sandbox's protection. What
+a killed server made is removed by the next server's release.
 Files that do not exist yet are not blocked (a placeholder file would show in `git status` and change what
 tools read): for each, the program that reads it asks you first, or the reason is given below.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import hashlib
 import os
 import re
+import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -70,6 +76,51 @@ VENV_NAMES = (".venv", "venv", ".env", "env")
 CONFIG_DIR_VARIABLES = ("IPYTHONDIR", "JUPYTER_CONFIG_DIR", "JUPYTER_CONFIG_PATH", "JUPYTER_PATH", "PYTHONPATH")
 
 
+# Per workspace root: the shared lock this server holds while its sandboxes may use placeholders. The lock
+# file also lists the placeholders any server made for the root (NUL-separated): whoever releases last, or
+# the next server after one that was killed, removes them.
+_HELD: dict[str, int] = {}
+
+
+def _hold(root: str) -> int:
+    """Take the shared lock for `root` (once per server); its descriptor."""
+    if root not in _HELD:
+        digest = hashlib.sha256(os.fsencode(root)).hexdigest()[:24]
+        lock = os.path.join(tempfile.gettempdir(), f"interpreter-lsp-{os.getuid()}-placeholders-{digest}.lock")
+        fd = os.open(lock, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+        if os.fstat(fd).st_uid != os.getuid():  # someone else's file in a shared /tmp: not ours to trust
+            os.close(fd)
+            raise PermissionError(f"{lock} belongs to another user")
+        fcntl.flock(fd, fcntl.LOCK_SH)  # waits only while another server removes the placeholders
+        _HELD[root] = fd
+    return _HELD[root]
+
+
+def release_placeholders(workspace: Path) -> None:
+    """Remove the placeholders made for `workspace` (once this server's kernels have ended), if no other
+    server's sandbox may still have them mounted, and if they are still empty."""
+    root = os.path.realpath(workspace)
+    fd = _HELD.pop(root, None)
+    if fd is None:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        listed = b""
+        os.lseek(fd, 0, os.SEEK_SET)
+        while chunk := os.read(fd, 65536):
+            listed += chunk
+        for entry in reversed(listed.split(b"\0")):
+            path = os.fsdecode(entry)
+            if path and os.path.dirname(path) == root:  # a top-level name of this workspace, nothing else
+                with contextlib.suppress(OSError):
+                    os.rmdir(path)  # only if still empty
+        os.ftruncate(fd, 0)
+    except OSError:
+        pass  # another server holds the lock: its sandboxes use them
+    finally:
+        os.close(fd)
+
+
 def protected_binds(
     workspace: Path,
     extra: Iterable[Path] = (),
@@ -99,11 +150,17 @@ def protected_binds(
             if not (create and can_create):
                 return
             try:
+                lock = _hold(root)
                 os.mkdir(real, 0o755)
             except OSError:
                 return  # cannot be made: nor can the kernel make it (the same file system, less rights)
+            with contextlib.suppress(OSError):
+                os.write(lock, os.fsencode(real) + b"\0")
         elif not os.path.exists(real):
             return  # a dangling link: nothing to mount on
+        elif create and can_create:
+            with contextlib.suppress(OSError):
+                _hold(root)  # it may be another server's placeholder: it must not be removed under us
         done.append(real)
         args.extend(["--ro-bind", real, real])
 
