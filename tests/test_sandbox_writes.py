@@ -266,3 +266,20 @@ async def test_configuration_read_elsewhere_cannot_be_written(workspace_root: Pa
                 assert not target.exists(), path
     finally:
         await stop_session(s)
+
+
+@needs_bwrap
+@pytest.mark.parametrize("case", ["home-inside", "on-pythonpath"])
+async def test_a_workspace_the_sandbox_cannot_protect_is_refused(workspace_root: Path, home: Path, case: str) -> None:
+    """A workspace that holds the home directory (~/.bashrc, ~/.gitconfig, ~/.config are read without asking),
+    or that is itself on PYTHONPATH: no kernel starts, and the message says why and what to do."""
+    env = {"HOME": str(workspace_root / "me")} if case == "home-inside" else {"PYTHONPATH": str(workspace_root)}
+    (workspace_root / "me").mkdir()
+    s = await start_session(workspace_root, home, configuration=SANDBOX, env=env, init_options=TRUSTED)
+    try:
+        run_id, status = await s.run_and_wait("print('must not run')")
+        assert status["state"] == "error", s.text(run_id)
+        assert "The sandbox cannot protect the workspace" in status["message"], status
+        assert "must not run" not in s.text(run_id, ("stdout",))
+    finally:
+        await stop_session(s)
