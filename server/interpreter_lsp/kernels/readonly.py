@@ -84,16 +84,27 @@ _HELD: dict[str, int] = {}
 
 def _hold(root: str) -> int:
     """Take the shared lock for `root` (once per server); its descriptor."""
-    if root not in _HELD:
-        digest = hashlib.sha256(os.fsencode(root)).hexdigest()[:24]
-        lock = os.path.join(tempfile.gettempdir(), f"interpreter-lsp-{os.getuid()}-placeholders-{digest}.lock")
+    while root not in _HELD:
+        lock = _lock_file(root)
         fd = os.open(lock, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
         if os.fstat(fd).st_uid != os.getuid():  # someone else's file in a shared /tmp: not ours to trust
             os.close(fd)
             raise PermissionError(f"{lock} belongs to another user")
         fcntl.flock(fd, fcntl.LOCK_SH)  # waits only while another server removes the placeholders
-        _HELD[root] = fd
+        try:
+            current = os.stat(lock, follow_symlinks=False).st_ino
+        except OSError:
+            current = None
+        if current == os.fstat(fd).st_ino:
+            _HELD[root] = fd
+        else:  # the last holder removed the file while we waited: take the lock of the new one
+            os.close(fd)
     return _HELD[root]
+
+
+def _lock_file(root: str) -> str:
+    digest = hashlib.sha256(os.fsencode(root)).hexdigest()[:24]
+    return os.path.join(tempfile.gettempdir(), f"interpreter-lsp-{os.getuid()}-placeholders-{digest}.lock")
 
 
 def release_placeholders(workspace: Path) -> None:
@@ -114,7 +125,7 @@ def release_placeholders(workspace: Path) -> None:
             if path and os.path.dirname(path) == root:  # a top-level name of this workspace, nothing else
                 with contextlib.suppress(OSError):
                     os.rmdir(path)  # only if still empty
-        os.ftruncate(fd, 0)
+        os.unlink(_lock_file(root))  # under the exclusive lock: a server waiting for it will open a new one
     except OSError:
         pass  # another server holds the lock: its sandboxes use them
     finally:
