@@ -161,12 +161,16 @@ def protected_binds(
             if not (create and can_create):
                 return
             try:
-                lock = _hold(root)
+                lock: int | None = _hold(root)
+            except OSError:  # no lock (another user's file in /tmp): the placeholder is made and left in place
+                lock = None
+            try:
                 os.mkdir(real, 0o755)
             except OSError:
                 return  # cannot be made: nor can the kernel make it (the same file system, less rights)
-            with contextlib.suppress(OSError):
-                os.write(lock, os.fsencode(real) + b"\0")
+            if lock is not None:
+                with contextlib.suppress(OSError):
+                    os.write(lock, os.fsencode(real) + b"\0")
         elif not os.path.exists(real):
             return  # a dangling link: nothing to mount on
         elif create and can_create:
