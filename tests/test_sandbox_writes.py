@@ -283,3 +283,27 @@ async def test_a_workspace_the_sandbox_cannot_protect_is_refused(workspace_root:
         assert "must not run" not in s.text(run_id, ("stdout",))
     finally:
         await stop_session(s)
+
+
+@needs_bwrap
+async def test_ipython_profiles_in_the_workspace_are_read_only(workspace_root: Path, home: Path) -> None:
+    """IPYTHONDIR inside the workspace (a project's own profile): the kernel cannot add a startup file or
+    config for the next start (which may be without the sandbox). IPython needs a writable directory, so in
+    the sandbox it takes a temporary one: the project's startup file does not run there (docs say so)."""
+    startup = workspace_root / ".ipython" / "profile_default" / "startup"
+    startup.mkdir(parents=True)
+    (startup / "00-project.py").write_text("PROJECT_STARTUP = 'ran'\n")
+    env = {"HOME": str(home), "IPYTHONDIR": str(workspace_root / ".ipython")}
+    s = await start_session(workspace_root, home, configuration=SANDBOX, env=env, init_options=TRUSTED)
+    try:
+        results = await _attack(s, """
+            import json
+            results["startup"] = globals().get("PROJECT_STARTUP", "not run")
+            attempt("plant", lambda: open(".ipython/profile_default/startup/99-evil.py", "w").write("x = 1\\n"))
+            attempt("config", lambda: open(".ipython/profile_default/ipython_config.py", "a").write("x = 1\\n"))
+        """)
+        assert results["startup"] == "not run", results
+        _refused(results, "plant", "config")
+        assert sorted(p.name for p in startup.iterdir()) == ["00-project.py"]
+    finally:
+        await stop_session(s)
