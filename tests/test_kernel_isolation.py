@@ -426,21 +426,28 @@ def test_in_the_sandbox_the_process_limit_counts_the_sandbox_only() -> None:
             pytest.skip("running as root without setpriv (util-linux)")
         uid = 200_000 + secrets.randbelow(800_000)
         prefix = [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
-    server = str(Path(__file__).resolve().parents[1] / "server")
-    check = subprocess.run(
-        [*prefix, python, "-I", "-c", f"import sys; sys.path.insert(0, {server!r}); "
-         "from interpreter_lsp.kernels.sandbox import counts_processes_apart; print(counts_processes_apart())"],
-        capture_output=True, text=True, timeout=60, check=True,
-    )  # fmt: skip
-    release = tuple(int(x) for x in os.uname().release.split(".")[:2])
-    if check.stdout.strip() != "True":
-        assert release < (5, 14) or os.stat(shutil.which("bwrap") or "").st_mode & 0o4000, check
-        pytest.skip("processes are counted per user here (Linux before 5.14, or a setuid bubblewrap)")
-    base = Path(tempfile.mkdtemp(prefix="ilsp-nproc-", dir="/var/tmp"))  # outside the sandbox's private /tmp
+    # A copy of the server's package that the fresh uid can read: the checkout may be in a private (0700)
+    # directory, which is how many users clone; /var/tmp is outside the sandbox's private /tmp.
+    base = Path(tempfile.mkdtemp(prefix="ilsp-nproc-", dir="/var/tmp"))
+    base.chmod(0o755)
+    server = str(base / "server")
+    package = Path(__file__).resolve().parents[1] / "server" / "interpreter_lsp"
+    shutil.copytree(package, Path(server) / "interpreter_lsp", ignore=shutil.ignore_patterns("__pycache__"))
+    for item in [Path(server), *Path(server).rglob("*")]:
+        item.chmod(0o755 if item.is_dir() else 0o644)
     outside = None
     try:
-        workspace, runtime = base / "ws", base / "rt"
-        for path in (base, workspace, runtime):
+        check = subprocess.run(
+            [*prefix, python, "-I", "-c", f"import sys; sys.path.insert(0, {server!r}); "
+             "from interpreter_lsp.kernels.sandbox import counts_processes_apart; print(counts_processes_apart())"],
+            capture_output=True, text=True, timeout=60, check=True,
+        )  # fmt: skip
+        release = tuple(int(x) for x in os.uname().release.split(".")[:2])
+        if check.stdout.strip() != "True":
+            assert release < (5, 14) or os.stat(shutil.which("bwrap") or "").st_mode & 0o4000, check
+            pytest.skip("processes are counted per user here (Linux before 5.14, or a setuid bubblewrap)")
+        workspace, runtime, home = base / "ws", base / "rt", base / "home"
+        for path in (base, workspace, runtime, home):
             path.mkdir(exist_ok=True)
             path.chmod(0o755)
             os.chown(path, uid, uid)
@@ -452,7 +459,7 @@ def test_in_the_sandbox_the_process_limit_counts_the_sandbox_only() -> None:
         assert outside.stdout is not None and outside.stdout.readline() == "up\n"
         launcher = [python, "-I", "-S", str(Path(server) / "interpreter_lsp/kernels/launcher.py")]
         launcher += [*Limits(processes=20).arguments(), "--"]
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(workspace)}
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home)}
         argv, env = wrap_command([python, "-c", SPAWN_A_LOT], env, SandboxConfig(workspace, runtime), launcher)
         result = subprocess.run([*prefix, *argv], env=env, capture_output=True, text=True, timeout=120, check=False)
         assert result.stdout.startswith("started "), (result.stdout, result.stderr)

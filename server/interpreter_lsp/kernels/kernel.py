@@ -48,6 +48,13 @@ STDIN_WAIT = 10.0
 UNIX_SOCKET_PATH_MAX = 103
 
 
+def open_stderr(runtime_dir: Path) -> Any:
+    """The kernel's own stderr: a file in its runtime directory (what it and its launcher print, e.g. why it
+    could not start). Never the server's: kernel code could write or truncate the server's log through
+    /proc/1/fd/2, and a sandboxed kernel must hold no descriptor of the server's."""
+    return open(runtime_dir / "stderr.log", "ab", buffering=0)
+
+
 class KernelDied(RuntimeError):
     pass
 
@@ -154,6 +161,7 @@ class Kernel:
         self._expect_exit = False
         self._death_task: asyncio.Task[None] | None = None
         self._input_tasks: set[asyncio.Task[None]] = set()
+        self._stderr: Any = None
 
     # ---- life cycle ------------------------------------------------------------------------------
 
@@ -208,7 +216,9 @@ class Kernel:
         self._km = km
         try:
             # stdout is the LSP wire: the kernel (and everything it spawns) must never inherit it.
-            await km.start_kernel(cwd=str(self.cwd), env=self._env, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+            self._stderr = self._stderr or open_stderr(self._runtime_dir)
+            streams = {"stdout": subprocess.DEVNULL, "stdin": subprocess.DEVNULL, "stderr": self._stderr}
+            await km.start_kernel(cwd=str(self.cwd), env=self._env, **streams)
         except Exception as exc:
             with contextlib.suppress(Exception):
                 await self._kill()  # whatever it made: its zmq context, runtime files, cgroup
@@ -418,6 +428,11 @@ class Kernel:
                 await self._km.shutdown_kernel(now=True)
             with contextlib.suppress(Exception):
                 await self._km._async_cleanup_resources()
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
+            with contextlib.suppress(OSError):
+                (self._runtime_dir / "stderr.log").unlink()
         with contextlib.suppress(OSError):
             self._runtime_dir.rmdir()  # empty once jupyter_client removed the connection file and sockets
         cgroups.remove(self.cgroup)

@@ -8,6 +8,11 @@ standard library only (inside the sandbox the server's packages may be out of si
   tree), so everything it starts is in it; with `--exec` as well, it then only runs the command in its place
   (outside the sandbox: the sandbox's /sys is read-only, so the join is done before bubblewrap);
 
+- with `--no-keyring NR:HEX` (the sandbox: seccomp.py builds it), joins a new, empty session keyring (keyctl,
+  system call NR) and loads the seccomp filter HEX on itself, so that neither the kernel nor anything it
+  starts can reach a kernel keyring (keyctl, add_key, request_key fail with EPERM); a launcher that cannot
+  load the filter does not start the kernel;
+
 - applies the resource limits to itself, so the kernel and everything it starts inherit them:
   RLIMIT_DATA for memory (not RLIMIT_AS: a kernel's threads reserve far more address space than they use),
   RLIMIT_CPU (CPU seconds of each process over its life), RLIMIT_NPROC (processes of this user: Linux counts
@@ -35,6 +40,10 @@ import sys
 from dataclasses import dataclass
 
 _PR_SET_CHILD_SUBREAPER = 36
+_PR_SET_NO_NEW_PRIVS = 38
+_PR_SET_SECCOMP = 22
+_SECCOMP_MODE_FILTER = 2
+_KEYCTL_JOIN_SESSION_KEYRING = 1
 _MIB = 1024 * 1024
 
 
@@ -158,6 +167,31 @@ def _become_subreaper() -> None:
         pass
 
 
+def drop_keyring(spec: str) -> None:
+    """`spec` is "NR:HEX": keyctl's system call number and the seccomp program (struct sock_filter[]).
+    Raises OSError when the filter cannot be loaded (the caller must not start the kernel then)."""
+    import ctypes
+
+    number, _, program_hex = spec.partition(":")
+    program = bytes.fromhex(program_hex)
+    libc = ctypes.CDLL(None, use_errno=True)
+    ulong = ctypes.c_ulong
+    # A new anonymous session keyring: the one inherited from the server's session is left behind. Where
+    # keyrings are not available this fails, which is fine: the filter below is the guarantee.
+    libc.syscall(ctypes.c_long(int(number)), ulong(_KEYCTL_JOIN_SESSION_KEYRING), ctypes.c_void_p(None))
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    buffer = ctypes.create_string_buffer(program, len(program))
+    fprog = SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
+    # Needed to load a filter without CAP_SYS_ADMIN; bubblewrap has set it already, and it cannot be unset.
+    if libc.prctl(_PR_SET_NO_NEW_PRIVS, ulong(1), ulong(0), ulong(0), ulong(0)) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+    if libc.prctl(_PR_SET_SECCOMP, ulong(_SECCOMP_MODE_FILTER), ctypes.byref(fprog), ulong(0), ulong(0)) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP) failed")
+
+
 def _watch_parent() -> int | None:
     """A descriptor readable once the process that started us exits (Linux pidfd), or None."""
     parent = os.getppid()
@@ -211,6 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--processes", type=int, default=None)
     parser.add_argument("--join", default=None)
     parser.add_argument("--exec", action="store_true")
+    parser.add_argument("--no-keyring", default=None)
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -228,6 +263,12 @@ def main(argv: list[str] | None = None) -> int:
         except OSError as error:
             sys.stderr.write(f"interpreter-lsp launcher: cannot run {command[0]}: {error}\n")
             return 127
+    if args.no_keyring:
+        try:
+            drop_keyring(args.no_keyring)
+        except (OSError, ValueError, AttributeError) as error:  # never run the kernel without the filter
+            sys.stderr.write(f"interpreter-lsp launcher: cannot load the seccomp filter (no keyring): {error}\n")
+            return 126
     apply_limits(args.memory, args.cpu, args.processes)
     _become_subreaper()
     parent_fd = _watch_parent()

@@ -21,6 +21,7 @@ from .gateway_client import GatewayClient, GatewayConfig
 from .kernel import CommandWrapper, Kernel, KernelStartError
 from .launcher import Limits
 from .limits import describe, limit_reached, process_limit_ignored
+from .readonly import release_placeholders
 from .specs import KernelChoice, choose_kernel
 
 log = logging.getLogger(__name__)
@@ -242,6 +243,7 @@ class KernelPool:
         kernels = list(self._kernels.values())
         self._kernels.clear()
         await asyncio.gather(*(k.shutdown() for k in kernels), return_exceptions=True)
+        release_placeholders(self.root)  # the sandbox's empty placeholder directories (readonly.py)
         clients = [*self._old_clients, *([self._gateway_client] if self._gateway_client else [])]
         self._gateway_client, self._old_clients = None, []
         await asyncio.gather(*(c.close() for c in clients), return_exceptions=True)

@@ -7,12 +7,11 @@ except what the kernel needs to start; no network unless allowed (the kernel is 
 unix sockets, which need none), and other daemons' sockets under /run are hidden; its own PID namespace,
 so it cannot see or signal the server; it dies when the server dies.
 
-Kernel code must not loosen its own sandbox, or plant code that runs outside it later: inside the
-workspace, its settings file (.interpreter-lsp.toml), its virtualenvs (.venv, venv: a .pth file there runs
-in every later interpreter), git's hooks and config (a hook runs at the user's next commit), and the user's
-settings file are mounted read-only. A file that does not exist yet cannot be mounted (bubblewrap would
-create it in the workspace): a settings file the kernel creates is a workspace file like any other, whose
-sensitive settings need the user's consent (settings.py).
+Kernel code must not loosen its own sandbox, or write anything that runs outside it later: what git, an
+editor, direnv or this server reads or runs from the workspace without the user deciding is mounted
+read-only on top of the workspace (readonly.py has the list and the reasons). It holds no keyring (the
+launcher joins a new session keyring and loads seccomp.py's filter: keyctl, add_key, request_key fail), and
+no descriptor of the server's (the kernel's stderr is its own file, kernel.py; everything else is closed).
 
 Interrupts: jupyter_client interrupts a kernel with SIGINT to its whole process group, which includes
 bwrap itself, and bwrap dies of SIGINT (taking the kernel with it, through --die-with-parent). So bwrap
@@ -29,6 +28,20 @@ import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from . import launcher as launcher_module
+from . import seccomp
+from .kernel import KernelStartError
+from .readonly import protected_binds, refusal
+
+__all__ = [
+    "SandboxConfig",
+    "SandboxRefused",
+    "bwrap_available",
+    "counts_processes_apart",
+    "protected_binds",
+    "wrap_command",
+]
 
 # ipykernel's parent poller exits as soon as this PID is not its parent, which under --unshare-pid is
 # always. --die-with-parent does the same job for the sandbox.
@@ -47,6 +60,12 @@ _DAEMON_SOCKETS = (
     "/run/podman/podman.sock",
     "/run/snapd.socket",
 )
+# What the kernel keyrings hold, listed (descriptions, not payloads): out of sight like the keyrings.
+_KEY_LISTS = ("/proc/keys", "/proc/key-users")
+
+
+class SandboxRefused(KernelStartError):
+    """The sandbox cannot protect this workspace (the sentence says why and what to do): no kernel starts."""
 
 
 @dataclass(frozen=True)
@@ -57,71 +76,6 @@ class SandboxConfig:
     extra_ro_binds: tuple[Path, ...] = ()
     home_keep: tuple[str, ...] = ()  # paths relative to $HOME to keep readable, e.g. ".ipython"
     read_only: tuple[Path, ...] = ()  # files the kernel must not change even inside the workspace (user config)
-
-
-# Inside the workspace: what would let kernel code change settings or run code outside the sandbox later.
-_PROTECTED = (".interpreter-lsp.toml",)
-_VENVS = (".venv", "venv", ".env", "env")  # where specs.workspace_python looks for the workspace's interpreter
-_GIT_PROTECTED = ("hooks", "config")
-
-
-def protected_binds(workspace: Path, extra: tuple[Path, ...] = ()) -> list[str]:
-    """bwrap arguments, to follow the workspace's bind, that make the paths kernel code must not change
-    read-only. A mount point cannot be renamed or removed (EBUSY), so neither can these; git's directory is
-    bound onto itself (writable: commits still work) so that it cannot be moved aside and replaced by one
-    with hooks of the kernel's making."""
-    root = os.path.realpath(workspace)
-    args: list[str] = []
-    done: set[str] = set()
-
-    def bind(option: str, path: str) -> None:
-        real = os.path.realpath(path)
-        if real not in done and real != root and _under_any(real, (root,)) and os.path.exists(real):
-            done.add(real)
-            args.extend([option, real, real])
-
-    for name in _PROTECTED:
-        bind("--ro-bind", os.path.join(root, name))
-    for name in _VENVS:
-        venv = os.path.join(root, name)
-        if os.path.isfile(os.path.join(venv, "pyvenv.cfg")) or os.path.exists(os.path.join(venv, "bin", "python")):
-            bind("--ro-bind", venv)
-    for git_dir in _git_dirs(root):
-        bind("--bind", git_dir)
-        for name in _GIT_PROTECTED:
-            bind("--ro-bind", os.path.join(git_dir, name))
-    for path in extra:
-        bind("--ro-bind", str(path))
-    return args
-
-
-def _git_dirs(root: str) -> list[str]:
-    """The workspace's git directory; a worktree's or submodule's `.git` is a file naming the real one (and
-    its common directory); submodules' directories under .git/modules."""
-    dot_git = os.path.join(root, ".git")
-    dirs: list[str] = []
-    if os.path.isdir(dot_git):
-        dirs.append(dot_git)
-    elif os.path.isfile(dot_git):
-        try:
-            with open(dot_git, encoding="utf-8", errors="replace") as handle:
-                line = handle.readline().strip()
-        except OSError:
-            line = ""
-        if line.startswith("gitdir:"):
-            git_dir = os.path.normpath(os.path.join(root, line[len("gitdir:") :].strip()))
-            dirs.append(git_dir)
-            try:
-                with open(os.path.join(git_dir, "commondir"), encoding="utf-8", errors="replace") as handle:
-                    dirs.append(os.path.normpath(os.path.join(git_dir, handle.read().strip())))
-            except OSError:
-                pass
-    for git_dir in list(dirs):
-        for current, subdirs, files in os.walk(os.path.join(git_dir, "modules")):
-            if "HEAD" in files and "config" in files:
-                dirs.append(current)
-            subdirs[:] = [d for d in subdirs if d not in ("objects", "refs", "logs")]
-    return dirs
 
 
 @functools.lru_cache(maxsize=1)
@@ -187,15 +141,25 @@ def wrap_command(
     argv: list[str], env: Mapping[str, str], config: SandboxConfig, launcher: list[str] | None = None
 ) -> tuple[list[str], dict[str, str]]:
     """The command line that runs `argv` (a kernel) inside the sandbox, under `launcher` (launcher.py's
-    command prefix) when given, and the environment to start it with."""
+    command prefix; a plain one when not given: the launcher is what drops the keyring), and the
+    environment to start it with."""
+    if not launcher:
+        launcher = launcher_module.command(launcher_module.Limits())
+    end = len(launcher) - 1 - launcher[::-1].index("--") if "--" in launcher else len(launcher)
+    launcher = [*launcher[:end], *seccomp.launcher_arguments(), *launcher[end:]]
     bwrap = shutil.which("bwrap") or "bwrap"
     env_command = shutil.which("env") or "/usr/bin/env"
     workspace = os.path.realpath(config.workspace)
     runtime_dir = os.path.realpath(config.runtime_dir)
     home = os.path.realpath(env.get("HOME") or os.path.expanduser("~"))
+    if (problem := refusal(config.workspace, home, env)) is not None:
+        raise SandboxRefused(problem)
 
     hidden = _hidden_dirs(home)
     args = [env_command, "--ignore-signal=INT", bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    for key_list in _KEY_LISTS:
+        if os.path.exists(key_list):
+            args += ["--ro-bind", "/dev/null", key_list]
     run_dirs = (_USER_RUN_DIR,) if config.network else (_RUN_DIR,)
     # tmpfs first: a later bind of a path under /tmp or a home directory must land on top of it.
     for directory in (*_TEMP_DIRS, *run_dirs, *hidden):
@@ -221,7 +185,7 @@ def wrap_command(
             args += ["--ro-bind-try", path, path]
     args += ["--bind", workspace, workspace, "--bind", runtime_dir, runtime_dir]
     # After the workspace's bind, on top of it: what kernel code must not change.
-    args += protected_binds(config.workspace, config.read_only)
+    args += protected_binds(config.workspace, config.read_only, env=env, interpreters=_programs(argv, env))
     args += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
     if not config.network:
         args.append("--unshare-net")
@@ -231,6 +195,14 @@ def wrap_command(
     args += ["--", env_command, "--default-signal=INT", *(launcher or []), *argv]
     kernel_env = {name: value for name, value in env.items() if name != _PARENT_PID_VARIABLE}
     return args, kernel_env
+
+
+def _programs(argv: list[str], env: Mapping[str, str]) -> list[str]:
+    """The kernel's program as a path (a bare name is looked up on the kernel's PATH)."""
+    program = argv[0] if argv else ""
+    if program and not os.path.isabs(program):
+        program = shutil.which(program, path=env.get("PATH")) or ""
+    return [program] if program else []
 
 
 def _hidden_dirs(home: str) -> list[str]:

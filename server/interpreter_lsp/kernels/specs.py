@@ -71,6 +71,22 @@ def workspace_python(root: Path) -> Path | None:
 _MEMORY_HISTORY = "--HistoryManager.hist_file=:memory:"
 
 
+def run_module(module: str) -> list[str]:
+    """Interpreter arguments that run `module` as `python -m` would, but found on a safe path: the kernel starts
+    in the workspace, and `-m` puts the working directory first on sys.path, so a workspace file named
+    ipykernel_launcher.py or bash_kernel.py (written by anyone, or by sandboxed code for the next start without
+    the sandbox) would run instead. `python -P` (3.11+) also sets sys.flags.safe_path, which IPython 9.7+ reads
+    to keep the workspace off sys.path for good, so `import mymodule` of a workspace file would stop working in
+    the kernel; this form works the same on 3.10 to 3.13: the working directory ('' from -c) is dropped while
+    the module is found and imported, and IPython puts it back (after the standard library) once the kernel
+    runs, as for any Jupyter kernel."""
+    code = (
+        "import sys; sys.path[:1] == [''] and sys.path.pop(0); import runpy; "
+        f"runpy.run_module({module!r}, run_name='__main__', alter_sys=True)"
+    )
+    return ["-c", code]
+
+
 def _write_spec(specs_root: Path, name: str, spec: dict) -> None:
     folder = specs_root / name
     folder.mkdir(parents=True, exist_ok=True)
@@ -116,7 +132,7 @@ def _python_choice(root: Path, specs_root: Path, configured: str | None) -> Kern
             # conversation is the record, masked; on disk, one sqlite file shared by every kernel of every
             # workspace would keep model-run code (and any secret in it) in plain text, and kernels racing
             # for it print "ERROR! Session/line number was not unique" into a run's output.
-            "argv": [str(exe), "-m", "ipykernel_launcher", "-f", "{connection_file}", _MEMORY_HISTORY],
+            "argv": [str(exe), *run_module("ipykernel_launcher"), "-f", "{connection_file}", _MEMORY_HISTORY],
             "display_name": f"Python ({exe})",
             "language": "python",
             "interrupt_mode": "signal",
@@ -151,7 +167,7 @@ def _shell_choice(specs_root: Path) -> KernelChoice:
         specs_root,
         name,
         {
-            "argv": [sys.executable, "-m", "bash_kernel", "-f", "{connection_file}"],
+            "argv": [sys.executable, *run_module("bash_kernel"), "-f", "{connection_file}"],
             "display_name": "Bash",
             "language": "bash",
             "interrupt_mode": "signal",
