@@ -5,7 +5,7 @@ local function it(name, fn)
   specs[#specs + 1] = { name, fn }
 end
 
-local KEYS = "pending: a approve · e edit · r reject · R reject, say why · i apply"
+local KEYS = "pending: a approve · c edit · r reject · R reject, say why · i apply"
 
 local function calc_uri()
   return vim.uri_from_fname(vim.fn.getcwd() .. "/calc.py")
@@ -177,7 +177,7 @@ it("a run goes queued, running, ok with its output between fences", function(t)
   local source = { uri = calc_uri(), kind = "selection", startLine = 3, endLine = 3 }
   t.feed(s, "RUN_STATUS", { runId = "r1", state = "queued", language = "python", origin = "user", code = "main()", source = source })
   t.eq(s.runs.r1.state, "queued", "queued")
-  t.has_line("… **Run** · python · calc.py:4 · queued")
+  t.has_line("… **Run** · python · by you · calc.py:4 · queued")
   t.feed(s, "RUN_STATUS", { runId = "r1", state = "running", language = "python" })
   t.eq(t.bar(s), "python running", "the bar while it runs")
   t.feed(s, "OUTPUT", { runId = "r1", seq = 0, kind = "stdout", text = "hello\nwor" })
@@ -187,7 +187,7 @@ it("a run goes queued, running, ok with its output between fences", function(t)
     files = { { path = "out/new.csv", change = "created" }, { path = "old.txt", change = "modified" }, { path = 3 } } })
   t.eq({ s.runs.r1.state, s.runs.r1.duration_ms, s.runs.r1.next_seq }, { "ok", 1500, 3 }, "run")
   t.eq(t.lines(s), {
-    "✓ **Run** · python · calc.py:4 · ok · 1.5 s",
+    "✓ **Run** · python · by you · calc.py:4 · ok · 1.5 s",
     "files: + out/new.csv  ~ old.txt",
     "```python", "main()", "```",
     "~~~", "hello", "wora warning", "ld", "progress 100%", "~~~", "",
@@ -220,9 +220,9 @@ it("a run of a proposal names it and marks the proposal approved", function(t)
   t.eq(s.runs.r7.proposal, s.proposals.p1, "the run's proposal")
   t.eq(s.proposals.p1.state, "approved", "approved by running it")
   t.has_line("**Proposal 1** · python · risk: low · approved")
-  t.has_line("▶ **Run** · python · proposal 1 · running")
+  t.has_line("▶ **Run** · python · by the model · proposal 1 · running")
   t.feed(s, "RUN_STATUS", { runId = "r7", state = "interrupted", language = "python" })
-  t.has_line("■ **Run** · python · proposal 1 · interrupted")
+  t.has_line("■ **Run** · python · by the model · proposal 1 · interrupted")
 end)
 
 it("a run started here keeps one section whether its id or its notifications come first", function(t)
@@ -253,7 +253,7 @@ it("an approved proposal's run takes the section shown at approval, not another 
   t.feed(s, "RUN_STATUS", { runId = "r2", proposalId = "p1", state = "running", language = "python" })
   t.feed(s, "RUN_STATUS", { runId = "r1", state = "running", language = "python" })
   t.eq({ s.runs.r2 == approved, s.runs.r1 == mine, #s.unbound_runs }, { true, true, 0 }, "matched runs")
-  t.has_line("▶ **Run** · python · proposal 1 · running")
+  t.has_line("▶ **Run** · python · by the model · proposal 1 · running")
   t.has_line("▶ **Run** · python · demo.py:5 · running")
 end)
 
@@ -352,7 +352,7 @@ it("the history is replayed above the live panel, as live notifications draw it"
     "## You", "earlier question", "",
     "## Assistant", "earlier answer", "",
     "**Proposal 1** · python · risk: medium · edited, approved", "  ⚠ writes x", "```python", "x = 42", "```", "",
-    "✓ **Run** · python · proposal 1 · ok · 5 ms", "```python", "x = 42", "print(x)", "```", "~~~", "42", "~~~", "",
+    "✓ **Run** · python · by the model · proposal 1 · ok · 5 ms", "```python", "x = 42", "print(x)", "```", "~~~", "42", "~~~", "",
     "**Proposal 2** · python · risk: low · expired", "```python", "del x", "```", "",
     "✗ **Run** · python · by you · error", "```python", "1/0", "```", "~~~", "ZeroDivisionError: division by zero", "~~~", "",
     "■ stopped: by you", "",
