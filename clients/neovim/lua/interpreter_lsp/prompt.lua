@@ -52,8 +52,8 @@ function M.open(args)
   vim.wo[win].wrap = true
   vim.wo[win].number = false
   vim.wo[win].relativenumber = false
-  vim.wo[win].winbar = " " .. (args.title and ("Ask about " .. args.title) or "Ask the model")
-    .. " · <CR> (normal) or <C-s> sends · <C-p>/<C-n> earlier prompts · q closes"
+  vim.wo[win].winbar = " " .. (args.title and ("Ask about " .. args.title) or "Ask")
+    .. " · <CR>/<C-s> sends · <C-p> earlier · q"
   current = { buf = buf, win = win, origin = origin, pos = #M.history + 1 }
 
   local function send()

@@ -6,6 +6,10 @@ local M = {}
 
 -- The server's sentences about trust (safety/policy.py), and what a Neovim user does instead.
 local REWRITES = {
+  -- What to do first: a one-line message cut at the screen's edge still says it.
+  { "This workspace is not trusted, so no code runs in it%. Trust the workspace in your editor "
+    .. "%(VS Code: Manage Workspace Trust%), then try again%.",
+    "This folder is not trusted: :InterpreterTrust, then try again (until then no code runs in it)." },
   { "Trust the workspace in your editor %(VS Code: Manage Workspace Trust%), then try again%.",
     "Run :InterpreterTrust to trust this folder, then try again." },
   { "%(VS Code: Manage Workspace Trust%)", "(:InterpreterTrust)" },
@@ -28,7 +32,8 @@ end
 ---@return string
 function M.one_line(text)
   local line = (tostring(text):gsub("%s*\n%s*", " · "))
-  local room = math.max(20, (vim.v.echospace or vim.o.columns - 12) - 1)
+  -- Up to the last column: a longer message would wrap and stop at a hit-enter prompt.
+  local room = math.max(20, vim.o.columns - 1)
   if vim.fn.strdisplaywidth(line) > room then
     line = vim.fn.strcharpart(line, 0, room - 1) .. "…"
   end

@@ -271,7 +271,7 @@ it("long output is folded to its head and tail, and all of it stays one key away
   local from = t.row_of("line 1")
   t.eq(vim.list_slice(lines, from, from + 10), {
     "line 1", "line 2", "line 3", "line 4", "line 5", "line 6",
-    "⋯ 21 more lines folded (press o to see all output) ⋯",
+    "⋯ 21 more lines folded (o here or :InterpreterOutput shows all 30) ⋯",
     "line 28", "line 29", "line 30", "~~~",
   }, "folded output")
   t.eq(#s.panel:body_lines(s.runs.r1.section), 30, "all lines kept")
@@ -390,6 +390,57 @@ it("an empty or malformed history changes nothing", function(t)
   history.render(s, {})
   history.render(s, "nonsense")
   t.eq(t.lines(s), { "## You", "live", "" }, "panel")
+end)
+
+it("the cost is one word: priced, or unknown, never 0 and unknown at once", function(t)
+  local s = t.session()
+  local status = require("interpreter_lsp").status_text
+  local unknown = table.concat(status(s, { model = "openai/x", kernels = {}, usage = { cost = 0 },
+    context = { tokens = 10, cost = 0, costKnown = false } }), "\n")
+  t.truthy(unknown:find("cost unknown", 1, true), unknown)
+  t.truthy(not unknown:find("cost 0", 1, true), unknown)
+  local priced = table.concat(status(s, { model = "openai/x", kernels = {}, usage = { cost = 0.041 },
+    context = { tokens = 10, cost = 0.041, costKnown = true } }), "\n")
+  t.truthy(priced:find("cost $0.04", 1, true), priced)
+end)
+
+it("automatic compaction leaves a note live, as a reopened panel shows it", function(t)
+  local s = t.session()
+  t.feed(s, "TURN_STATUS", { turnId = "t1", state = "compacting" })
+  t.lacks("condensed")
+  t.feed(s, "TURN_STATUS", { turnId = "t1", state = "thinking", context = { tokens = 2000, window = 8000, compactions = 1 } })
+  t.has_line("⋯ Earlier turns condensed (the model's view is now 2k/8k tok)")
+end)
+
+it("runs say who started them, live and replayed: you, the model, an agent", function(t)
+  local s = t.session()
+  t.feed(s, "RUN_STATUS", { runId = "r1", state = "queued", language = "python", origin = "user", code = "1" })
+  t.feed(s, "RUN_STATUS", { runId = "r2", state = "queued", language = "python", origin = "model", code = "2" })
+  t.feed(s, "RUN_STATUS", { runId = "r3", state = "queued", language = "python", origin = "agent", agent = "claude-code", code = "3" })
+  t.has_line("… **Run** · python · by you · queued")
+  t.has_line("… **Run** · python · by the model · queued")
+  t.has_line("… **Run** · python · by an agent (claude-code) · queued")
+  local r = t.session()
+  require("interpreter_lsp.history").render(r, {
+    { type = "run", runId = "h1", origin = "model", language = "python", code = "x", state = "ok", outputs = {} },
+    { type = "run", runId = "h2", origin = "user", language = "python", code = "y", state = "ok", outputs = {} },
+  })
+  t.has("✓ **Run** · python · by the model · ok", r)
+  t.has("✓ **Run** · python · by you · ok", r)
+end)
+
+it("a reopened long output says it was cut on screen and where the whole of it is", function(t)
+  local s = t.session({ panel = { max_output_lines = 10, tail_lines = 3 } })
+  local lines = {}
+  for i = 1, 50 do
+    lines[i] = "line " .. i .. "\n"
+  end
+  require("interpreter_lsp.history").render(s, {
+    { type = "run", runId = "h1", origin = "user", language = "python", code = "for ...", state = "ok",
+      outputs = { { output_type = "stream", name = "stdout", text = table.concat(lines) } } },
+  })
+  t.has("⋯ 41 more lines folded (o here or :InterpreterOutput shows all 50) ⋯")
+  t.has_line("line 50")
 end)
 
 return specs
