@@ -36,7 +36,16 @@ def notes(ed: Editor) -> list[dict]:
 
 
 def note_text(ed: Editor) -> str:
-    return "\n".join(n["msg"] for n in notes(ed))
+    """What the install said: whole in its buffer (interpreter://install), one line each as messages."""
+    said = ed.lua("return require('interpreter_lsp.install').progress_lines()")
+    return "\n".join(said) + "\n" + "\n".join(n["msg"] for n in notes(ed))
+
+
+def one_line_each(ed: Editor) -> None:
+    """Every message fits one line of the screen: none stops the editor at a hit-enter prompt."""
+    columns = ed.lua("return vim.o.columns")
+    for n in notes(ed):
+        assert "\n" not in n["msg"] and len(n["msg"]) < columns, n
 
 
 def install(ed: Editor, bang: str = "") -> float:
@@ -121,11 +130,12 @@ def test_no_python_new_enough_is_named(start_editor, monkeypatch, tmp_path: Path
     assert f"python3 on PATH is {version} ({bin_dir}/python3)" in text, text
     assert "g:python3_host_prog is not set" in text
     assert not managed(editor_env).exists()
+    one_line_each(ed)
 
     # g:python3_host_prog is the way out.
     ed.nvim.command("let g:python3_host_prog = '/nonexistent/python3'")
     install(ed)
-    assert "g:python3_host_prog is not set" not in notes(ed)[-1]["msg"]
+    assert "g:python3_host_prog is not set" not in ed.lua("return require('interpreter_lsp.install').progress_lines()")[-1]
 
 
 def test_a_failing_pip_shows_its_last_lines_and_leaves_nothing_used(
@@ -149,11 +159,17 @@ def test_a_failing_pip_shows_its_last_lines_and_leaves_nothing_used(
     error = notes(ed)[-1]
     assert error["level"] == 4, notes(ed)
     assert "pip could not install interpreter-lsp" in error["msg"], error
-    # pip's own last words say what is wrong; the whole output is in the log the message names.
+    one_line_each(ed)
+    # pip's own last words say what is wrong, in the install's buffer (shown in a split); the whole
+    # output is in the log it names.
+    said = note_text(ed)
     log = editor_env / "data" / "nvim" / "interpreter-lsp" / "install.log"
-    assert f"(the whole output: {log})" in error["msg"]
+    assert f"(the whole output: {log})" in said
     last = log.read_text().strip().splitlines()[-1]
-    assert "TOML" in last and last in error["msg"], (last, error)
+    assert "TOML" in last and last in said, (last, said)
+    shown = ed.lua("return vim.fn.win_findbuf(vim.fn.bufnr('interpreter://install'))")
+    assert shown, "the install's buffer is on screen"
+    assert "not on the package index yet" not in said, "a clone was given: no word about the index"
     # The environment pip failed in is not used: the server is still "not found".
     venv = managed(editor_env)
     assert (venv / "bin" / "python").exists()
@@ -263,3 +279,55 @@ def test_a_plugin_without_the_server_sources_installs_from_the_package_index(
         print(error)
         assert "pip could not install interpreter-lsp" in error and "interpreter-lsp" in error.split(":\n", 1)[1]
         assert "\n".join(ed.helper("checkhealth")).count("is an install that did not complete") == 1
+
+
+def test_outside_a_checkout_the_install_takes_a_clone_a_wheel_or_a_git_url(
+    start_editor, monkeypatch, tmp_path: Path, editor_env: Path
+) -> None:
+    """The plugin folder alone (a plugin manager's copy): the package is not on the index, so
+    :InterpreterInstall takes what the user has, and says what to give when pip finds nothing."""
+    plugin = tmp_path / "interpreter_lsp.nvim"
+    shutil.copytree(PLUGIN, plugin)
+    monkeypatch.setenv("INTERPRETER_LSP_PLUGIN", str(plugin))
+    monkeypatch.setenv("PATH", SYSTEM_PATH)
+    # An index with nothing on it: pip answers at once that there is no such package, as PyPI does today.
+    index = tmp_path / "empty-index"
+    index.mkdir()
+    monkeypatch.setenv("PIP_INDEX_URL", index.as_uri())
+    monkeypatch.setenv("PIP_FIND_LINKS", "")
+    ed: Editor = start_editor(cmd=None)
+
+    ed.nvim.command(f"InterpreterInstall {tmp_path / 'nowhere'}")
+    assert "nowhere was not found: give a clone's folder, a .whl file, or a git URL" in note_text(ed)
+    (tmp_path / "not-a-clone").mkdir()
+    ed.nvim.command(f"InterpreterInstall {tmp_path / 'not-a-clone'}")
+    assert "has no interpreter-lsp sources" in note_text(ed)
+    assert not managed(editor_env).exists(), "nothing was made for a wrong source"
+
+    install(ed)
+    said = note_text(ed)
+    assert "installing interpreter-lsp from the package index" in said, said
+    assert "pip could not install interpreter-lsp" in said, said
+    assert (
+        "interpreter-lsp is not on the package index yet: install it from what you have, "
+        ":InterpreterInstall /path/to/a/clone" in said
+    ), said
+    one_line_each(ed)
+
+    # A clone's folder: installed from there (here a broken one, so pip stops at once, with no network).
+    repo = tmp_path / "my clone"
+    shutil.copytree(
+        REPO / "server" / "interpreter_lsp", repo / "server" / "interpreter_lsp",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    (repo / "server" / "README.md").write_text("x\n")
+    (repo / "LICENSE").write_text("MIT\n")
+    (repo / "pyproject.toml").write_text('[project]\nname = "interpreter-lsp"\nversion = [broken\n')
+    ed.nvim.command("InterpreterInstall " + str(repo).replace(" ", "\\ "))
+    done = ed.lua(
+        "return vim.wait(..., function() return require('interpreter_lsp.install').job == nil end, 100)", INSTALL_MS
+    )
+    assert done
+    said = note_text(ed)
+    assert f"installing interpreter-lsp from the clone {repo} with pip" in said, said
+    assert "TOML" in said

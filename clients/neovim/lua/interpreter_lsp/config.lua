@@ -22,6 +22,7 @@ local M = {}
 ---@field keymaps table<string, string|false>
 ---@field panel interpreter_lsp.PanelOptions
 ---@field image_dir string|nil where images from output are saved; nil: stdpath("cache")/interpreter_lsp
+---@field install_source string|nil what :InterpreterInstall installs from: a clone, a .whl, a git URL
 ---@field apply_preview "split"|false a diff to accept before a proposal is written into a buffer
 ---@field inline_output boolean the latest output of a run started from a buffer shows under its code
 
@@ -63,6 +64,7 @@ M.defaults = {
   },
   image_dir = nil,
   apply_preview = "split",
+  install_source = nil,
   inline_output = true,
 }
 
@@ -117,7 +119,7 @@ end
 local function check_table_keys(name, given, defaults)
   for key in pairs(given) do
     if defaults[key] == nil and key ~= "cmd" and key ~= "filetypes" and key ~= "log_file"
-      and key ~= "log_level" and key ~= "image_dir" and key ~= "trusted" then
+      and key ~= "log_level" and key ~= "image_dir" and key ~= "trusted" and key ~= "install_source" then
       fail(string.format("unknown option %s%s (see :help interpreter_lsp-options)", name, key))
     end
   end
@@ -156,6 +158,7 @@ function M.resolve(user)
     fail("apply_preview must be \"split\" or false, got " .. tostring(opts.apply_preview))
   end
   check("inline_output", opts.inline_output, { "boolean" })
+  check("install_source", opts.install_source, { "string" }, true)
   if not vim.tbl_contains({ "right", "left", "bottom", "top" }, opts.panel.position) then
     fail("panel.position must be one of right, left, bottom, top, got " .. tostring(opts.panel.position))
   end

@@ -10,8 +10,62 @@ local M = {}
 local MIN_PYTHON = { 3, 10 }
 local MARKER = managed.MARKER
 
+-- What the install says goes two ways: whole, into the install's own buffer (interpreter://install, shown
+-- in a small split while it works, with pip's output as it comes and the time so far), and as one line
+-- that fits the message area. A long or many-line message would stop the editor at "Press ENTER", and
+-- the install would look stuck until the user pressed it.
+local progress = { buf = nil, started = nil }
+
+function progress.buffer()
+  if not (progress.buf and vim.api.nvim_buf_is_valid(progress.buf)) then
+    progress.buf = vim.api.nvim_create_buf(false, true)
+    vim.bo[progress.buf].bufhidden = "hide"
+    pcall(vim.api.nvim_buf_set_name, progress.buf, "interpreter://install")
+    vim.keymap.set("n", "q", "<Cmd>close<CR>", { buffer = progress.buf, desc = "Interpreter: close (the install goes on)" })
+  end
+  return progress.buf
+end
+
+function progress.show()
+  local buf = progress.buffer()
+  if #vim.fn.win_findbuf(buf) == 0 then
+    local ok, win = pcall(vim.api.nvim_open_win, buf, false, { split = "below", win = -1, height = 8 })
+    if ok then
+      vim.wo[win].winfixheight = true
+      vim.wo[win].number = false
+      vim.wo[win].wrap = true
+    end
+  end
+  progress.bar()
+end
+
+function progress.bar(done)
+  local secs = progress.started and (vim.uv.hrtime() - progress.started) / 1e9 or 0
+  local text = done and (" interpreter-lsp install: " .. done) or string.format(" installing interpreter-lsp · %d s · q hides this (the install goes on)", secs)
+  for _, win in ipairs(vim.fn.win_findbuf(progress.buffer())) do
+    vim.wo[win].winbar = text:gsub("%%", "%%%%")
+  end
+end
+
+function progress.add(lines)
+  local buf = progress.buffer()
+  local count = vim.api.nvim_buf_line_count(buf)
+  local first = (count == 1 and vim.api.nvim_buf_get_lines(buf, 0, 1, false)[1] == "") and 0 or count
+  vim.api.nvim_buf_set_lines(buf, first, -1, false, lines)
+  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+    pcall(vim.api.nvim_win_set_cursor, win, { vim.api.nvim_buf_line_count(buf), 0 })
+  end
+  progress.bar()
+end
+
+--- The install buffer's lines (what the install said, whole).
+function M.progress_lines()
+  return vim.api.nvim_buf_get_lines(progress.buffer(), 0, -1, false)
+end
+
 local function notify(msg, level)
-  vim.notify("interpreter_lsp: " .. msg, level or vim.log.levels.INFO)
+  progress.add(vim.split(msg, "\n", { plain = true }))
+  vim.notify(require("interpreter_lsp.words").one_line("interpreter_lsp: " .. msg), level or vim.log.levels.INFO)
 end
 
 local managed_exe = managed.exe
@@ -45,7 +99,8 @@ local function run(argv, state, quiet)
         return
       end
       vim.schedule(function()
-        for _, line in ipairs(vim.split(data, "\n", { trimempty = true })) do
+        local new = vim.split(data, "\n", { trimempty = true })
+        for _, line in ipairs(new) do
           table.insert(state.lines, line)
           if state.log then
             state.log:write(line, "\n")
@@ -54,11 +109,13 @@ local function run(argv, state, quiet)
         if #state.lines > 200 then
           state.lines = vim.list_slice(state.lines, #state.lines - 99)
         end
+        progress.add(vim.tbl_map(function(l) return "  " .. l end, new))
         local now = vim.uv.now()
         if now - last_echo > 1000 and #state.lines > 0 then
           last_echo = now
-          local line = state.lines[#state.lines]:sub(1, math.max(20, vim.o.columns - 30))
-          vim.api.nvim_echo({ { "interpreter_lsp: " .. line } }, false, {})
+          -- One line, never kept in :messages: it cannot pile up into a hit-enter prompt.
+          local words = require("interpreter_lsp.words")
+          vim.api.nvim_echo({ { words.one_line("interpreter_lsp: " .. state.lines[#state.lines]) } }, false, {})
         end
       end)
     end
@@ -128,11 +185,44 @@ local function find_python(state)
     .. ". Install one, or set g:python3_host_prog to it."
 end
 
-local function fail(state, what)
+local function fail(state, what, todo)
   local tail = vim.list_slice(state.lines, math.max(1, #state.lines - 14))
   notify(what .. (#tail > 0 and (":\n" .. table.concat(tail, "\n")) or "") .. "\n(the whole output: "
-    .. M.log_path() .. ")", vim.log.levels.ERROR)
+    .. M.log_path() .. ")" .. (todo and ("\n" .. todo) or ""), vim.log.levels.ERROR)
+  progress.show()
   return false
+end
+
+-- Until the package is published, pip finds no interpreter-lsp on the index: what to do instead.
+M.NOT_PUBLISHED = "interpreter-lsp is not on the package index yet: install it from what you have,"
+  .. " :InterpreterInstall /path/to/a/clone (or a .whl file, or git+https://…/interpreter-lsp.git)"
+
+--- What `:InterpreterInstall {source}` (or the setup option install_source) names: a folder with the
+--- server's sources (a clone), a wheel or sdist file, or a git URL pip can read. Returns
+--- {kind, spec, label} or nil and why not.
+---@param source string
+---@return table|nil, string|nil
+function M.parse_source(source)
+  source = vim.trim(source)
+  if source:match("^git%+") or source:match("^https?://") then
+    return { kind = "url", spec = source, label = source }
+  end
+  local path = vim.fs.normalize(vim.fn.fnamemodify(vim.fn.expand(source), ":p")):gsub("/$", "")
+  if vim.fn.isdirectory(path) == 1 then
+    local checkout = managed.checkout_at(path)
+    if checkout then
+      return { kind = "checkout", checkout = checkout, label = "the clone " .. path }
+    end
+    return nil, path .. " has no interpreter-lsp sources (pyproject.toml naming interpreter-lsp and"
+      .. " server/interpreter_lsp): give the folder of a clone of the repository"
+  end
+  if vim.fn.filereadable(path) == 1 and (path:match("%.whl$") or path:match("%.tar%.gz$")) then
+    return { kind = "file", spec = path, label = path }
+  end
+  if vim.fn.filereadable(path) == 1 or vim.fn.isdirectory(path) == 1 then
+    return nil, path .. " is not a wheel (.whl) or an sdist (.tar.gz)"
+  end
+  return nil, source .. " was not found: give a clone's folder, a .whl file, or a git URL (git+https://…)"
 end
 
 local function write_marker(info)
@@ -144,9 +234,22 @@ local function write_marker(info)
 end
 
 -- The install itself, in a coroutine: each `run` yields until its process ends.
-local function install_steps(state, force)
+local function install_steps(state, force, source)
   local venv = M.venv()
   local checkout = M.checkout()
+  local chosen = nil
+  local client = package.loaded["interpreter_lsp.client"]
+  source = source or (client and client.opts and client.opts.install_source) or nil
+  if source and source ~= "" then
+    local why
+    chosen, why = M.parse_source(source)
+    if not chosen then
+      notify(why, vim.log.levels.ERROR)
+      return false
+    end
+    checkout = chosen.kind == "checkout" and chosen.checkout or nil
+    force = true -- a source the user names is installed, whatever is there
+  end
   local info = M.installed()
   if info and not force and not (checkout and info.version ~= checkout.version) then
     notify(string.format("interpreter-lsp %s is installed (%s); :InterpreterInstall! reinstalls it",
@@ -155,6 +258,7 @@ local function install_steps(state, force)
   end
   vim.fn.mkdir(M.dir(), "p")
   state.log = io.open(M.log_path(), "w")
+  progress.show()
 
   local python, version
   if info then
@@ -198,7 +302,9 @@ local function install_steps(state, force)
       return fail(state, "could not copy the server's sources from " .. checkout.root)
     end
     vim.fn.delete(src .. "/server/interpreter_lsp.egg-info", "rf")
-    spec, source = src, "this plugin's checkout " .. checkout.root
+    spec, source = src, chosen and chosen.label or ("this plugin's checkout " .. checkout.root)
+  elseif chosen then
+    spec, source = chosen.spec, chosen.label
   end
   notify(string.format("installing interpreter-lsp from %s with pip (its dependencies come from the package"
     .. " index: a minute or more)", source))
@@ -208,7 +314,10 @@ local function install_steps(state, force)
     vim.fn.delete(M.dir() .. "/src", "rf")
   end
   if res.code ~= 0 then
-    return fail(state, "pip could not install interpreter-lsp (exit " .. res.code .. ")")
+    local todo = (not checkout and not chosen) and M.NOT_PUBLISHED
+      or (chosen and chosen.kind == "url") and "check the URL (pip needs git for git+ URLs), or give a clone's folder"
+      or nil
+    return fail(state, "pip could not install interpreter-lsp (exit " .. res.code .. ")", todo)
   end
 
   res = run({ managed_exe(), "--version" }, state)
@@ -218,12 +327,13 @@ local function install_steps(state, force)
   end
   write_marker({
     version = installed,
-    source = checkout and ("checkout:" .. checkout.root) or "index",
+    source = checkout and ("checkout:" .. checkout.root) or chosen and (chosen.kind .. ":" .. chosen.spec) or "index",
     python = python,
     installed = os.date("!%Y-%m-%dT%H:%M:%SZ"),
   })
   notify(string.format("interpreter-lsp %s installed in %s (%.0f s)", installed, venv,
     (vim.uv.hrtime() - state.started) / 1e9))
+  progress.bar("done, interpreter-lsp " .. installed .. " · q closes")
   -- Say so when this install is not what the plugin will start, or not yet.
   local client = package.loaded["interpreter_lsp.client"]
   if client and client.opts and client.opts.cmd then
@@ -243,7 +353,7 @@ end
 
 --- :InterpreterInstall[!]. Installs the server into its own environment, or updates it when the
 --- plugin's version moved on; `force` reinstalls. `on_done(ok)` runs at the end.
----@param args {force: boolean|nil, on_done: fun(ok: boolean)|nil}|nil
+---@param args {force: boolean|nil, source: string|nil, on_done: fun(ok: boolean)|nil}|nil
 function M.install(args)
   args = args or {}
   if M.job then
@@ -253,6 +363,8 @@ function M.install(args)
   end
   local state = { lines = {}, started = vim.uv.hrtime() }
   M.job = state
+  progress.started = state.started
+  vim.api.nvim_buf_set_lines(progress.buffer(), 0, -1, false, {})
   if not M.leave_hook then
     M.leave_hook = vim.api.nvim_create_autocmd("VimLeavePre", { callback = M.cancel })
   end
@@ -280,7 +392,7 @@ function M.install(args)
     end
   end
   co = coroutine.create(function()
-    return install_steps(state, args.force)
+    return install_steps(state, args.force, args.source)
   end)
   state.resume()
 end

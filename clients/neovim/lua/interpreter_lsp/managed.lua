@@ -43,7 +43,13 @@ end
 function M.checkout()
   local here = debug.getinfo(1, "S").source:gsub("^@", "")
   -- lua/interpreter_lsp/managed.lua -> the plugin root -> the repository root two levels up.
-  local root = vim.fs.normalize(vim.fn.fnamemodify(here, ":p:h:h:h:h:h"))
+  return M.checkout_at(vim.fs.normalize(vim.fn.fnamemodify(here, ":p:h:h:h:h:h")))
+end
+
+--- The server's sources at `root` (a clone of the repository), or nil.
+---@param root string
+---@return {root: string, version: string}|nil
+function M.checkout_at(root)
   local pyproject = read_file(root .. "/pyproject.toml")
   local init = read_file(root .. "/server/interpreter_lsp/__init__.py")
   if not pyproject or not init or not pyproject:find('name%s*=%s*"interpreter%-lsp"') then
