@@ -32,8 +32,9 @@ end
 ---@return string
 function M.one_line(text)
   local line = (tostring(text):gsub("%s*\n%s*", " · "))
-  -- Up to the last column: a longer message would wrap and stop at a hit-enter prompt.
-  local room = math.max(20, vim.o.columns - 1)
+  -- Within the echo area (left of the ruler and showcmd): a longer message would wrap, or scroll with the
+  -- one before it, and stop at a hit-enter prompt.
+  local room = math.max(20, (vim.v.echospace > 0 and vim.v.echospace or vim.o.columns - 12) - 1)
   if vim.fn.strdisplaywidth(line) > room then
     line = vim.fn.strcharpart(line, 0, room - 1) .. "…"
   end
