@@ -77,6 +77,9 @@ return function(Session)
       vim.list_extend(lines, fence(run.language, run.code))
     end
     if run.has_output then
+      -- The fences are hidden on screen (rendered markdown): this line keeps code and output apart.
+      table.insert(lines, "↳ output")
+      hls[#lines] = "InterpreterMuted"
       table.insert(lines, "~~~")
     end
     self.panel:set_header(run.section, lines, hls)

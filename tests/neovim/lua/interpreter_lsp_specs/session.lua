@@ -190,7 +190,7 @@ it("a run goes queued, running, ok with its output between fences", function(t)
     "✓ **Run** · python · by you · calc.py:4 · ok · 1.5 s",
     "files: + out/new.csv  ~ old.txt",
     "```python", "main()", "```",
-    "~~~", "hello", "wora warning", "ld", "progress 100%", "~~~", "",
+    "↳ output", "~~~", "hello", "wora warning", "ld", "progress 100%", "~~~", "",
   }, "panel")
   t.eq(t.bar(s), "python idle", "the bar after it")
   t.eq(t.highlights("✓ **Run**"), { "InterpreterOk" }, "an ok run")
@@ -352,9 +352,9 @@ it("the history is replayed above the live panel, as live notifications draw it"
     "## You", "earlier question", "",
     "## Assistant", "earlier answer", "",
     "**Proposal 1** · python · risk: medium · edited, approved", "  ⚠ writes x", "```python", "x = 42", "```", "",
-    "✓ **Run** · python · by the model · proposal 1 · ok · 5 ms", "```python", "x = 42", "print(x)", "```", "~~~", "42", "~~~", "",
+    "✓ **Run** · python · by the model · proposal 1 · ok · 5 ms", "```python", "x = 42", "print(x)", "```", "↳ output", "~~~", "42", "~~~", "",
     "**Proposal 2** · python · risk: low · expired", "```python", "del x", "```", "",
-    "✗ **Run** · python · by you · error", "```python", "1/0", "```", "~~~", "ZeroDivisionError: division by zero", "~~~", "",
+    "✗ **Run** · python · by you · error", "```python", "1/0", "```", "↳ output", "~~~", "ZeroDivisionError: division by zero", "~~~", "",
     "■ stopped: by you", "",
     "✗ the python kernel died: killed", "",
     "↻ Kernel restarted (shell)", "",
