@@ -135,7 +135,8 @@ def test_no_python_new_enough_is_named(start_editor, monkeypatch, tmp_path: Path
     # g:python3_host_prog is the way out.
     ed.nvim.command("let g:python3_host_prog = '/nonexistent/python3'")
     install(ed)
-    assert "g:python3_host_prog is not set" not in ed.lua("return require('interpreter_lsp.install').progress_lines()")[-1]
+    said = ed.lua("return require('interpreter_lsp.install').progress_lines()")
+    assert "g:python3_host_prog is not set" not in said[-1], said
 
 
 def test_a_failing_pip_shows_its_last_lines_and_leaves_nothing_used(
@@ -317,7 +318,8 @@ def test_outside_a_checkout_the_install_takes_a_clone_a_wheel_or_a_git_url(
     # A clone's folder: installed from there (here a broken one, so pip stops at once, with no network).
     repo = tmp_path / "my clone"
     shutil.copytree(
-        REPO / "server" / "interpreter_lsp", repo / "server" / "interpreter_lsp",
+        REPO / "server" / "interpreter_lsp",
+        repo / "server" / "interpreter_lsp",
         ignore=shutil.ignore_patterns("__pycache__"),
     )
     (repo / "server" / "README.md").write_text("x\n")
