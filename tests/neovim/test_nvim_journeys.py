@@ -220,3 +220,41 @@ def test_an_untrusted_folder_names_the_neovim_command_and_the_lens_shows_no_erro
     assert not any("-32602" in n for n in notes), notes
     assert not any("VS Code" in n for n in notes), notes
     assert "VS Code" not in "\n".join(ed.panel())
+
+
+def test_after_o_a_later_run_out_of_sight_is_announced(start_editor) -> None:
+    ed: Editor = start_editor()
+    ed.lua("vim.o.columns, vim.o.lines = 120, 40")
+    open_ready(ed, "demo.py")
+    ed.nvim.command("call cursor(2, 1)")
+    ed.nvim.command("InterpreterRun")
+    ed.wait_panel("x is 42")
+    panel_window(ed)
+    ed.lua("vim.fn.search('x is 42', 'bw')")
+    keys(ed, "o")  # all of its output, in a new tab: the panel is out of sight now
+    wait_for(ed, "vim.fn.tabpagenr('$') == 2", "the output's tab")
+    ed.lua("require('interpreter_lsp').run_code('print(\"later\")', 'python')")
+    ed.wait_panel("later\n")
+    seen = ed.helper("wait_note", "run python ok", 20_000)
+    assert seen["ok"], seen
+    said = [n["msg"] for n in seen["notes"] if "run python ok" in n["msg"]]
+    assert said[-1].endswith(":InterpreterPanel shows it"), said
+    # Back in the first tab with the panel scrolled up: a run landing below the window is announced too.
+    ed.nvim.command("tabclose")
+    panel_window(ed)
+    keys(ed, "gg")
+    ed.lua("vim.cmd('wincmd p')")
+    ed.lua("for i = 1, 30 do require('interpreter_lsp').run_code('print(' .. i .. ')', 'python') end")
+    ed.wait_panel("30\n")
+    seen = ed.helper("wait_note", "below in the panel", 20_000)
+    assert seen["ok"], seen
+    # The panel where it is in sight: nothing announced for the run the user sees.
+    before = len(ed.lua("return require('interpreter_lsp_test').notes"))
+    panel_window(ed)
+    keys(ed, "G")
+    ed.lua("vim.cmd('wincmd p')")
+    ed.lua("require('interpreter_lsp').run_code('print(\"seen\")', 'python')")
+    ed.wait_panel("seen\n")
+    ed.lua("vim.wait(500, function() return false end, 50)")
+    after = [n["msg"] for n in ed.lua("return require('interpreter_lsp_test').notes")][before:]
+    assert not any("run python" in n for n in after), after
