@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from nvim_harness import PLUGIN, REPO, SLOW_MS, Editor
 
-NOT_FOUND = "interpreter-lsp server not found: run :InterpreterInstall (or set cmd)"
+NOT_FOUND = "interpreter-lsp not found: run :InterpreterInstall (or set cmd)"
 # The install is pip fetching litellm and the Jupyter stack: minutes on a slow link, never ten.
 INSTALL_MS = 600_000
 
@@ -198,7 +198,7 @@ def test_install_then_run_then_restart_uses_it(start_editor, monkeypatch, editor
     ed.nvim.command("InterpreterInstall")
     (ed.workspace / "other.py").write_text("print('other file ran')\n")
     ed.nvim.command(f"edit {ed.workspace / 'other.py'}")
-    assert "is being installed (:InterpreterInstall); it starts when the install is done" in note_text(ed)
+    assert "the server is being installed; it starts when that is done" in note_text(ed)
     install(ed)  # a second :InterpreterInstall while the first runs: "already running"; waits for the end
     seconds = time.monotonic() - started
     lag = ed.helper("stop_lag_probe")

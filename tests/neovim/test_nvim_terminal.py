@@ -79,7 +79,7 @@ def terminal(workspace: Path, editor_env: Path, tmp_path: Path, monkeypatch: pyt
 def test_a_missing_server_is_a_hint_not_an_error_trace(terminal) -> None:
     t = terminal(cmd=None, trust=True, path=SYSTEM_PATH)
     shown = t.wait(lambda s: "InterpreterInstall" in s, "the hint")
-    assert "interpreter-lsp server not found: run :InterpreterInstall" in shown, shown
+    assert "interpreter-lsp not found: run :InterpreterInstall" in shown, shown
     assert "Error detected while processing" not in shown, shown
     assert "Press ENTER" not in shown, shown
     assert "first cell" in shown, "the file is on screen"
@@ -96,3 +96,24 @@ def test_refusals_never_stop_the_editor_at_press_enter(terminal) -> None:
     t.keys("j")  # the editor takes keys at once: no prompt swallowed it
     shown = t.screen()
     assert "Press ENTER" not in shown
+
+
+def test_the_install_shows_its_progress_and_never_waits_on_press_enter(
+    terminal, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """:InterpreterInstall from a plugin folder alone, with an index that has no interpreter-lsp (as the
+    real one today): the screen shows it working and then what to do, never "Press ENTER"."""
+    plugin = tmp_path / "interpreter_lsp.nvim"
+    shutil.copytree(TESTS.parents[1] / "clients" / "neovim", plugin)
+    monkeypatch.setenv("INTERPRETER_LSP_PLUGIN", str(plugin))
+    index = tmp_path / "empty-index"
+    index.mkdir()
+    monkeypatch.setenv("PIP_INDEX_URL", index.as_uri())
+    t = terminal(cmd=None, trust=True, path=SYSTEM_PATH)
+    t.wait(lambda s: "InterpreterInstall" in s, "the hint")
+    t.keys(":InterpreterInstall", "Enter")
+    shown = t.wait(lambda s: "installing interpreter-lsp" in s, "the install's progress", timeout=120)
+    assert "Press ENTER" not in shown, shown
+    shown = t.wait(lambda s: "not on the package index yet" in s, "what to do", timeout=300)
+    assert "Press ENTER" not in shown, shown
+    assert "/path/to/a/clone" in shown and "failed · what to do is below" in shown, shown

@@ -170,7 +170,7 @@ function M.attach(buf)
     if not M.told[err] then
       M.told[err] = true
       vim.schedule(function()
-        vim.notify(words.one_line("interpreter_lsp: " .. err .. " (:checkhealth interpreter_lsp)"), vim.log.levels.ERROR)
+        vim.notify(words.one_line(err), vim.log.levels.ERROR)
       end)
     end
     return nil

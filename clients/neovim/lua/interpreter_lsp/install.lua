@@ -63,9 +63,10 @@ function M.progress_lines()
   return vim.api.nvim_buf_get_lines(progress.buffer(), 0, -1, false)
 end
 
-local function notify(msg, level)
+--- `msg` whole into the install's buffer; one line (`short`, else `msg` cut) as a message.
+local function notify(msg, level, short)
   progress.add(vim.split(msg, "\n", { plain = true }))
-  vim.notify(require("interpreter_lsp.words").one_line("interpreter_lsp: " .. msg), level or vim.log.levels.INFO)
+  vim.notify(require("interpreter_lsp.words").one_line("interpreter_lsp: " .. (short or msg)), level or vim.log.levels.INFO)
 end
 
 local managed_exe = managed.exe
@@ -188,8 +189,10 @@ end
 local function fail(state, what, todo)
   local tail = vim.list_slice(state.lines, math.max(1, #state.lines - 14))
   notify(what .. (#tail > 0 and (":\n" .. table.concat(tail, "\n")) or "") .. "\n(the whole output: "
-    .. M.log_path() .. ")" .. (todo and ("\n" .. todo) or ""), vim.log.levels.ERROR)
+    .. M.log_path() .. ")" .. (todo and ("\n" .. todo) or ""), vim.log.levels.ERROR,
+    what .. ": interpreter://install says why" .. (todo and " and what to do" or ""))
   progress.show()
+  progress.bar("failed · what to do is below · q closes")
   return false
 end
 

@@ -80,7 +80,8 @@ function M.update_notice()
   return nil
 end
 
-M.NOT_FOUND = "interpreter-lsp server not found: run :InterpreterInstall (or set cmd)"
+-- Short: the hint is one line of the message area (words.lua), all of it read.
+M.NOT_FOUND = "interpreter-lsp not found: run :InterpreterInstall (or set cmd)"
 
 --- The server: setup option cmd, else `interpreter-lsp` on PATH, else the managed install.
 --- Returns the argv (a new table), where it came from ("setting", "PATH", "managed"), or nil and why.
@@ -106,7 +107,7 @@ function M.find_server(opts, quiet)
     return { managed_exe() }, "managed"
   end
   if require("interpreter_lsp.install").job then
-    return nil, "interpreter-lsp is being installed (:InterpreterInstall); it starts when the install is done"
+    return nil, "the server is being installed; it starts when that is done"
   end
   return nil, M.NOT_FOUND
 end
