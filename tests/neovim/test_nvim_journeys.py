@@ -258,3 +258,34 @@ def test_after_o_a_later_run_out_of_sight_is_announced(start_editor) -> None:
     ed.lua("vim.wait(500, function() return false end, 50)")
     after = [n["msg"] for n in ed.lua("return require('interpreter_lsp_test').notes")][before:]
     assert not any("run python" in n for n in after), after
+
+
+def test_the_inline_review_shows_the_change_in_the_buffer_itself(start_editor, model) -> None:
+    """apply_preview = "inline": the lines to replace marked removed, the new ones shown under them (nothing
+    written yet); `ga` writes, and not over lines that changed while it was shown."""
+    model.reply("```python\n" + NEW_F + "```\n")
+    ed: Editor = start_editor(settings_for(model), apply_preview="inline")
+    ed.lua("vim.o.columns, vim.o.lines = 120, 40")
+    open_ready(ed, "demo.py")
+    source = ed.nvim.current.window
+    keys(ed, "2GVj:Interpreter rewrite f<CR>")
+    ed.wait_panel("pending: a approve")
+    ed.nvim.current.window = source
+    keys(ed, "ggO# note<Esc>")
+    panel_window(ed)
+    keys(ed, "i")
+    wait_for(ed, "vim.api.nvim_get_current_win() == " + str(source.handle), "the cursor in the source")
+    rows = ed.helper("screen")
+    shown = "\n".join(rows)
+    assert "Proposal 1 → demo.py:3-4 · ga writes it · gr does not" in shown, shown
+    at = next(i for i, r in enumerate(rows) if 'print("x is", x)' in r)
+    assert rows[at + 1].strip().startswith("+ def f():") and "+     return 42" in rows[at + 2], shown
+    assert source.buffer[:4] == ["# note", "# %% first cell", "x = 6 * 7", 'print("x is", x)'], "nothing written yet"
+    source.buffer[2] = "x = 7"  # changed while shown: `ga` shows it again instead of writing
+    keys(ed, "ga")
+    assert "the lines changed while this was shown" in screen(ed)
+    assert source.buffer[2] == "x = 7"
+    keys(ed, "ga")
+    ed.wait_panel("applied to demo.py")
+    assert source.buffer[:5] == ["# note", "# %% first cell", "def f():", "    return 42", ""], source.buffer[:]
+    assert ed.lua("return vim.fn.maparg('ga', 'n')") == "", "the review's keys are gone with it"

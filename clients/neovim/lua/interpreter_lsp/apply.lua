@@ -25,10 +25,13 @@ end
 function M.track(buf, first, last)
   local last_row = math.max(first, last - 1)
   local last_text = lines_of(buf, last_row, last_row + 1)[1] or ""
+  -- Both ends keep to the text they started on: a line replaced whole (a formatter, a plugin's edit, `:s`)
+  -- keeps the mark, and lines added above or below move it. (A line opened with `O` on the first line
+  -- joins the target: the diff before writing shows it.)
   local mark = vim.api.nvim_buf_set_extmark(buf, ns, first, 0, {
     end_row = last_row,
     end_col = #last_text,
-    right_gravity = true,
+    right_gravity = false,
     end_right_gravity = false,
   })
   return { buf = buf, mark = mark, first = first, last = last, original = lines_of(buf, first, last) }
@@ -201,6 +204,89 @@ function M.review(prop, target, on_accept, on_close)
   map("q", function() close(false) end, "Interpreter: do not write it (the proposal stays pending)")
   vim.api.nvim_create_autocmd("BufWipeout", { buffer = buf, once = true, callback = function() close(false) end })
   return { buf = buf, win = win, accept = accept, close = close }
+end
+
+--- The inline review (apply_preview = "inline", as codecompanion's inline assistant): in the source buffer
+--- itself, the lines to be replaced are marked as removed and the proposal's lines show under them as
+--- added (virtual lines, nothing written yet); `ga` writes it, `gr` does not. The same never-blind rule:
+--- if the lines change while it is shown, `ga` redraws instead of writing.
+function M.review_inline(prop, target, on_accept, on_close)
+  local ins = vim.api.nvim_create_namespace("interpreter_lsp_review")
+  local buf = target.buf
+  local state = { shown = nil, done = false }
+  local function clear()
+    if vim.api.nvim_buf_is_valid(buf) then
+      vim.api.nvim_buf_clear_namespace(buf, ins, 0, -1)
+    end
+  end
+  local function draw(note)
+    clear()
+    local first, last = M.where(target)
+    if not first then
+      state.shown = nil
+      vim.api.nvim_buf_set_extmark(buf, ins, 0, 0, { virt_lines = { { {
+        "The lines this proposal was for were deleted: gr closes this", "DiagnosticWarn" } } }, virt_lines_above = true })
+      return
+    end
+    state.shown = lines_of(buf, first, last)
+    local head = string.format("Proposal %d → %s · ga writes it · gr does not (it stays pending)", prop.index,
+      M.place(buf, first, last))
+    local above = { { { head, "Title" } } }
+    if note or M.changed(target) then
+      table.insert(above, { { note or "⚠ these lines changed since you asked: this is against their text now", "DiagnosticWarn" } })
+    end
+    local anchor = math.max(0, math.min(first, vim.api.nvim_buf_line_count(buf) - 1))
+    vim.api.nvim_buf_set_extmark(buf, ins, anchor, 0, { virt_lines = above, virt_lines_above = first < vim.api.nvim_buf_line_count(buf) })
+    for row = first, last - 1 do
+      vim.api.nvim_buf_set_extmark(buf, ins, row, 0, { line_hl_group = "DiffDelete", sign_text = "-", sign_hl_group = "DiffDelete" })
+    end
+    local added = {}
+    for _, line in ipairs(vim.split(prop.code:gsub("\n$", ""), "\n", { plain = true })) do
+      table.insert(added, { { "+ " .. line, "DiffAdd" } })
+    end
+    local below = math.max(0, (last > first and last - 1 or first - 1))
+    below = math.min(below, vim.api.nvim_buf_line_count(buf) - 1)
+    vim.api.nvim_buf_set_extmark(buf, ins, below, 0, { virt_lines = added, virt_lines_above = last == first and first == 0 })
+  end
+  local function close(accepted)
+    if state.done then
+      return
+    end
+    state.done = true
+    clear()
+    pcall(vim.keymap.del, "n", "ga", { buffer = buf })
+    pcall(vim.keymap.del, "n", "gr", { buffer = buf })
+    if on_close then
+      on_close(accepted)
+    end
+  end
+  local function accept()
+    local first, last = M.where(target)
+    if not first or not state.shown then
+      draw()
+      return
+    end
+    if not vim.deep_equal(lines_of(buf, first, last), state.shown) then
+      draw("⚠ the lines changed while this was shown: this is the change now; ga writes it")
+      return
+    end
+    close(true)
+    on_accept(first, last)
+  end
+  draw()
+  vim.keymap.set("n", "ga", accept, { buffer = buf, nowait = true, desc = "Interpreter: write the proposal shown here" })
+  vim.keymap.set("n", "gr", function() close(false) end, { buffer = buf, nowait = true,
+    desc = "Interpreter: do not write it (the proposal stays pending)" })
+  -- Show it: the source window, at the target.
+  local win = vim.fn.win_findbuf(buf)[1]
+  local first = M.where(target)
+  if win then
+    vim.api.nvim_set_current_win(win)
+    if first then
+      pcall(vim.api.nvim_win_set_cursor, win, { first + 1, 0 })
+    end
+  end
+  return { accept = accept, close = close }
 end
 
 return M

@@ -23,7 +23,7 @@ local M = {}
 ---@field panel interpreter_lsp.PanelOptions
 ---@field image_dir string|nil where images from output are saved; nil: stdpath("cache")/interpreter_lsp
 ---@field install_source string|nil what :InterpreterInstall installs from: a clone, a .whl, a git URL
----@field apply_preview "split"|false a diff to accept before a proposal is written into a buffer
+---@field apply_preview "split"|"inline"|false a diff to accept before a proposal is written into a buffer
 ---@field inline_output boolean the latest output of a run started from a buffer shows under its code
 
 ---@type interpreter_lsp.Options
@@ -154,8 +154,8 @@ function M.resolve(user)
   check("log_file", opts.log_file, { "string" }, true)
   check("log_level", opts.log_level, { "string" }, true)
   check("image_dir", opts.image_dir, { "string" }, true)
-  if opts.apply_preview ~= false and opts.apply_preview ~= "split" then
-    fail("apply_preview must be \"split\" or false, got " .. tostring(opts.apply_preview))
+  if opts.apply_preview ~= false and opts.apply_preview ~= "split" and opts.apply_preview ~= "inline" then
+    fail("apply_preview must be \"split\", \"inline\" or false, got " .. tostring(opts.apply_preview))
   end
   check("inline_output", opts.inline_output, { "boolean" })
   check("install_source", opts.install_source, { "string" }, true)

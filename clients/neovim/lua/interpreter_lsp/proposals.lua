@@ -243,7 +243,8 @@ function M.apply(args)
   if s.reviews[prop.id] then
     pcall(s.reviews[prop.id].close, false)
   end
-  s.reviews[prop.id] = apply.review(prop, target, write, function()
+  local review = preview == "inline" and apply.review_inline or apply.review
+  s.reviews[prop.id] = review(prop, target, write, function()
     s.reviews[prop.id] = nil
   end)
 end
