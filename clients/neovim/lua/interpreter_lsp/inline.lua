@@ -32,9 +32,10 @@ end
 
 --- The virtual lines for `run` (its state, duration, time, and the last lines of its output).
 ---@param run interpreter_lsp.Run
----@param body string[] the run's output lines
+---@param body string[] the run's last output lines (at most MAX_LINES + 1)
+---@param total integer how many output lines the run has in all
 ---@return table virt_lines
-function M.virt_lines(run, body)
+function M.virt_lines(run, body, total)
   local format = require("interpreter_lsp.format")
   local head = string.format("  %s %s", ICONS[run.state] or "▶", run.state)
   if run.duration_ms then
@@ -48,10 +49,10 @@ function M.virt_lines(run, body)
   end
   local out = { { { head, HL[run.state] or "InterpreterMuted" } } }
   local shown = body
-  if #body > M.MAX_LINES then
+  if total > M.MAX_LINES then
     table.insert(out, { { string.format("  ⋯ %d earlier lines in the panel (:InterpreterOutput shows all)",
-      #body - M.MAX_LINES), "InterpreterMuted" } })
-    shown = vim.list_slice(body, #body - M.MAX_LINES + 1)
+      total - M.MAX_LINES), "InterpreterMuted" } })
+    shown = vim.list_slice(body, math.max(1, #body - M.MAX_LINES + 1))
   end
   for _, line in ipairs(shown) do
     if #line > 300 then
@@ -74,32 +75,35 @@ function M.draw(panel, run)
   if not pos or not pos[1] then
     return -- the block was replaced by a later run of the same lines
   end
-  local body = panel:body_lines(run.section)
+  -- Only the tail is read: a run with a million lines costs the same as one with ten.
+  local sec = run.section
+  local total = #sec.out + (sec.partial ~= "" and 1 or 0)
+  local tail = vim.list_slice(sec.out, math.max(1, #sec.out - M.MAX_LINES))
+  if sec.partial ~= "" then
+    table.insert(tail, sec.partial)
+  end
   vim.api.nvim_buf_set_extmark(a.buf, ns, pos[1], 0, {
     id = a.mark,
-    virt_lines = M.virt_lines(run, body),
+    virt_lines = M.virt_lines(run, tail, total),
     virt_lines_above = false,
   })
-  M.draw_images(a, pos[1], body)
+  if run.last_image and run.last_image ~= a.drawn_image then
+    a.drawn_image = run.last_image
+    M.draw_image(a, pos[1], run.last_image)
+  end
 end
 
 --- With image.nvim installed, draw the run's last image under its code too.
-function M.draw_images(a, row, body)
+function M.draw_image(a, row, path)
   local ok, image = pcall(require, "image")
   if not ok or type(image.from_file) ~= "function" then
     return
   end
-  for i = #body, 1, -1 do
-    local path = body[i]:match("^%[image%] (.+)$")
-    if path then
-      local win = vim.fn.win_findbuf(a.buf)[1]
-      if win then
-        local img = image.from_file(path, { window = win, buffer = a.buf, with_virtual_padding = true, x = 0, y = row + 1 })
-        if img then
-          img:render()
-        end
-      end
-      return
+  local win = vim.fn.win_findbuf(a.buf)[1]
+  if win then
+    local img = image.from_file(path, { window = win, buffer = a.buf, with_virtual_padding = true, x = 0, y = row + 1 })
+    if img then
+      img:render()
     end
   end
 end

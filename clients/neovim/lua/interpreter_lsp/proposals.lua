@@ -142,7 +142,7 @@ function M.edit()
             vim.api.nvim_win_close(win, true)
           end
         end
-        -- Back where `e` was pressed (the panel), not wherever Neovim lands after the close.
+        -- Back where the edit key was pressed (the panel), not wherever Neovim lands after the close.
         if vim.api.nvim_win_is_valid(origin) then
           vim.api.nvim_set_current_win(origin)
         end

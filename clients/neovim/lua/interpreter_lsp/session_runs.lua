@@ -296,6 +296,7 @@ return function(Session)
       local text, kind = p.text, nil
       if type(p.data) == "table" and next(p.data) then
         text, kind = images.bundle_text(self, p.data, run)
+        run.last_image = (text or ""):match("^%[image%] (.-)\n?$") or run.last_image
       end
       self.panel:append(sec, with_newline(text or ""), kind)
     end

@@ -477,4 +477,29 @@ it("a run's image is drawn under its code with image.nvim when installed, its pa
   t.truthy(virt[2] and virt[2].text:find("[image] ", 1, true), vim.inspect(virt))
 end)
 
+it("long output under the code shows its last lines and says how many more the panel has", function(t)
+  local s = t.session()
+  local buf = vim.api.nvim_create_buf(true, false)
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, { "for i in range(100):", "    print(i)" })
+  local run = s:user_run({ language = "python", code = "...", origin = "user",
+    anchor = require("interpreter_lsp.inline").anchor(buf, 0, 2) })
+  s:bind_run(run, "r1")
+  local text = {}
+  for i = 0, 99 do
+    text[#text + 1] = tostring(i)
+  end
+  t.feed(s, "OUTPUT", { runId = "r1", seq = 0, kind = "stdout", text = table.concat(text, "\n") .. "\n" })
+  t.feed(s, "RUN_STATUS", { runId = "r1", state = "ok", language = "python", durationMs = 1234 })
+  local virt
+  vim.wait(2000, function()
+    virt = require("interpreter_lsp_test").inline_lines(buf)
+    return #virt >= 10
+  end, 10)
+  t.eq(#virt, 10, "a head line, the count, 8 lines: " .. vim.inspect(virt))
+  t.truthy(virt[1].text:find("^  ✓ ok · 1%.2 s · %d%d:%d%d:%d%d$"), virt[1].text)
+  t.eq(virt[2].text, "  ⋯ 92 earlier lines in the panel (:InterpreterOutput shows all)", "the count")
+  t.eq(virt[10].text, "  │ 99", "the last line")
+  t.eq(virt[1].row, 1, "under the code's last line")
+end)
+
 return specs
