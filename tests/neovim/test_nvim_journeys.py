@@ -179,6 +179,12 @@ def test_the_prompt_buffer_sends_several_lines_and_keeps_a_history(start_editor,
     assert ed.nvim.current.buffer[:] == ["load data.csv", "and plot column b"], "the earlier prompt"
     keys(ed, "<C-s>")
     ed.wait_panel("Second answer.")
+    # Kept for the next Neovim, in its state directory (never in the repository).
+    ed2: Editor = start_editor(settings_for(model))
+    ed2.lua("require('interpreter_lsp.prompt').open({ on_send = function() end })")
+    keys(ed2, "<Esc><C-p>")
+    assert ed2.nvim.current.buffer[:] == ["load data.csv", "and plot column b"], ed2.nvim.current.buffer[:]
+    assert not list(ed.workspace.glob("*prompts*"))
 
 
 def test_the_panel_reads_as_rendered_markdown(start_editor, model) -> None:

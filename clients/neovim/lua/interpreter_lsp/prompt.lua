@@ -1,11 +1,54 @@
 -- The prompt buffer: where a request to the model is written when :Interpreter has no text. Several lines
 -- are fine; <CR> in normal mode or <C-s> (normal and insert mode) sends it, <C-p> / <C-n> in normal mode
--- step through the prompts sent before (this Neovim's), q or <Esc><Esc> closes it unsent. It opens below
+-- step through the prompts sent before (kept across sessions), q or <Esc><Esc> closes it unsent. It opens below
 -- the panel (the conversation stays in view) and the cursor returns where it was after sending.
 local M = {}
 
----@type string[] prompts sent, oldest first
-M.history = {}
+-- Prompts sent, oldest first, kept across sessions in stdpath("state") (the user's own words, never in a
+-- repository), at most MAX of them.
+local MAX = 200
+
+function M.file()
+  return vim.fn.stdpath("state") .. "/interpreter_lsp/prompts.json"
+end
+
+---@type string[]|nil
+M.history = nil
+
+local function load()
+  if M.history then
+    return M.history
+  end
+  M.history = {}
+  local fd = io.open(M.file(), "r")
+  if fd then
+    local ok, data = pcall(vim.json.decode, fd:read("*a"))
+    fd:close()
+    if ok and type(data) == "table" then
+      for _, p in ipairs(data) do
+        if type(p) == "string" then
+          table.insert(M.history, p)
+        end
+      end
+    end
+  end
+  return M.history
+end
+
+local function save()
+  local history = load()
+  if #history > MAX then
+    M.history = vim.list_slice(history, #history - MAX + 1)
+  end
+  pcall(vim.fn.mkdir, vim.fn.fnamemodify(M.file(), ":h"), "p")
+  local tmp = M.file() .. ".tmp"
+  local fd = io.open(tmp, "w")
+  if fd then
+    fd:write(vim.json.encode(M.history))
+    fd:close()
+    vim.uv.fs_rename(tmp, M.file())
+  end
+end
 
 local current = nil -- {buf, win, origin, pos}
 
@@ -54,25 +97,28 @@ function M.open(args)
   vim.wo[win].relativenumber = false
   vim.wo[win].winbar = " " .. (args.title and ("Ask about " .. args.title) or "Ask")
     .. " · <CR>/<C-s> sends · <C-p> earlier · q"
-  current = { buf = buf, win = win, origin = origin, pos = #M.history + 1 }
+  current = { buf = buf, win = win, origin = origin, pos = #load() + 1 }
 
   local function send()
     local text = vim.trim(table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n"))
     if text == "" then
       return
     end
-    if M.history[#M.history] ~= text then
-      table.insert(M.history, text)
+    local history = load()
+    if history[#history] ~= text then
+      table.insert(history, text)
+      save()
     end
     close()
     args.on_send(text)
   end
   local function step(delta)
-    if not current or #M.history == 0 then
+    local history = load()
+    if not current or #history == 0 then
       return
     end
-    current.pos = math.max(1, math.min(#M.history + 1, current.pos + delta))
-    set_text(buf, M.history[current.pos] or "")
+    current.pos = math.max(1, math.min(#history + 1, current.pos + delta))
+    set_text(buf, history[current.pos] or "")
   end
   local function map(modes, lhs, fn, desc)
     vim.keymap.set(modes, lhs, fn, { buffer = buf, nowait = true, desc = desc })
