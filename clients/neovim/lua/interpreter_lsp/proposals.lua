@@ -207,7 +207,10 @@ function M.apply(args)
     return
   end
   local apply = require("interpreter_lsp.apply")
-  local preview = (client.opts and client.opts.apply_preview) or "split"
+  local preview = client.opts and client.opts.apply_preview
+  if preview == nil then
+    preview = "split"
+  end
   local function write(first, last)
     if prop.state ~= "pending" then
       refuse(string.format("Not written: proposal %d is %s now.", prop.index, prop.state))

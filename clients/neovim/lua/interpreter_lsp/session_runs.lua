@@ -238,7 +238,16 @@ return function(Session)
       end
     end
     local visible = false
-    if win then
+    -- Its output under its code, in a window of this tab, is in sight too.
+    local a = run.anchor
+    if a and self.opts.inline_output and vim.api.nvim_buf_is_valid(a.buf) then
+      for _, w in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+        if vim.api.nvim_win_get_buf(w) == a.buf then
+          visible = true
+        end
+      end
+    end
+    if win and not visible then
       self.panel:flush()
       local row = self.panel:line_of(run.section)
       local top, bottom = vim.fn.line("w0", win), vim.fn.line("w$", win)
