@@ -449,3 +449,36 @@ def test_each_turn_state_is_written_once_and_the_mode_line_follows_the_latest(
     assert f"turn {turn} thinking\nturn {turn} thinking" not in out
     assert re.search(rf"turn {turn} done \(\d+ tok · cost unknown\)", out), out
     assert "(python, by the model)" in out and "(python, by you)" in out
+
+
+def test_a_reopened_emacs_shows_the_conversation_so_far(emacs: Emacs, model: ScriptedModel) -> None:
+    """The next Emacs writes the workspace's earlier conversation first, as the other clients do: requests,
+    answers, runs with who started them and their output."""
+    model.reply("```python\nprint('product:', 6 * 7)\n```\n")
+    model.reply("The product is 42.")
+    settings = {"model": "openai/scripted", "apiBase": model.base_url, "apiKey": "sk-test"}
+    emacs.run(
+        r"""
+(ilsp-test-open "demo.py")
+(goto-char (point-min)) (forward-line 2)
+(ilsp-test-wait-output (format "run %s ok" (interpreter-lsp-run)))
+(let ((turn (interpreter-lsp-chat "six times seven")))
+  (ilsp-test-wait-output (format "turn %s awaiting-approval" turn))
+  (interpreter-lsp-approve)
+  (ilsp-test-wait-output (format "turn %s done" turn)))
+""",
+        settings=settings,
+    )
+    seen = emacs.run(
+        r"""
+(ilsp-test-open "demo.py")
+(ilsp-test-wait-output "── now ──")
+""",
+        settings=settings,
+    )
+    out = seen["output"]
+    earlier = out[out.index("── earlier in this workspace ──") : out.index("── now ──")]
+    assert "(python, by you):" in earlier and "x is 42" in earlier, earlier
+    assert ">>> six times seven" in earlier and "The product is 42." in earlier, earlier
+    assert "(python, by the model):" in earlier and "product: 42" in earlier, earlier
+    assert re.search(r"run r-\S+ ok \(\d+ ms\)", earlier), earlier

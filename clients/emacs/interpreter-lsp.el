@@ -15,7 +15,10 @@
 ;;   model's reply, its proposals, each run's code, output and state, and the
 ;;   turn's state into one buffer per project, `*interpreter-lsp: PROJECT*'
 ;;   (without them eglot only logs these notifications in its events buffer);
-;; - commands that send the server's `interpreter.*' commands.
+;; - commands that send the server's `interpreter.*' commands;
+;; - a per-folder trust list (`interpreter-lsp-trust'): until you trust a
+;;   folder the server is told it is not trusted, and nothing runs there;
+;; - the conversation so far, written first when eglot connects.
 ;;
 ;;   (add-to-list 'load-path "/path/to/interpreter-lsp/clients/emacs")
 ;;   (require 'interpreter-lsp)
@@ -402,6 +405,98 @@ once the request is ready); a final state says the context use and cost."
      server nil (format "(the %s kernel is %s%s)" language state
                         (if message (concat ": " message) ""))
      'warning)))
+
+;;;; The conversation so far
+
+(defun interpreter-lsp--output-text (outputs)
+  "The text of nbformat OUTPUTS (a vector of plists), as the buffer shows it live."
+  (mapconcat
+   (lambda (o)
+     (let ((text (lambda (v) (if (vectorp v) (mapconcat #'identity v "") (or v "")))))
+       (pcase (plist-get o :output_type)
+         ("stream" (funcall text (plist-get o :text)))
+         ((or "execute_result" "display_data")
+          (let ((data (plist-get o :data)))
+            (cond ((plist-get data :text/plain)
+                   (concat (string-trim-right (funcall text (plist-get data :text/plain))) "\n"))
+                  ((plist-get data :image/png) "[image]\n")
+                  (t ""))))
+         ("error"
+          (concat (replace-regexp-in-string
+                   "\e\\[[0-9;]*m" ""
+                   (mapconcat #'identity (plist-get o :traceback) "\n"))
+                  "\n"))
+         (_ ""))))
+   outputs ""))
+
+(defun interpreter-lsp--replay (server events)
+  "Write the earlier EVENTS (interpreter.history) into SERVER's buffer."
+  (when (> (length events) 0)
+    (interpreter-lsp--line server nil "── earlier in this workspace ──" 'shadow)
+    (seq-doseq (e events)
+      (let ((turn (concat "turn " (or (plist-get e :turnId) ""))))
+        (pcase (plist-get e :type)
+          ("user" (interpreter-lsp--line server nil (concat ">>> " (plist-get e :text)) 'bold))
+          ("assistant"
+           (let ((text (plist-get e :text)))
+             (when (and text (not (string-empty-p text)))
+               (interpreter-lsp--line server turn (string-trim-right text)))))
+          ("proposal"
+           (interpreter-lsp--line
+            server turn (format "proposal %s (%s, risk %s):" (plist-get e :proposalId)
+                                (plist-get e :language)
+                                (plist-get (plist-get e :risk) :level))
+            'bold)
+           (interpreter-lsp--line server turn (interpreter-lsp--indent (plist-get e :code))
+                                  'font-lock-string-face))
+          ("run"
+           (let ((key (concat "run " (plist-get e :runId)))
+                 (duration (plist-get e :durationMs))
+                 (state (or (plist-get e :state) "ok")))
+             (interpreter-lsp--line server key
+                                    (format "%s (%s, %s):" key (plist-get e :language)
+                                            (interpreter-lsp--origin (plist-get e :origin)
+                                                                     (plist-get e :agent)))
+                                    'bold)
+             (interpreter-lsp--line server key (interpreter-lsp--indent (or (plist-get e :code) ""))
+                                    'font-lock-string-face)
+             (interpreter-lsp--insert server key (interpreter-lsp--output-text (plist-get e :outputs)))
+             (interpreter-lsp--line server key
+                                    (concat key " " state
+                                            (if (numberp duration) (format " (%d ms)" duration) ""))
+                                    (if (equal state "ok") 'success 'error))))
+          ("turnEnd"
+           (interpreter-lsp--line server turn
+                                  (concat turn " " (plist-get e :state)
+                                          (let ((m (plist-get e :message))) (if m (concat ": " m) "")))
+                                  'shadow))
+          ("note" (interpreter-lsp--line server nil (plist-get e :text) 'shadow))
+          ("error" (interpreter-lsp--line server turn (concat turn " error: " (plist-get e :message)) 'error))
+          ("kernel"
+           (interpreter-lsp--line server nil (format "(the %s kernel %s)" (plist-get e :language)
+                                                     (plist-get e :state))
+                                  'warning))
+          ("compaction"
+           (interpreter-lsp--line
+            server nil (if (numberp (plist-get e :summaryTokens))
+                           (format "⋯ Earlier turns condensed (%d tokens)" (plist-get e :summaryTokens))
+                         "⋯ Earlier turns condensed")
+            'shadow)))))
+    (interpreter-lsp--line server nil "── now ──" 'shadow)))
+
+(defun interpreter-lsp--on-connect (server)
+  "On a new SERVER connection, show the conversation so far.
+The other clients show it too: reopening Emacs loses nothing."
+  (when (cl-typep server 'interpreter-lsp-server)
+    (jsonrpc-async-request
+     server :workspace/executeCommand
+     (list :command "interpreter.history" :arguments (vector (make-hash-table)))
+     :success-fn (lambda (result)
+                   (ignore-errors (interpreter-lsp--replay server (plist-get result :messages))))
+     :error-fn #'ignore
+     :timeout-fn #'ignore)))
+
+(add-hook 'eglot-connect-hook #'interpreter-lsp--on-connect)
 
 ;;;; Commands
 
