@@ -10,57 +10,12 @@ local M = {}
 local MIN_PYTHON = { 3, 10 }
 local MARKER = managed.MARKER
 
--- What the install says goes two ways: whole, into the install's own buffer (interpreter://install, shown
--- in a small split while it works, with pip's output as it comes and the time so far), and as one line
--- that fits the message area. A long or many-line message would stop the editor at "Press ENTER", and
--- the install would look stuck until the user pressed it.
-local progress = { buf = nil, started = nil }
+-- What the install says goes whole into its window (install_window.lua) and, one line each, to messages.
+local progress = require("interpreter_lsp.install_window")
 
-function progress.buffer()
-  if not (progress.buf and vim.api.nvim_buf_is_valid(progress.buf)) then
-    progress.buf = vim.api.nvim_create_buf(false, true)
-    vim.bo[progress.buf].bufhidden = "hide"
-    pcall(vim.api.nvim_buf_set_name, progress.buf, "interpreter://install")
-    vim.keymap.set("n", "q", "<Cmd>close<CR>", { buffer = progress.buf, desc = "Interpreter: close (the install goes on)" })
-  end
-  return progress.buf
-end
-
-function progress.show()
-  local buf = progress.buffer()
-  if #vim.fn.win_findbuf(buf) == 0 then
-    local ok, win = pcall(vim.api.nvim_open_win, buf, false, { split = "below", win = -1, height = 8 })
-    if ok then
-      vim.wo[win].winfixheight = true
-      vim.wo[win].number = false
-      vim.wo[win].wrap = true
-    end
-  end
-  progress.bar()
-end
-
-function progress.bar(done)
-  local secs = progress.started and (vim.uv.hrtime() - progress.started) / 1e9 or 0
-  local text = done and (" interpreter-lsp install: " .. done) or string.format(" installing interpreter-lsp · %d s · q hides this (the install goes on)", secs)
-  for _, win in ipairs(vim.fn.win_findbuf(progress.buffer())) do
-    vim.wo[win].winbar = text:gsub("%%", "%%%%")
-  end
-end
-
-function progress.add(lines)
-  local buf = progress.buffer()
-  local count = vim.api.nvim_buf_line_count(buf)
-  local first = (count == 1 and vim.api.nvim_buf_get_lines(buf, 0, 1, false)[1] == "") and 0 or count
-  vim.api.nvim_buf_set_lines(buf, first, -1, false, lines)
-  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
-    pcall(vim.api.nvim_win_set_cursor, win, { vim.api.nvim_buf_line_count(buf), 0 })
-  end
-  progress.bar()
-end
-
---- The install buffer's lines (what the install said, whole).
+--- The install window's lines (what the install said, whole).
 function M.progress_lines()
-  return vim.api.nvim_buf_get_lines(progress.buffer(), 0, -1, false)
+  return progress.lines()
 end
 
 --- `msg` whole into the install's buffer; one line (`short`, else `msg` cut) as a message.
@@ -79,6 +34,7 @@ M.installed = managed.installed
 M.update_notice = managed.update_notice
 M.NOT_FOUND = managed.NOT_FOUND
 M.find_server = managed.find_server
+M.parse_source = managed.parse_source
 
 -- Steps ---------------------------------------------------------------------------------------------
 
@@ -199,34 +155,6 @@ end
 -- Until the package is published, pip finds no interpreter-lsp on the index: what to do instead.
 M.NOT_PUBLISHED = "interpreter-lsp is not on the package index yet: install it from what you have,"
   .. " :InterpreterInstall /path/to/a/clone (or a .whl file, or git+https://…/interpreter-lsp.git)"
-
---- What `:InterpreterInstall {source}` (or the setup option install_source) names: a folder with the
---- server's sources (a clone), a wheel or sdist file, or a git URL pip can read. Returns
---- {kind, spec, label} or nil and why not.
----@param source string
----@return table|nil, string|nil
-function M.parse_source(source)
-  source = vim.trim(source)
-  if source:match("^git%+") or source:match("^https?://") then
-    return { kind = "url", spec = source, label = source }
-  end
-  local path = vim.fs.normalize(vim.fn.fnamemodify(vim.fn.expand(source), ":p")):gsub("/$", "")
-  if vim.fn.isdirectory(path) == 1 then
-    local checkout = managed.checkout_at(path)
-    if checkout then
-      return { kind = "checkout", checkout = checkout, label = "the clone " .. path }
-    end
-    return nil, path .. " has no interpreter-lsp sources (pyproject.toml naming interpreter-lsp and"
-      .. " server/interpreter_lsp): give the folder of a clone of the repository"
-  end
-  if vim.fn.filereadable(path) == 1 and (path:match("%.whl$") or path:match("%.tar%.gz$")) then
-    return { kind = "file", spec = path, label = path }
-  end
-  if vim.fn.filereadable(path) == 1 or vim.fn.isdirectory(path) == 1 then
-    return nil, path .. " is not a wheel (.whl) or an sdist (.tar.gz)"
-  end
-  return nil, source .. " was not found: give a clone's folder, a .whl file, or a git URL (git+https://…)"
-end
 
 local function write_marker(info)
   local path = M.venv() .. "/" .. MARKER

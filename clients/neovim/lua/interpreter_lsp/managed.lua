@@ -112,4 +112,32 @@ function M.find_server(opts, quiet)
   return nil, M.NOT_FOUND
 end
 
+--- What `:InterpreterInstall {source}` (or the setup option install_source) names: a folder with the
+--- server's sources (a clone), a wheel or sdist file, or a git URL pip can read. Returns
+--- {kind, spec, label} or nil and why not.
+---@param source string
+---@return table|nil, string|nil
+function M.parse_source(source)
+  source = vim.trim(source)
+  if source:match("^git%+") or source:match("^https?://") then
+    return { kind = "url", spec = source, label = source }
+  end
+  local path = vim.fs.normalize(vim.fn.fnamemodify(vim.fn.expand(source), ":p")):gsub("/$", "")
+  if vim.fn.isdirectory(path) == 1 then
+    local checkout = M.checkout_at(path)
+    if checkout then
+      return { kind = "checkout", checkout = checkout, label = "the clone " .. path }
+    end
+    return nil, path .. " has no interpreter-lsp sources (pyproject.toml naming interpreter-lsp and"
+      .. " server/interpreter_lsp): give the folder of a clone of the repository"
+  end
+  if vim.fn.filereadable(path) == 1 and (path:match("%.whl$") or path:match("%.tar%.gz$")) then
+    return { kind = "file", spec = path, label = path }
+  end
+  if vim.fn.filereadable(path) == 1 or vim.fn.isdirectory(path) == 1 then
+    return nil, path .. " is not a wheel (.whl) or an sdist (.tar.gz)"
+  end
+  return nil, source .. " was not found: give a clone's folder, a .whl file, or a git URL (git+https://…)"
+end
+
 return M
