@@ -50,12 +50,12 @@ def terminal(workspace: Path, editor_env: Path, tmp_path: Path, monkeypatch: pyt
     socket = f"ilsp-test-{uuid.uuid4().hex[:8]}"
     started: list[Terminal] = []
 
-    def start(*, cmd: list[str] | None, trust: bool, path: str | None = None) -> Terminal:
+    def start(*, cmd: list[str] | None, trust: bool, path: str | None = None, settings: dict | None = None) -> Terminal:
         if trust:
             store = editor_env / "state" / "nvim" / "interpreter_lsp" / "trusted.json"
             store.parent.mkdir(parents=True, exist_ok=True)
             store.write_text(json.dumps({"folders": [str(workspace)]}))
-        options = {"settings": {}}
+        options = {"settings": settings or {}}
         if cmd:
             options["cmd"] = cmd
         env = {**os.environ, "INTERPRETER_LSP_SETUP": json.dumps(options), "TERM": "xterm-256color"}
@@ -117,3 +117,14 @@ def test_the_install_shows_its_progress_and_never_waits_on_press_enter(
     shown = t.wait(lambda s: "not on the package index yet" in s, "what to do", timeout=300)
     assert "Press ENTER" not in shown, shown
     assert "/path/to/a/clone" in shown and "failed · what to do is below" in shown, shown
+
+
+def test_a_long_server_message_goes_to_the_panel_and_one_line(terminal) -> None:
+    """window/showMessage (here: settings the server ignores) is long: whole in the panel, one line below,
+    and the editor never waits on "Press ENTER"."""
+    t = terminal(cmd=[str(SERVER)], trust=True, settings={f"notASetting{i}": i for i in range(6)})
+    shown = t.wait(lambda s: "unknown setting" in s, "the server's warning", timeout=60)
+    assert "Press ENTER" not in shown, shown
+    t.keys(":InterpreterPanel", "Enter")
+    shown = t.wait(lambda s: "notASetting5" in s, "all of it in the panel", timeout=30)
+    assert "Press ENTER" not in shown, shown

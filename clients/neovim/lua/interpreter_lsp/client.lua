@@ -121,7 +121,24 @@ M.notification_methods = {
   [protocol.PROPOSAL_STATUS] = "on_proposal_status",
 }
 
-local handlers = { [protocol.INPUT] = on_input }
+-- window/showMessage (a kernel that died, settings the server ignored): Neovim's own handler echoes the
+-- whole text, and a long one stops the editor at "Press ENTER". Here it goes whole into the panel and as
+-- one line to the message area.
+local function on_show_message(_, params, ctx)
+  if type(params) ~= "table" or type(params.message) ~= "string" then
+    return
+  end
+  local level = ({ [1] = vim.log.levels.ERROR, [2] = vim.log.levels.WARN })[params.type] or vim.log.levels.INFO
+  local s = session_of(ctx)
+  local text = words.neovim(params.message)
+  if s then
+    s:note((level == vim.log.levels.INFO and "" or "⚠ ") .. text,
+      level == vim.log.levels.ERROR and "InterpreterError" or level == vim.log.levels.WARN and "InterpreterRisk" or nil)
+  end
+  words.say(text, level)
+end
+
+local handlers = { [protocol.INPUT] = on_input, ["window/showMessage"] = on_show_message }
 for method, session_method in pairs(M.notification_methods) do
   handlers[method] = notification(session_method)
 end
