@@ -400,6 +400,8 @@ def test_an_untrusted_folder_runs_nothing_until_the_user_trusts_it(emacs: Emacs)
     )
     values = seen["values"]
     assert "not trusted" in values["refused"] and "M-x interpreter-lsp-trust" in values["refused"], values
+    hint = "This folder is not trusted, so nothing runs in it (not even its .venv): C-c i t trusts"
+    assert hint in seen["output"], seen["output"]
     assert "VS Code" not in values["refused"]
     assert values["venv-ran-before-trust"] is None, "the repository's .venv/bin/python started before trust"
     assert "x is 42" in seen["output"] and "code may run here now" in seen["output"]
@@ -414,6 +416,7 @@ def test_an_untrusted_folder_runs_nothing_until_the_user_trusts_it(emacs: Emacs)
 """
     )
     assert "x is 42" in again["output"]
+    assert "is not trusted" not in again["output"]
 
 
 def test_each_turn_state_is_written_once_and_the_mode_line_follows_the_latest(

@@ -488,6 +488,13 @@ once the request is ready); a final state says the context use and cost."
   "On a new SERVER connection, show the conversation so far.
 The other clients show it too: reopening Emacs loses nothing."
   (when (cl-typep server 'interpreter-lsp-server)
+    (unless (interpreter-lsp-trusted-p (interpreter-lsp--server-root server))
+      (interpreter-lsp--line
+       server nil
+       (format "This folder is not trusted, so nothing runs in it (not even its .venv): %s trusts %s"
+               (interpreter-lsp--key 'interpreter-lsp-trust)
+               (interpreter-lsp--folder (interpreter-lsp--server-root server)))
+       'warning))
     (jsonrpc-async-request
      server :workspace/executeCommand
      (list :command "interpreter.history" :arguments (vector (make-hash-table)))
