@@ -295,12 +295,3 @@ def test_the_inline_review_shows_the_change_in_the_buffer_itself(start_editor, m
     ed.wait_panel("applied to demo.py")
     assert source.buffer[:5] == ["# note", "# %% first cell", "def f():", "    return 42", ""], source.buffer[:]
     assert ed.lua("return vim.fn.maparg('ga', 'n')") == "", "the review's keys are gone with it"
-    # A run of the cell in the source, with the panel closed: its output shows under the cell, in sight.
-    ed.nvim.command("InterpreterPanel")  # closes it
-    ed.nvim.command("call cursor(2, 1)")
-    before = len(ed.lua("return require('interpreter_lsp_test').notes"))
-    ed.nvim.command("InterpreterRun")
-    ed.wait_panel("x is 42", count=2)
-    ed.lua("vim.wait(500, function() return false end, 50)")
-    after = [n["msg"] for n in ed.lua("return require('interpreter_lsp_test').notes")][before:]
-    assert not any("run python" in n for n in after), after

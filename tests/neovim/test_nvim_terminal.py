@@ -34,7 +34,7 @@ class Terminal:
     def screen(self) -> str:
         return self.tmux("capture-pane", "-p", "-t", "main")
 
-    def wait(self, check: Callable[[str], bool], what: str, timeout: float = 60) -> str:
+    def wait(self, check: Callable[[str], bool], what: str, timeout: float = 180) -> str:
         deadline = time.monotonic() + timeout
         shown = ""
         while time.monotonic() < deadline:
@@ -123,8 +123,8 @@ def test_a_long_server_message_goes_to_the_panel_and_one_line(terminal) -> None:
     """window/showMessage (here: settings the server ignores) is long: whole in the panel, one line below,
     and the editor never waits on "Press ENTER"."""
     t = terminal(cmd=[str(SERVER)], trust=True, settings={f"notASetting{i}": i for i in range(6)})
-    shown = t.wait(lambda s: "unknown setting" in s, "the server's warning", timeout=60)
+    shown = t.wait(lambda s: "unknown setting" in s, "the server's warning", timeout=180)
     assert "Press ENTER" not in shown, shown
     t.keys(":InterpreterPanel", "Enter")
-    shown = t.wait(lambda s: "notASetting5" in s, "all of it in the panel", timeout=30)
+    shown = t.wait(lambda s: "notASetting5" in s, "all of it in the panel", timeout=120)
     assert "Press ENTER" not in shown, shown
