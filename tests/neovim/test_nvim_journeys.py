@@ -295,3 +295,20 @@ def test_the_inline_review_shows_the_change_in_the_buffer_itself(start_editor, m
     ed.wait_panel("applied to demo.py")
     assert source.buffer[:5] == ["# note", "# %% first cell", "def f():", "    return 42", ""], source.buffer[:]
     assert ed.lua("return vim.fn.maparg('ga', 'n')") == "", "the review's keys are gone with it"
+
+
+def test_a_run_whose_output_shows_under_its_code_is_not_announced_again(start_editor) -> None:
+    """The panel stays closed (open_on_activity off): a cell's run is in sight under the cell, so no line
+    announces it; a run from Lua, with nothing in sight, is announced."""
+    ed: Editor = start_editor(panel={"open_on_activity": False})
+    open_ready(ed, "demo.py")
+    ed.nvim.command("call cursor(2, 1)")
+    ed.nvim.command("InterpreterRun")
+    buf = ed.nvim.current.buffer.number
+    wait_for(ed, f"#require('interpreter_lsp_test').inline_lines({buf}) >= 2", "output under the cell")
+    ed.lua("vim.wait(300, function() return false end, 50)")
+    notes = [n["msg"] for n in ed.lua("return require('interpreter_lsp_test').notes")]
+    assert not any("run python" in n for n in notes), notes
+    ed.lua("require('interpreter_lsp').run_code('print(1)', 'python')")
+    seen = ed.helper("wait_note", "run python ok", 20_000)
+    assert seen["ok"], seen
