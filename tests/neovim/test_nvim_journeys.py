@@ -312,3 +312,24 @@ def test_a_run_whose_output_shows_under_its_code_is_not_announced_again(start_ed
     ed.lua("require('interpreter_lsp').run_code('print(1)', 'python')")
     seen = ed.helper("wait_note", "run python ok", 20_000)
     assert seen["ok"], seen
+
+
+def test_automatic_compaction_leaves_a_note_live(start_editor, model) -> None:
+    """A small context window: after a few turns the server condenses the earlier ones before a request;
+    the live panel says so at once (not only after a reopen)."""
+    model.responder = lambda body: (
+        "Summary: the user asked for tasks." if "You condense a conversation" in str(body["messages"][0]["content"])
+        else None
+    )  # fmt: skip
+    ed: Editor = start_editor(settings_for(model, contextWindow=2400, compactAt=0.5, autoRun=True))
+    open_ready(ed, "demo.py")
+    for i in range(12):
+        model.reply(f"```python\nprint('task-{i} ' * 150)\n```\n")
+        model.reply(f"Done with task-{i}.")
+        ed.nvim.command(f"Interpreter do task-{i}")
+        ed.wait_panel(f"Done with task-{i}.")
+        wait_for(ed, "require('interpreter_lsp').session().turn_state == nil", "the turn's end")
+        if "⋯ Earlier turns condensed" in "\n".join(ed.panel()):
+            break
+    text = "\n".join(ed.panel())
+    assert "⋯ Earlier turns condensed (the model's view is now " in text, text[-3000:]
