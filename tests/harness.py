@@ -52,6 +52,7 @@ class Session:
         # window/showMessageRequest: what the server asked, and the title of the action to answer with.
         self.message_requests: list[t.ShowMessageRequestParams] = []
         self.message_answer: str | None = None
+        self.shown_before_request: list[list[str]] = []  # window/showMessage texts when each question came
         self.init_result: t.InitializeResult | None = None
         for method in p.ALL_NOTIFICATIONS:
             client.feature(method)(self._recorder(method))
@@ -64,6 +65,7 @@ class Session:
 
         def message_request(params: t.ShowMessageRequestParams) -> t.MessageActionItem | None:
             self.message_requests.append(params)
+            self.shown_before_request.append([m.message for m in client.messages])
             asyncio.get_running_loop().create_task(self._notify())
             return None if self.message_answer is None else t.MessageActionItem(title=self.message_answer)
 

@@ -157,11 +157,17 @@ class Emacs:
         (self.home / ".emacs.d").mkdir(parents=True)
         self.init = self.home / ".emacs.d" / "init.el"
         self.init.write_text(documented_init())
+        # A user who trusted this folder before (M-x interpreter-lsp-trust); untrust() makes it a folder
+        # never trusted.
+        self.trust_file = self.home / ".emacs.d" / "interpreter-lsp-trusted.eld"
+        self.trust_file.write_text(_elisp_string(str(self.workspace) + "/").join("()"))
         self.driver = tmp_path / "driver.el"
         self.driver.write_text(DRIVER)
         self.runs = 0
 
-    def run(self, scenario: str, settings: dict[str, Any] | None = None) -> dict[str, Any]:
+    def run(
+        self, scenario: str, settings: dict[str, Any] | None = None, extra_env: dict[str, str] | None = None
+    ) -> dict[str, Any]:
         self.runs += 1
         path = self.tmp / f"scenario-{self.runs}.el"
         prelude = ""
@@ -190,6 +196,7 @@ class Emacs:
             ILSP_TEST_SCENARIO=str(path),
             ILSP_TEST_RESULT=str(result),
             ILSP_TEST_WAIT=str(WAIT_S),
+            **(extra_env or {}),
         )
         proc = subprocess.run(
             ["emacs", "--batch", "-l", str(self.init), "-l", str(self.driver)],
@@ -209,6 +216,9 @@ class Emacs:
             f"--- emacs:\n{proc.stderr[-3000:]}"
         )
         return seen
+
+    def untrust(self) -> None:
+        self.trust_file.unlink()
 
     def kernels_left(self) -> list[int]:
         """Processes still working in the workspace (a kernel's cwd is the workspace)."""
@@ -246,7 +256,7 @@ def model() -> Iterator[ScriptedModel]:
 
 
 def section(output: str, key: str) -> str:
-    """The lines written for one run or turn: from KEY ("run r-… (python, user)") up to the line where
+    """The lines written for one run or turn: from KEY ("run r-… (python, by you)") up to the line where
     another run, turn, proposal or chat starts."""
     own = key.split(" (")[0]
     lines = output[output.index(key) :].splitlines(keepends=True)
@@ -273,11 +283,11 @@ def test_run_the_cell_at_point_and_see_its_output(emacs: Emacs) -> None:
 """
     )
     out, first, second = seen["output"], seen["values"]["first"], seen["values"]["second"]
-    one = section(out, f"run {first} (python, user)")
+    one = section(out, f"run {first} (python, by you)")
     assert 'print("x is", x)' in one, "the run's code is shown"
     assert "\nx is 42\n" in one
     assert f"run {first} ok (" in one
-    two = section(out, f"run {second} (python, user)")
+    two = section(out, f"run {second} (python, by you)")
     assert "second cell ran 43" in two and "edited 84" in two, two
     assert "x is 42" not in two, "only the cell at point ran"
     assert out.count("x is 42") == 1
@@ -307,16 +317,16 @@ def test_input_fails_at_once_interrupt_stops_a_run_and_a_dead_kernel_says_so(ema
 """
     )
     out, values = seen["output"], seen["values"]
-    asked = section(out, f"run {values['input']} (python, user)")
+    asked = section(out, f"run {values['input']} (python, by you)")
     assert f"run {values['input']} error" in asked, asked
     assert "input() is not available in this editor: put the value in the code instead." in asked
     assert "Traceback (most recent call last)" not in asked, "one line, not a traceback"
     assert "KeyboardInterrupt" not in asked
     assert not re.search(r"^hello", asked, re.M), "the code after input() never ran"
     assert values["input-seconds"] < 30, f"input() took {values['input-seconds']:.1f} s to fail"
-    slept = section(out, f"run {values['sleep']} (python, user)")
+    slept = section(out, f"run {values['sleep']} (python, by you)")
     assert f"run {values['sleep']} interrupted" in slept, slept
-    died = section(out, f"run {values['exit']} (python, user)")
+    died = section(out, f"run {values['exit']} (python, by you)")
     assert re.search(rf"^run {values['exit']} died \(\d+ ms\): .+", died, re.M), died
 
 
@@ -348,7 +358,7 @@ def test_chat_approve_and_reject_through_the_output_buffer(emacs: Emacs, model: 
     assert "Let me compute that." in first
     assert "(python, risk low" in first and "print('product:', 6 * 7)" in first
     assert "auto-run is off: waits for approval" in first
-    assert f"run {values['run']} (python, model)" in first
+    assert f"run {values['run']} (python, by the model)" in first
     assert "\nproduct: 42\n" in first and f"run {values['run']} ok" in first
     assert "The product is 42." in first
     assert first.index("product: 42") < first.index("The product is 42.")
@@ -356,7 +366,7 @@ def test_chat_approve_and_reject_through_the_output_buffer(emacs: Emacs, model: 
 
     second = out[out.index(">>> clean up my home folder") :]
     assert "risk high" in second and "shutil.rmtree('/home')" in second
-    assert "(python, model)" not in second, "rejected code must not run"
+    assert "(python, by the model)" not in second, "rejected code must not run"
     assert f"turn {values['second']} done" in second
     assert values["no-more"] == "No proposal waits for approval"
     assert len(model.requests) == 3, "a rejection ends the turn without asking the model again"
@@ -408,3 +418,118 @@ def test_an_agents_proposal_is_approved_in_emacs(emacs: Emacs) -> None:
     assert re.search(r"proposal p-\w+ from emacs-test-agent 1 at [0-9T:-]+Z \(python, risk low", out), out
     assert f"run {values['run']} (python, agent)" in out
     assert "from the agent 42" in answer.read_text()
+
+
+def test_an_untrusted_folder_runs_nothing_until_the_user_trusts_it(emacs: Emacs) -> None:
+    """A cloned repository opened with eglot: its .venv's python must not start until the user trusts the
+    folder with M-x interpreter-lsp-trust, which is remembered for the next Emacs."""
+    emacs.untrust()
+    marker = emacs.tmp / "venv-python-ran"
+    venv = emacs.workspace / ".venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text(f"home = {BIN}\ninclude-system-site-packages = false\n")
+    python = venv / "bin" / "python"
+    python.write_text(f'#!/bin/sh\ntouch "{marker}"\nexec "{sys.executable}" "$@"\n')
+    python.chmod(0o755)
+    seen = emacs.run(
+        r"""
+(ilsp-test-open "demo.py")
+(goto-char (point-min)) (forward-line 2)
+(ilsp-test-record 'refused (condition-case err (progn (interpreter-lsp-run) "ran")
+                             (user-error (error-message-string err))))
+(sleep-for 3)
+(ilsp-test-record 'venv-ran-before-trust (file-exists-p (getenv "ILSP_TEST_MARKER")))
+(interpreter-lsp-trust)
+(let ((run (interpreter-lsp-run)))
+  (ilsp-test-record 'run run)
+  (ilsp-test-wait-output (format "run %s ok" run)))
+""",
+        extra_env={"ILSP_TEST_MARKER": str(marker)},
+    )
+    values = seen["values"]
+    assert "not trusted" in values["refused"] and "M-x interpreter-lsp-trust" in values["refused"], values
+    hint = "This folder is not trusted, so nothing runs in it (not even its .venv): C-c i t trusts"
+    assert hint in seen["output"], seen["output"]
+    assert "VS Code" not in values["refused"]
+    assert values["venv-ran-before-trust"] is None, "the repository's .venv/bin/python started before trust"
+    assert "x is 42" in seen["output"] and "code may run here now" in seen["output"]
+    assert str(emacs.workspace) in emacs.trust_file.read_text()
+
+    # The next Emacs remembers it: the run works at once.
+    again = emacs.run(
+        r"""
+(ilsp-test-open "demo.py")
+(goto-char (point-min)) (forward-line 2)
+(ilsp-test-wait-output (format "run %s ok" (interpreter-lsp-run)))
+"""
+    )
+    assert "x is 42" in again["output"]
+    assert "is not trusted" not in again["output"]
+
+
+def test_each_turn_state_is_written_once_and_the_mode_line_follows_the_latest(
+    emacs: Emacs, model: ScriptedModel
+) -> None:
+    model.fail(401, "invalid api key", times=1)
+    model.reply("```python\nprint('product:', 6 * 7)\n```\n")
+    model.reply("The product is 42.")
+    settings = {"model": "openai/scripted", "apiBase": model.base_url, "apiKey": "sk-test", "maxRetries": 0}
+    seen = emacs.run(
+        r"""
+(ilsp-test-open "demo.py")
+(let ((turn (interpreter-lsp-chat "hello")))
+  (ilsp-test-wait-output (format "turn %s error" turn)))
+(ilsp-test-record 'after-error (with-current-buffer (interpreter-lsp-output-buffer) mode-line-process))
+(goto-char (point-min)) (forward-line 2)
+(ilsp-test-wait-output (format "run %s ok" (interpreter-lsp-run)))
+(ilsp-test-record 'after-run (with-current-buffer (interpreter-lsp-output-buffer) mode-line-process))
+(let ((turn (interpreter-lsp-chat "six times seven")))
+  (ilsp-test-record 'turn turn)
+  (ilsp-test-wait-output (format "turn %s awaiting-approval" turn))
+  (interpreter-lsp-approve)
+  (ilsp-test-wait-output (format "turn %s done" turn)))
+""",
+        settings=settings,
+    )
+    out, values = seen["output"], seen["values"]
+    assert values["after-error"] == " error"
+    assert values["after-run"] == " run ok", "a later successful run clears the error from the mode line"
+    turn = values["turn"]
+    # Two steps (the proposal, then the answer): "thinking" once for each, never twice in a row.
+    assert out.count(f"turn {turn} thinking") == 2, out
+    assert f"turn {turn} thinking\nturn {turn} thinking" not in out
+    assert re.search(rf"turn {turn} done \(\d+ tok · cost unknown\)", out), out
+    assert "(python, by the model)" in out and "(python, by you)" in out
+
+
+def test_a_reopened_emacs_shows_the_conversation_so_far(emacs: Emacs, model: ScriptedModel) -> None:
+    """The next Emacs writes the workspace's earlier conversation first, as the other clients do: requests,
+    answers, runs with who started them and their output."""
+    model.reply("```python\nprint('product:', 6 * 7)\n```\n")
+    model.reply("The product is 42.")
+    settings = {"model": "openai/scripted", "apiBase": model.base_url, "apiKey": "sk-test"}
+    emacs.run(
+        r"""
+(ilsp-test-open "demo.py")
+(goto-char (point-min)) (forward-line 2)
+(ilsp-test-wait-output (format "run %s ok" (interpreter-lsp-run)))
+(let ((turn (interpreter-lsp-chat "six times seven")))
+  (ilsp-test-wait-output (format "turn %s awaiting-approval" turn))
+  (interpreter-lsp-approve)
+  (ilsp-test-wait-output (format "turn %s done" turn)))
+""",
+        settings=settings,
+    )
+    seen = emacs.run(
+        r"""
+(ilsp-test-open "demo.py")
+(ilsp-test-wait-output "── now ──")
+""",
+        settings=settings,
+    )
+    out = seen["output"]
+    earlier = out[out.index("── earlier in this workspace ──") : out.index("── now ──")]
+    assert "(python, by you):" in earlier and "x is 42" in earlier, earlier
+    assert ">>> six times seven" in earlier and "The product is 42." in earlier, earlier
+    assert "(python, by the model):" in earlier and "product: 42" in earlier, earlier
+    assert re.search(r"run r-\S+ ok \(\d+ ms\)", earlier), earlier

@@ -51,6 +51,9 @@ async def test_the_repository_file_is_asked_about_and_ignored_until_allowed(
         await s.wait_for(lambda: s.message_requests, 60, "the question about the workspace file")
         question = s.message_requests[0]
         assert ".interpreter-lsp.toml" in question.message and "apiBase" in question.message
+        # The question comes before any sentence saying "you were asked"; that one follows the answer.
+        assert not any("you were asked" in m for m in s.shown_before_request[0]), s.shown_before_request
+        await s.wait_for(lambda: any("you were asked" in m.message for m in s.client.messages), 60, "the refusal")
         assert [a.title for a in question.actions or []] == ["Use them", "Ignore them"]
         real.reply("Hello from the real model.")
         assert (await chat_once(s, "hi"))["state"] == "done"

@@ -15,7 +15,10 @@
 ;;   model's reply, its proposals, each run's code, output and state, and the
 ;;   turn's state into one buffer per project, `*interpreter-lsp: PROJECT*'
 ;;   (without them eglot only logs these notifications in its events buffer);
-;; - commands that send the server's `interpreter.*' commands.
+;; - commands that send the server's `interpreter.*' commands;
+;; - a per-folder trust list (`interpreter-lsp-trust'): until you trust a
+;;   folder the server is told it is not trusted, and nothing runs there;
+;; - the conversation so far, written first when eglot connects.
 ;;
 ;;   (add-to-list 'load-path "/path/to/interpreter-lsp/clients/emacs")
 ;;   (require 'interpreter-lsp)
@@ -30,6 +33,8 @@
 ;;   a  approve the newest proposal    r  reject it (C-u: say why)
 ;;   i  interrupt runs, queued runs and the model's reply; ends the turn
 ;;   k  restart the kernel    n  new conversation    o  show the output buffer
+;;   t  trust this folder: until then nothing runs in it (remembered in
+;;      `interpreter-lsp-trust-file'; M-x interpreter-lsp-untrust withdraws it)
 ;;
 ;; Not available: `input()' and `getpass()' in your code fail at once (one line
 ;; says so), because eglot cannot answer the server's
@@ -79,15 +84,61 @@ never chooses the model, the endpoint or what runs."
    (last-key :initform nil :accessor interpreter-lsp--last-key
              :documentation "The turn or run that wrote last in the buffer.")
    (output :initform nil :accessor interpreter-lsp--output
-           :documentation "The output buffer."))
+           :documentation "The output buffer.")
+   (turn-states :initform (make-hash-table :test #'equal)
+                :accessor interpreter-lsp--turn-states
+                :documentation "The state last written for each turn."))
   "An eglot connection to interpreter-lsp.")
+
+;;;; Trust
+
+(defcustom interpreter-lsp-trust-file
+  (locate-user-emacs-file "interpreter-lsp-trusted.eld")
+  "Where the folders you trust are kept (a list of directory names).
+Outside every repository, so a repository cannot trust itself."
+  :type 'file)
+
+(defun interpreter-lsp--trusted-folders ()
+  "The folders the user trusts, from `interpreter-lsp-trust-file'."
+  (when (file-readable-p interpreter-lsp-trust-file)
+    (with-temp-buffer
+      (insert-file-contents interpreter-lsp-trust-file)
+      (let ((data (ignore-errors (read (current-buffer)))))
+        (and (listp data) (cl-remove-if-not #'stringp data))))))
+
+(defun interpreter-lsp--save-trusted (folders)
+  (let ((dir (file-name-directory interpreter-lsp-trust-file)))
+    (when dir (make-directory dir t)))
+  (with-temp-file interpreter-lsp-trust-file
+    (let ((print-length nil) (print-level nil))
+      (prin1 folders (current-buffer)))))
+
+(defun interpreter-lsp--folder (dir)
+  (file-name-as-directory (expand-file-name dir)))
+
+(defun interpreter-lsp-trusted-p (root)
+  "Non-nil when ROOT, or a folder holding it, is trusted.
+A folder is untrusted until you trust it (`interpreter-lsp-trust'):
+opening a repository must not run its code (its .venv's python is its
+own code, its .interpreter-lsp.toml may name an interpreter)."
+  (let ((root (interpreter-lsp--folder root)))
+    (cl-some (lambda (f) (string-prefix-p (interpreter-lsp--folder f) root))
+             (interpreter-lsp--trusted-folders))))
+
+(defun interpreter-lsp--server-root (server)
+  (project-root (eglot--project server)))
 
 ;;;; Setup
 
-(defun interpreter-lsp--init-options (_server)
-  "The initializationOptions: the settings, and no `input' capability."
-  (let ((settings (default-value 'interpreter-lsp-settings)))
-    (if settings (list :settings settings) (make-hash-table))))
+(defun interpreter-lsp--init-options (server)
+  "The initializationOptions: the settings, whether the folder is
+trusted, and no `input' capability."
+  (let ((settings (default-value 'interpreter-lsp-settings))
+        (trusted (if (interpreter-lsp-trusted-p (interpreter-lsp--server-root server))
+                     t :json-false)))
+    (if settings
+        (list :settings settings :trusted trusted)
+      (list :trusted trusted))))
 
 (defun interpreter-lsp--contact (&optional _interactive)
   "The contact for `eglot-server-programs': class, command, options."
@@ -128,6 +179,7 @@ repository's .dir-locals.el may set without asking."
     (define-key map "k" #'interpreter-lsp-restart-kernel)
     (define-key map "n" #'interpreter-lsp-reset)
     (define-key map "o" #'interpreter-lsp-show-output)
+    (define-key map "t" #'interpreter-lsp-trust)
     map)
   "The interpreter-lsp commands; bind it to a prefix, e.g. C-c i.")
 (fset 'interpreter-lsp-command-map interpreter-lsp-command-map)
@@ -206,6 +258,15 @@ An empty TEXT only ends the line being written."
 
 ;;;; Notifications
 
+(defun interpreter-lsp--origin (origin &optional agent)
+  "Who started a run, in words: \"by you\", \"by the model\", \"by an agent\"."
+  (pcase origin
+    ("model" "by the model")
+    ("agent" (if (and (stringp agent) (not (string-empty-p agent)))
+                 (format "by an agent (%s)" agent)
+               "by an agent"))
+    (_ "by you")))
+
 (cl-defmethod eglot-handle-notification
   ((server interpreter-lsp-server) (_method (eql interpreter/message))
    &key turnId delta done &allow-other-keys)
@@ -268,16 +329,18 @@ An empty TEXT only ends the line being written."
 
 (cl-defmethod eglot-handle-notification
   ((server interpreter-lsp-server) (_method (eql interpreter/runStatus))
-   &key runId state durationMs language message proposalId code origin files
+   &key runId state durationMs language message proposalId code origin agent files
    &allow-other-keys)
   "A run's state: queued (with its code), running, then its final state."
   (let ((key (concat "run " runId)))
+    (unless (member state '("queued" "running"))
+      (interpreter-lsp--mode-line server (concat "run " state)))
     (when proposalId (interpreter-lsp--forget server :proposalId proposalId))
     (pcase state
       ("queued"
        (when (equal origin "user") (interpreter-lsp--display server))
        (interpreter-lsp--line server key (format "%s (%s, %s):" key language
-                                                 (or origin "user"))
+                                                 (interpreter-lsp--origin origin agent))
                               'bold)
        (when (and code (equal origin "user"))
          (interpreter-lsp--line server key (interpreter-lsp--indent code)
@@ -300,20 +363,42 @@ An empty TEXT only ends the line being written."
                   ""))
         (if (equal state "ok") 'success 'error))))))
 
+(defun interpreter-lsp--context-text (context)
+  "Context use as \"12345 tok · $0.04\" (or \"cost unknown\"), or nil."
+  (let ((tokens (plist-get context :tokens))
+        (cost (plist-get context :cost)))
+    (when (numberp tokens)
+      (concat (format "%d tok" tokens)
+              (cond ((eq (plist-get context :costKnown) :json-false) " · cost unknown")
+                    ((and (numberp cost) (> cost 0)) (format " · $%.2f" cost))
+                    (t ""))))))
+
+(defun interpreter-lsp--mode-line (server state)
+  "Show STATE (of the latest turn or run) in SERVER's output buffer's mode line."
+  (with-current-buffer (interpreter-lsp-output-buffer server)
+    (setq mode-line-process (concat " " state))
+    (force-mode-line-update)))
+
 (cl-defmethod eglot-handle-notification
   ((server interpreter-lsp-server) (_method (eql interpreter/turnStatus))
-   &key turnId state message &allow-other-keys)
-  "The turn's state: thinking, awaiting-approval, running, done, ..."
-  (let ((key (concat "turn " turnId)))
-    (when (member state '("done" "cancelled" "error"))
+   &key turnId state message context &allow-other-keys)
+  "The turn's state: thinking, awaiting-approval, running, done, ...
+Each state is written once per step (the server may repeat `thinking'
+once the request is ready); a final state says the context use and cost."
+  (let* ((key (concat "turn " turnId))
+         (states (interpreter-lsp--turn-states server))
+         (final (member state '("done" "cancelled" "error")))
+         (repeat (and (equal (gethash turnId states) state) (not message))))
+    (puthash turnId state states)
+    (when final
       (interpreter-lsp--forget server :turnId turnId))
-    (unless (equal state "running")
-      (interpreter-lsp--line server key
-                             (concat key " " state (if message (concat ": " message) ""))
-                             (if (member state '("error" "cancelled")) 'error 'shadow)))
-    (with-current-buffer (interpreter-lsp-output-buffer server)
-      (setq mode-line-process (concat " " state))
-      (force-mode-line-update))))
+    (unless (or (equal state "running") repeat)
+      (let ((ctx (and final (interpreter-lsp--context-text context))))
+        (interpreter-lsp--line server key
+                               (concat key " " state (if message (concat ": " message) "")
+                                       (if ctx (concat " (" ctx ")") ""))
+                               (if (member state '("error" "cancelled")) 'error 'shadow))))
+    (interpreter-lsp--mode-line server state)))
 
 (cl-defmethod eglot-handle-notification
   ((server interpreter-lsp-server) (_method (eql interpreter/kernelStatus))
@@ -324,6 +409,105 @@ An empty TEXT only ends the line being written."
      server nil (format "(the %s kernel is %s%s)" language state
                         (if message (concat ": " message) ""))
      'warning)))
+
+;;;; The conversation so far
+
+(defun interpreter-lsp--output-text (outputs)
+  "The text of nbformat OUTPUTS (a vector of plists), as the buffer shows it live."
+  (mapconcat
+   (lambda (o)
+     (let ((text (lambda (v) (if (vectorp v) (mapconcat #'identity v "") (or v "")))))
+       (pcase (plist-get o :output_type)
+         ("stream" (funcall text (plist-get o :text)))
+         ((or "execute_result" "display_data")
+          (let ((data (plist-get o :data)))
+            (cond ((plist-get data :text/plain)
+                   (concat (string-trim-right (funcall text (plist-get data :text/plain))) "\n"))
+                  ((plist-get data :image/png) "[image]\n")
+                  (t ""))))
+         ("error"
+          (concat (replace-regexp-in-string
+                   "\e\\[[0-9;]*m" ""
+                   (mapconcat #'identity (plist-get o :traceback) "\n"))
+                  "\n"))
+         (_ ""))))
+   outputs ""))
+
+(defun interpreter-lsp--replay (server events)
+  "Write the earlier EVENTS (interpreter.history) into SERVER's buffer."
+  (when (> (length events) 0)
+    (interpreter-lsp--line server nil "── earlier in this workspace ──" 'shadow)
+    (seq-doseq (e events)
+      (let ((turn (concat "turn " (or (plist-get e :turnId) ""))))
+        (pcase (plist-get e :type)
+          ("user" (interpreter-lsp--line server nil (concat ">>> " (plist-get e :text)) 'bold))
+          ("assistant"
+           (let ((text (plist-get e :text)))
+             (when (and text (not (string-empty-p text)))
+               (interpreter-lsp--line server turn (string-trim-right text)))))
+          ("proposal"
+           (interpreter-lsp--line
+            server turn (format "proposal %s (%s, risk %s):" (plist-get e :proposalId)
+                                (plist-get e :language)
+                                (plist-get (plist-get e :risk) :level))
+            'bold)
+           (interpreter-lsp--line server turn (interpreter-lsp--indent (plist-get e :code))
+                                  'font-lock-string-face))
+          ("run"
+           (let ((key (concat "run " (plist-get e :runId)))
+                 (duration (plist-get e :durationMs))
+                 (state (or (plist-get e :state) "ok")))
+             (interpreter-lsp--line server key
+                                    (format "%s (%s, %s):" key (plist-get e :language)
+                                            (interpreter-lsp--origin (plist-get e :origin)
+                                                                     (plist-get e :agent)))
+                                    'bold)
+             (interpreter-lsp--line server key (interpreter-lsp--indent (or (plist-get e :code) ""))
+                                    'font-lock-string-face)
+             (interpreter-lsp--insert server key (interpreter-lsp--output-text (plist-get e :outputs)))
+             (interpreter-lsp--line server key
+                                    (concat key " " state
+                                            (if (numberp duration) (format " (%d ms)" duration) ""))
+                                    (if (equal state "ok") 'success 'error))))
+          ("turnEnd"
+           (interpreter-lsp--line server turn
+                                  (concat turn " " (plist-get e :state)
+                                          (let ((m (plist-get e :message))) (if m (concat ": " m) "")))
+                                  'shadow))
+          ("note" (interpreter-lsp--line server nil (plist-get e :text) 'shadow))
+          ("error" (interpreter-lsp--line server turn (concat turn " error: " (plist-get e :message)) 'error))
+          ("kernel"
+           (interpreter-lsp--line server nil (format "(the %s kernel %s)" (plist-get e :language)
+                                                     (plist-get e :state))
+                                  'warning))
+          ("compaction"
+           (interpreter-lsp--line
+            server nil (if (numberp (plist-get e :summaryTokens))
+                           (format "⋯ Earlier turns condensed (%d tokens)" (plist-get e :summaryTokens))
+                         "⋯ Earlier turns condensed")
+            'shadow)))))
+    (interpreter-lsp--line server nil "── now ──" 'shadow)))
+
+(defun interpreter-lsp--on-connect (server)
+  "On a new SERVER connection, show the conversation so far.
+The other clients show it too: reopening Emacs loses nothing."
+  (when (cl-typep server 'interpreter-lsp-server)
+    (unless (interpreter-lsp-trusted-p (interpreter-lsp--server-root server))
+      (interpreter-lsp--line
+       server nil
+       (format "This folder is not trusted, so nothing runs in it (not even its .venv): %s trusts %s"
+               (interpreter-lsp--key 'interpreter-lsp-trust)
+               (interpreter-lsp--folder (interpreter-lsp--server-root server)))
+       'warning))
+    (jsonrpc-async-request
+     server :workspace/executeCommand
+     (list :command "interpreter.history" :arguments (vector (make-hash-table)))
+     :success-fn (lambda (result)
+                   (ignore-errors (interpreter-lsp--replay server (plist-get result :messages))))
+     :error-fn #'ignore
+     :timeout-fn #'ignore)))
+
+(add-hook 'eglot-connect-hook #'interpreter-lsp--on-connect)
 
 ;;;; Commands
 
@@ -355,8 +539,15 @@ The server's error message becomes a `user-error'."
                        (list :command command
                              :arguments (vector (or args (make-hash-table)))))
     (jsonrpc-error
-     (user-error "%s" (or (alist-get 'jsonrpc-error-message (cdr err))
-                          (cadr err))))))
+     (user-error "%s" (interpreter-lsp--emacs-words
+                       (or (alist-get 'jsonrpc-error-message (cdr err))
+                           (format "%s" (cadr err))))))))
+
+(defun interpreter-lsp--emacs-words (text)
+  "TEXT from the server, with the way to trust a folder said for Emacs."
+  (replace-regexp-in-string
+   "Trust the workspace in your editor (VS Code: Manage Workspace Trust), then try again\\."
+   "M-x interpreter-lsp-trust trusts this folder; then try again." text t t))
 
 (defun interpreter-lsp--uri ()
   "The current file's URI (eglot renamed its function in 1.16)."
@@ -467,6 +658,51 @@ With a prefix argument, tell the model REASON: it is asked again at once."
   "Start a new conversation (the kernel keeps its state)."
   (interactive)
   (interpreter-lsp--command (interpreter-lsp--server) "interpreter.reset" nil))
+
+(defun interpreter-lsp--project-root ()
+  (let ((server (ignore-errors (interpreter-lsp--server))))
+    (cond (server (interpreter-lsp--server-root server))
+          ((project-current) (project-root (project-current)))
+          (t default-directory))))
+
+;;;###autoload
+(defun interpreter-lsp-trust (&optional folder)
+  "Trust FOLDER (default: this project's root): code may run in it.
+Remembered in `interpreter-lsp-trust-file'; folders inside it are
+trusted too.  A running server is told at once."
+  (interactive)
+  (let* ((folder (interpreter-lsp--folder (or folder (interpreter-lsp--project-root))))
+         (folders (interpreter-lsp--trusted-folders)))
+    (unless (member folder folders)
+      (interpreter-lsp--save-trusted (append folders (list folder))))
+    (interpreter-lsp--tell-trust folder t)
+    (message "interpreter-lsp: trusted %s (M-x interpreter-lsp-untrust withdraws it)" folder)))
+
+;;;###autoload
+(defun interpreter-lsp-untrust (&optional folder)
+  "Withdraw trust in FOLDER (default: this project's root): nothing runs there."
+  (interactive)
+  (let ((folder (interpreter-lsp--folder (or folder (interpreter-lsp--project-root)))))
+    (interpreter-lsp--save-trusted
+     (cl-remove-if (lambda (f) (string-prefix-p (interpreter-lsp--folder f) folder))
+                   (interpreter-lsp--trusted-folders)))
+    (interpreter-lsp--tell-trust folder nil)
+    (message "interpreter-lsp: %s is not trusted: nothing runs in it" folder)))
+
+(defun interpreter-lsp--tell-trust (folder trusted)
+  "Tell the running servers under FOLDER that it is TRUSTED (or not)."
+  (cl-loop for servers being the hash-values of eglot--servers-by-project
+           do (dolist (s servers)
+                (when (and (cl-typep s 'interpreter-lsp-server) (jsonrpc-running-p s)
+                           (string-prefix-p folder (interpreter-lsp--folder
+                                                    (interpreter-lsp--server-root s))))
+                  (interpreter-lsp--command s "interpreter.setTrusted"
+                                            (list :trusted (if trusted t :json-false)))
+                  (interpreter-lsp--line
+                   s nil (if trusted
+                             (format "trusted %s: code may run here now" folder)
+                           (format "%s is not trusted: nothing runs here" folder))
+                   (if trusted 'success 'warning))))))
 
 (defun interpreter-lsp-show-output ()
   "Show the output buffer."

@@ -60,6 +60,9 @@ class ToLoop(FileSystemEventHandler):
 class Built:
     observer: BaseObserver
     kind: str  # "inotify" | "fsevents" | "windows" | "polling"
+    # Polling only: ask for a `batch_end` event (tagged with this number) after the next poll that starts
+    # from now on, even if it changed nothing (a barrier with no file in the workspace).
+    request_batch_end: Callable[[int], None] | None = None
 
 
 def start(
@@ -236,22 +239,31 @@ def _polling(
             kept = [e for e in entries if not (e.name in skip and e.is_dir(follow_symlinks=False))]
         return iter(kept)
 
+    asked = [0]  # the highest barrier number asked for (set from the loop's thread; an int swap is atomic)
+
     class Emitter(PollingEmitter):
         """One poll's changes come out as a set, in no particular order: after a poll that changed anything,
-        a last event on `batch_end` (a path that never exists) says the set is complete."""
+        or one that started after a barrier was asked for, a last event on `batch_end-N` (a path that never
+        exists; N the highest barrier asked for before the poll started) says the set is complete."""
 
         def queue_events(self, timeout: float) -> None:
+            wanted = asked[0]  # read before the poll's wait: this poll's snapshot starts after the request
             self._changed = False
             super().queue_events(timeout)
-            if self._changed and self.should_keep_running():
-                self.queue_event(FileModifiedEvent(batch_end))
+            done = getattr(self, "_done", 0)
+            if (self._changed or wanted > done) and self.should_keep_running():
+                self._done = max(done, wanted)
+                self.queue_event(FileModifiedEvent(f"{batch_end}-{wanted}"))
 
         def queue_event(self, event: FileSystemEvent) -> None:
             self._changed = True
             super().queue_event(event)
 
+    def request(number: int) -> None:
+        asked[0] = max(asked[0], number)
+
     # lstat: a symlink to a directory is not followed (no cycles, nothing outside the workspace).
     emitter = functools.partial(Emitter, stat=os.lstat, listdir=listdir)
     observer = BaseObserver(emitter, timeout=interval)  # type: ignore[arg-type]
     _schedule_and_start(observer, handler, root, [*_CHANGES, FileModifiedEvent])
-    return Built(observer, "polling")
+    return Built(observer, "polling", request)

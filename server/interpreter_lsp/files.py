@@ -12,12 +12,15 @@ pass through watchdog's threads, or wait for the next poll), so both ends are ma
 itself with a barrier: an event of our own sent through the same path. `begin` sends one and returns at
 once; the run counts changes from the moment its barrier comes out (what the user saved just before the run
 is not its doing). When the run's kernel is idle, `settle` sends another and waits for it (everything the
-run did has arrived then). The barrier is a file created in the root (`.interpreter-lsp-sync-*`) and deleted
-as soon as its event is seen, a millisecond later with a native observer; it is never reported. (Re-setting
-the root's mode would be invisible, but inotify merges an event into an identical unread one and watchdog's
-queue drops an event equal to the one before it: two barriers could come out as one.) A poll's changes come
-as an unordered set, so with polling each barrier takes effect at the end of the poll that saw it (a change
-in the same poll as a run's start counts for the run). If a barrier does not come in time, or the event
+run did has arrived then). With a native observer the barrier is a file created in the root
+(`.interpreter-lsp-sync-*`) and deleted at once, in the same call: its creation's event is the barrier, so
+no code (a run listing the folder, the model reading that listing) finds it, and none is ever left behind;
+it is never reported. (Re-setting the root's mode would be invisible, but inotify merges an event into an
+identical unread one and watchdog's queue drops an event equal to the one before it: two barriers could
+come out as one.) A poll would not see a file that short-lived, and a poll's changes come as an unordered
+set: with polling there is no file at all; the barrier is the end of the first poll that started after it
+was asked for (the observer tags that poll's end), and takes effect there (a change in the same poll as a
+run's start counts for the run). If a barrier does not come in time, or the event
 queue overflowed, or a limit was reached during the run, the run's list says it may be incomplete."""
 
 from __future__ import annotations
@@ -67,7 +70,6 @@ class _Waiter:
 
     then: Callable[[], None]
     opens: bool  # a run's start: with polling, called before the rest of its poll is applied (else after)
-    probe: Path | None = None  # the file to delete once seen
 
 
 class FileChanges:
@@ -84,6 +86,7 @@ class FileChanges:
         self._closed = False
         self._limits_logged: set[str] = set()
         self._probes: dict[str, _Waiter] = {}  # barriers in flight, by file name (FSEvents may report real paths)
+        self._poll_waiters: dict[int, _Waiter] = {}  # polling: barriers in flight, by number
         self._probe_ids = itertools.count(1)
         self._poll: list[Any] = []  # polling: the events of the poll under way, applied when it ends
         self.kind: str | None = None  # "inotify" | "fsevents" | "windows" | "polling" once started
@@ -135,8 +138,9 @@ class FileChanges:
             # Stops its threads (they are daemons and end on their own); watches are removed.
             self._built.observer.stop()
             self._built = None
-        waiting = list(self._probes.values())
+        waiting = [*self._probes.values(), *self._poll_waiters.values()]
         self._probes.clear()
+        self._poll_waiters.clear()
         for waiter in waiting:
             self._fire(waiter)
 
@@ -173,7 +177,7 @@ class FileChanges:
             if exc.errno != errno.EROFS:  # a read-only workspace: nothing in it changed
                 self._incomplete(f"could not check that every change arrived ({exc})")
             return
-        limit = SETTLE_TIMEOUT + (POLL_INTERVAL if self.kind == "polling" else 0.0)
+        limit = SETTLE_TIMEOUT + (2 * POLL_INTERVAL if self.kind == "polling" else 0.0)
         try:
             await asyncio.wait_for(asyncio.shield(arrived), limit)
         except asyncio.TimeoutError:
@@ -199,24 +203,34 @@ class FileChanges:
 
     # ---- barriers ---------------------------------------------------------------------------------------
 
-    def _send(self, waiter: _Waiter) -> str:
+    def _send(self, waiter: _Waiter) -> str | int:
         """Send a barrier; `waiter` is called when it comes out. Returns a token for `_drop`."""
-        waiter.probe = self.root / f"{PROBE_PREFIX}{os.getpid()}-{next(self._probe_ids)}"
-        os.close(os.open(waiter.probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-        self._probes[waiter.probe.name] = waiter
-        return waiter.probe.name
+        number = next(self._probe_ids)
+        request = self._built.request_batch_end if self._built is not None else None
+        if request is not None:  # polling: the end of the next whole poll, no file
+            self._poll_waiters[number] = waiter
+            request(number)
+            return number
+        probe = self.root / f"{PROBE_PREFIX}{os.getpid()}-{number}"
+        self._probes[probe.name] = waiter
+        try:
+            os.close(os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        except OSError:
+            del self._probes[probe.name]
+            raise
+        # Gone at once: its creation is already in the event stream, and no code ever sees the file.
+        with contextlib.suppress(OSError):
+            probe.unlink()
+        return probe.name
 
     def _drop(self, token: object) -> None:
-        waiter = self._probes.pop(token, None) if isinstance(token, str) else None
-        if waiter is not None and waiter.probe is not None:
-            with contextlib.suppress(OSError):
-                waiter.probe.unlink()
+        if isinstance(token, int):
+            self._poll_waiters.pop(token, None)
+        elif isinstance(token, str):
+            self._probes.pop(token, None)
 
     @staticmethod
     def _fire(waiter: _Waiter) -> None:
-        if waiter.probe is not None:
-            with contextlib.suppress(OSError):
-                waiter.probe.unlink()  # seen: it has done its work
         waiter.then()
 
     # ---- events (on the loop) ---------------------------------------------------------------------------
@@ -224,16 +238,17 @@ class FileChanges:
     def _on_event(self, event: Any) -> None:
         if self.kind != "polling":
             self._apply(event)  # in order: a barrier event takes effect exactly where it is
-        elif os.path.basename(os.fsdecode(event.src_path)) != BATCH_END:
+        elif not (name := os.path.basename(os.fsdecode(event.src_path))).startswith(BATCH_END):
             self._poll.append(event)
         else:
-            # One whole poll: its changes are a set in no order. Runs whose start barrier is in it count them
-            # all; settles whose barrier is in it are done once they are applied.
+            # One whole poll: its changes are a set in no order. Runs started before it ended count them all
+            # (a change after a run's start can only be in a poll that ended after it); a settle is done once
+            # a poll that started after it was asked for (the tag says which) is applied.
             events, self._poll = self._poll, []
-            # (A probe can be a move's destination: the poll sees a new file on a deleted one's inode.)
-            paths = [p for e in events for p in (e.src_path, getattr(e, "dest_path", "")) if p]
-            names = {os.path.basename(os.fsdecode(path)) for path in paths}
-            seen = [w for name in names if (w := self._probes.pop(name, None)) is not None]
+            tag = name[len(BATCH_END) + 1 :]
+            upto = int(tag) if tag.isdigit() else 0
+            numbers = [n for n, w in sorted(self._poll_waiters.items()) if w.opens or n <= upto]
+            seen = [self._poll_waiters.pop(n) for n in numbers]
             for waiter in seen:
                 if waiter.opens:
                     self._fire(waiter)

@@ -195,13 +195,20 @@ class InterpreterServer(LanguageServer):
         for key, value in secret_settings(ws.settings):  # apiKey, kernel.gatewayToken, ...
             self.redactor.hold(key, value)
         problems = report.errors + report.ignored
+        asking = report.confirm is not None and report.confirm.digest not in self._asked
+        # The question comes first: "ignored until you allow this file's settings (you were asked; …)" is
+        # said once the user answered it, not before it was asked.
+        later = [x for x in problems if "you were asked" in x] if asking else []
+        problems = [x for x in problems if x not in later]
         if problems:
             self.show("warning", "interpreter-lsp settings: " + "; ".join(problems))
-        if report.confirm is not None and report.confirm.digest not in self._asked:
+        if asking and report.confirm is not None:
             self._asked.add(report.confirm.digest)
-            self.spawn(self.ask_to_allow(ws, report.confirm), "allow-workspace-settings")
+            self.spawn(self.ask_to_allow(ws, report.confirm, later), "allow-workspace-settings")
 
-    async def ask_to_allow(self, ws: Workspace, request: WorkspaceFileRequest) -> None:
+    async def ask_to_allow(
+        self, ws: Workspace, request: WorkspaceFileRequest, refused: list[str] | None = None
+    ) -> None:
         """The workspace file sets what only the user may set: show which keys, and ask once per content."""
         keys = ", ".join(request.keys)
         params = t.ShowMessageRequestParams(
@@ -214,12 +221,14 @@ class InterpreterServer(LanguageServer):
         )
         try:
             answer = await self.window_show_message_request_async(params)
-        except Exception as exc:  # the editor cannot ask: the keys stay ignored, as the warning said
+        except Exception as exc:  # the editor cannot ask: the keys stay ignored
             log.info("could not ask about %s: %s", request.path, exc)
-            return
+            answer = None
         if answer is not None and answer.title == ALLOW:
             ws.allow_workspace_settings(request.digest)
             await self.load_settings(ws)
+        elif refused:
+            self.show("warning", "interpreter-lsp settings: " + "; ".join(refused))
 
     async def warm_up(self, ws: Workspace) -> None:
         """Start the python kernel now, so the first run does not pay for it; $/progress if supported."""

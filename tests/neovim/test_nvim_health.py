@@ -26,7 +26,7 @@ def test_checkhealth_says_how_to_fix_a_missing_server(start_editor, monkeypatch)
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
     ed: Editor = start_editor(cmd=None)
     text = "\n".join(ed.helper("checkhealth"))
-    assert "ERROR interpreter-lsp server not found: run :InterpreterInstall (or set cmd)" in text, text
+    assert "ERROR interpreter-lsp not found: run :InterpreterInstall (or set cmd)" in text, text
     assert ":InterpreterInstall installs it into" in text
 
 

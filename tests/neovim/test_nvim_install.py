@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from nvim_harness import PLUGIN, REPO, SLOW_MS, Editor
 
-NOT_FOUND = "interpreter-lsp server not found: run :InterpreterInstall (or set cmd)"
+NOT_FOUND = "interpreter-lsp not found: run :InterpreterInstall (or set cmd)"
 # The install is pip fetching litellm and the Jupyter stack: minutes on a slow link, never ten.
 INSTALL_MS = 600_000
 
@@ -36,7 +36,16 @@ def notes(ed: Editor) -> list[dict]:
 
 
 def note_text(ed: Editor) -> str:
-    return "\n".join(n["msg"] for n in notes(ed))
+    """What the install said: whole in its buffer (interpreter://install), one line each as messages."""
+    said = ed.lua("return require('interpreter_lsp.install').progress_lines()")
+    return "\n".join(said) + "\n" + "\n".join(n["msg"] for n in notes(ed))
+
+
+def one_line_each(ed: Editor) -> None:
+    """Every message fits one line of the screen: none stops the editor at a hit-enter prompt."""
+    columns = ed.lua("return vim.o.columns")
+    for n in notes(ed):
+        assert "\n" not in n["msg"] and len(n["msg"]) < columns, n
 
 
 def install(ed: Editor, bang: str = "") -> float:
@@ -121,11 +130,13 @@ def test_no_python_new_enough_is_named(start_editor, monkeypatch, tmp_path: Path
     assert f"python3 on PATH is {version} ({bin_dir}/python3)" in text, text
     assert "g:python3_host_prog is not set" in text
     assert not managed(editor_env).exists()
+    one_line_each(ed)
 
     # g:python3_host_prog is the way out.
     ed.nvim.command("let g:python3_host_prog = '/nonexistent/python3'")
     install(ed)
-    assert "g:python3_host_prog is not set" not in notes(ed)[-1]["msg"]
+    said = ed.lua("return require('interpreter_lsp.install').progress_lines()")
+    assert "g:python3_host_prog is not set" not in said[-1], said
 
 
 def test_a_failing_pip_shows_its_last_lines_and_leaves_nothing_used(
@@ -149,11 +160,17 @@ def test_a_failing_pip_shows_its_last_lines_and_leaves_nothing_used(
     error = notes(ed)[-1]
     assert error["level"] == 4, notes(ed)
     assert "pip could not install interpreter-lsp" in error["msg"], error
-    # pip's own last words say what is wrong; the whole output is in the log the message names.
+    one_line_each(ed)
+    # pip's own last words say what is wrong, in the install's buffer (shown in a split); the whole
+    # output is in the log it names.
+    said = note_text(ed)
     log = editor_env / "data" / "nvim" / "interpreter-lsp" / "install.log"
-    assert f"(the whole output: {log})" in error["msg"]
+    assert f"(the whole output: {log})" in said
     last = log.read_text().strip().splitlines()[-1]
-    assert "TOML" in last and last in error["msg"], (last, error)
+    assert "TOML" in last and last in said, (last, said)
+    shown = ed.lua("return vim.fn.win_findbuf(vim.fn.bufnr('interpreter://install'))")
+    assert shown, "the install's buffer is on screen"
+    assert "not on the package index yet" not in said, "a clone was given: no word about the index"
     # The environment pip failed in is not used: the server is still "not found".
     venv = managed(editor_env)
     assert (venv / "bin" / "python").exists()
@@ -181,7 +198,7 @@ def test_install_then_run_then_restart_uses_it(start_editor, monkeypatch, editor
     ed.nvim.command("InterpreterInstall")
     (ed.workspace / "other.py").write_text("print('other file ran')\n")
     ed.nvim.command(f"edit {ed.workspace / 'other.py'}")
-    assert "is being installed (:InterpreterInstall); it starts when the install is done" in note_text(ed)
+    assert "the server is being installed; it starts when that is done" in note_text(ed)
     install(ed)  # a second :InterpreterInstall while the first runs: "already running"; waits for the end
     seconds = time.monotonic() - started
     lag = ed.helper("stop_lag_probe")
@@ -274,3 +291,56 @@ def test_the_providers_extra_is_installed_only_for_a_model_that_needs_litellm(st
     for settings in ({"model": "gemini/gemini-2.0-flash"}, {"model": "openai/qwen", "reviewModel": "groq/llama3"},
                      {"model": "command-r"}):  # fmt: skip
         assert ed.lua(check, settings) is True, settings
+
+
+def test_outside_a_checkout_the_install_takes_a_clone_a_wheel_or_a_git_url(
+    start_editor, monkeypatch, tmp_path: Path, editor_env: Path
+) -> None:
+    """The plugin folder alone (a plugin manager's copy): the package is not on the index, so
+    :InterpreterInstall takes what the user has, and says what to give when pip finds nothing."""
+    plugin = tmp_path / "interpreter_lsp.nvim"
+    shutil.copytree(PLUGIN, plugin)
+    monkeypatch.setenv("INTERPRETER_LSP_PLUGIN", str(plugin))
+    monkeypatch.setenv("PATH", SYSTEM_PATH)
+    # An index with nothing on it: pip answers at once that there is no such package, as PyPI does today.
+    index = tmp_path / "empty-index"
+    index.mkdir()
+    monkeypatch.setenv("PIP_INDEX_URL", index.as_uri())
+    monkeypatch.setenv("PIP_FIND_LINKS", "")
+    ed: Editor = start_editor(cmd=None)
+
+    ed.nvim.command(f"InterpreterInstall {tmp_path / 'nowhere'}")
+    assert "nowhere was not found: give a clone's folder, a .whl file, or a git URL" in note_text(ed)
+    (tmp_path / "not-a-clone").mkdir()
+    ed.nvim.command(f"InterpreterInstall {tmp_path / 'not-a-clone'}")
+    assert "has no interpreter-lsp sources" in note_text(ed)
+    assert not managed(editor_env).exists(), "nothing was made for a wrong source"
+
+    install(ed)
+    said = note_text(ed)
+    assert "installing interpreter-lsp from the package index" in said, said
+    assert "pip could not install interpreter-lsp" in said, said
+    assert (
+        "interpreter-lsp is not on the package index yet: install it from what you have, "
+        ":InterpreterInstall /path/to/a/clone" in said
+    ), said
+    one_line_each(ed)
+
+    # A clone's folder: installed from there (here a broken one, so pip stops at once, with no network).
+    repo = tmp_path / "my clone"
+    shutil.copytree(
+        REPO / "server" / "interpreter_lsp",
+        repo / "server" / "interpreter_lsp",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    (repo / "server" / "README.md").write_text("x\n")
+    (repo / "LICENSE").write_text("MIT\n")
+    (repo / "pyproject.toml").write_text('[project]\nname = "interpreter-lsp"\nversion = [broken\n')
+    ed.nvim.command("InterpreterInstall " + str(repo).replace(" ", "\\ "))
+    done = ed.lua(
+        "return vim.wait(..., function() return require('interpreter_lsp.install').job == nil end, 100)", INSTALL_MS
+    )
+    assert done
+    said = note_text(ed)
+    assert f"installing interpreter-lsp from the clone {repo} with pip" in said, said
+    assert "TOML" in said

@@ -27,6 +27,13 @@ def open_ready(ed: Editor, relative: str) -> None:
     assert seen["ok"], seen
 
 
+def accept_diff(ed: Editor) -> None:
+    """The apply's diff opened (apply.lua): accept it with `a`, as a user does after reading it."""
+    ok = ed.lua("return vim.wait(10000, function() return vim.bo.filetype == 'diff' end, 20)")
+    assert ok, "the diff of the apply never opened"
+    ed.nvim.input("a")
+
+
 def settings_for(model: ScriptedModel, **extra: Any) -> dict[str, Any]:
     return {"model": "openai/scripted", "apiBase": model.base_url, "apiKey": "sk-test", **extra}
 
@@ -55,7 +62,7 @@ def test_chat_streams_then_approve_runs_and_the_model_answers(start_editor, mode
     ed.nvim.input("a")
     text = "\n".join(ed.wait_panel("The product is 42."))
     assert "product: 42" in text
-    assert "✓ **Run** · python · proposal 1 · ok" in text
+    assert "✓ **Run** · python · by the model · proposal 1 · ok" in text
     assert "approved" in text
     # The model saw the run's output before it answered.
     second = model.wait_requests(2)[1]
@@ -86,7 +93,7 @@ def test_edit_then_write_approves_the_edited_code(start_editor, model) -> None:
     ed.wait_panel("pending: a approve")
     ed.nvim.command("wincmd l")  # `e` in the panel
     panel_win = ed.nvim.current.window
-    ed.nvim.input("e")
+    ed.nvim.input("c")  # `c` edits (`e` stays the motion it is)
     assert ed.lua("return vim.wait(10000, function() return vim.bo.buftype == 'acwrite' end, 20)")
     assert ed.nvim.current.buffer[:] == ["print('original')"]
     ed.nvim.current.buffer[:] = ["print('edited ' + 'by hand')"]
@@ -107,6 +114,7 @@ def test_apply_writes_the_proposal_over_the_selection(start_editor, model) -> No
     text = "\n".join(ed.wait_panel("pending: a approve"))
     assert "(about demo.py:2-3)" in text
     ed.nvim.command("InterpreterApply")
+    accept_diff(ed)
     ed.wait_panel("applied to demo.py")
     source = ed.buffer_text()
     assert "answer = 6 * 7\nprint('answer is', answer)" in source
@@ -153,6 +161,7 @@ def test_apply_at_the_cursor_writes_whole_lines_and_the_turn_goes_on(start_edito
     ed.nvim.command("wincmd l")
     ed.nvim.command("normal! gg")  # the user scrolled up to read
     ed.nvim.input("i")
+    accept_diff(ed)
     lines = ed.wait_panel("it did not run.")
     assert "Written into demo.py; it did not run." in "\n".join(lines)
     assert "· applied to demo.py" in "\n".join(lines)
@@ -176,6 +185,7 @@ def test_apply_at_the_cursor_writes_whole_lines_and_the_turn_goes_on(start_edito
     ed.wait_panel("pending: a approve")
     ed.nvim.command("call cursor(2, 3)")
     ed.nvim.command("InterpreterApply")
+    accept_diff(ed)
     ed.wait_panel("it did not run.", count=2)
     assert source_win.buffer[1:4] == ["x = 6 * 7", "w = 2", 'print("x is", x)'], source_win.buffer[:]
 
@@ -184,6 +194,7 @@ def test_apply_at_the_cursor_writes_whole_lines_and_the_turn_goes_on(start_edito
     ed.wait_panel("pending: a approve")
     assert source_win.buffer[8:10] == ['print("second cell ran")', "y = x + 1"], source_win.buffer[:]
     ed.nvim.command("9,10InterpreterApply")
+    accept_diff(ed)
     ed.wait_panel("it did not run.", count=3)
     assert source_win.buffer[7:] == ["# %% second cell", "v = 3"], source_win.buffer[:]
 

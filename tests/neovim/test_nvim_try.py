@@ -17,4 +17,4 @@ def test_try_script_runs_the_first_cell_of_the_example(editor_env) -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 + 2 + ... + 100 = 5050" in done.stdout
-    assert "✓ **Run** · python · demo.py:6-9 · ok" in done.stdout
+    assert "✓ **Run** · python · by you · demo.py:6-9 · ok" in done.stdout

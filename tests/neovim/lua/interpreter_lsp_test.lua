@@ -237,6 +237,37 @@ function M.wait_float(needle, timeout_ms)
   return { ok = ok, lines = M.float_lines() }
 end
 
+--- The whole screen as the user sees it now (every window, virtual lines, conceal, the message line),
+--- trailing blanks removed.
+function M.screen()
+  vim.cmd("redraw!")
+  local rows = {}
+  for r = 1, vim.o.lines do
+    local line = {}
+    for c = 1, vim.o.columns do
+      line[#line + 1] = vim.fn.screenstring(r, c)
+    end
+    rows[#rows + 1] = (table.concat(line):gsub("%s+$", ""))
+  end
+  return rows
+end
+
+--- The virtual lines under the code of buffer `buf` (inline output), as text.
+function M.inline_lines(buf)
+  local out = {}
+  local ns = require("interpreter_lsp.inline").ns
+  for _, m in ipairs(vim.api.nvim_buf_get_extmarks(buf, ns, 0, -1, { details = true })) do
+    for _, vl in ipairs(m[4].virt_lines or {}) do
+      local parts = {}
+      for _, chunk in ipairs(vl) do
+        parts[#parts + 1] = chunk[1]
+      end
+      out[#out + 1] = { row = m[2], text = table.concat(parts) }
+    end
+  end
+  return out
+end
+
 --- The lines of the :checkhealth buffer for this plugin.
 function M.checkhealth()
   vim.cmd("checkhealth interpreter_lsp")

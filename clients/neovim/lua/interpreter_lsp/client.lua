@@ -4,6 +4,7 @@ local config = require("interpreter_lsp.config")
 local session_mod = require("interpreter_lsp.session")
 local protocol = require("interpreter_lsp.protocol")
 local trust = require("interpreter_lsp.trust")
+local words = require("interpreter_lsp.words")
 
 local M = {}
 
@@ -120,7 +121,24 @@ M.notification_methods = {
   [protocol.PROPOSAL_STATUS] = "on_proposal_status",
 }
 
-local handlers = { [protocol.INPUT] = on_input }
+-- window/showMessage (a kernel that died, settings the server ignored): Neovim's own handler echoes the
+-- whole text, and a long one stops the editor at "Press ENTER". Here it goes whole into the panel and as
+-- one line to the message area.
+local function on_show_message(_, params, ctx)
+  if type(params) ~= "table" or type(params.message) ~= "string" then
+    return
+  end
+  local level = ({ [1] = vim.log.levels.ERROR, [2] = vim.log.levels.WARN })[params.type] or vim.log.levels.INFO
+  local s = session_of(ctx)
+  local text = words.neovim(params.message)
+  if s then
+    s:note((level == vim.log.levels.INFO and "" or "⚠ ") .. text,
+      level == vim.log.levels.ERROR and "InterpreterError" or level == vim.log.levels.WARN and "InterpreterRisk" or nil)
+  end
+  words.say(text, level)
+end
+
+local handlers = { [protocol.INPUT] = on_input, ["window/showMessage"] = on_show_message }
 for method, session_method in pairs(M.notification_methods) do
   handlers[method] = notification(session_method)
 end
@@ -145,6 +163,17 @@ function M.enable_codelens(c, bufnr)
   })
 end
 
+-- The server's code lenses and code actions name interpreter.run: run them through M.execute, so an error
+-- reads as the server wrote it (Neovim's own command runner shows "-32602: …"). Registered once.
+local function register_commands()
+  vim.lsp.commands[protocol.RUN] = function(command, ctx)
+    local c = vim.lsp.get_client_by_id(ctx.client_id)
+    if c then
+      M.execute(c, command.command, (command.arguments or {})[1] or {}, nil, nil, ctx.bufnr)
+    end
+  end
+end
+
 --- Start (or reuse) the client for `buf`'s workspace root and attach the buffer.
 ---@param buf integer
 ---@return integer|nil client id
@@ -152,9 +181,18 @@ function M.attach(buf)
   local opts = assert(M.opts, "interpreter_lsp: call require('interpreter_lsp').setup() first")
   local cmd, err = M.server_cmd(opts)
   if not cmd then
-    vim.notify_once("interpreter_lsp: " .. err .. " (:checkhealth interpreter_lsp)", vim.log.levels.ERROR)
+    -- Once, and after the autocommand that opened the file: an error raised inside BufReadPost would
+    -- come as an "Error detected while processing BufReadPost Autocommands" trace and a hit-enter prompt.
+    M.told = M.told or {}
+    if not M.told[err] then
+      M.told[err] = true
+      vim.schedule(function()
+        vim.notify(words.one_line(err), vim.log.levels.ERROR)
+      end)
+    end
     return nil
   end
+  register_commands()
   local root = M.root_for(buf)
   local settings = config.json_object(opts.settings)
   local trusted = trust.is_trusted(root, opts.trusted)
@@ -260,10 +298,16 @@ function M.execute(client, command, args, on_result, on_error, buf)
       arguments = { config.json_object(args) },
     }, function(err, result)
       if err then
-        -- The server writes its errors for people: show them as they are, not behind a method name.
-        vim.notify("interpreter_lsp: " .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+        -- The server writes its errors for people: show them in Neovim's words, not behind a method name or
+        -- an error code, in one line (the whole of it in the panel), never as a hit-enter prompt.
+        local text = words.neovim(err.message or vim.inspect(err))
+        err = vim.tbl_extend("force", err, { message = text })
+        words.say(text, vim.log.levels.ERROR)
         if on_error then
           on_error(err)
+        else
+          local s = session_mod.get(client.root_dir or client.config.root_dir, assert(M.opts))
+          s:note("⚠ " .. text, "InterpreterError")
         end
         return
       end

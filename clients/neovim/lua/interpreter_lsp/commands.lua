@@ -69,8 +69,11 @@ local commands = {
     { nargs = 1, complete = "file", desc = "Export the conversation as a notebook" },
   },
   InterpreterInstall = {
-    function(cmd) require("interpreter_lsp.install").install({ force = cmd.bang }) end,
-    { bang = true, desc = "Install the server into its own environment (! reinstalls)" },
+    function(cmd)
+      require("interpreter_lsp.install").install({ force = cmd.bang, source = cmd.args ~= "" and cmd.args or nil })
+    end,
+    { bang = true, nargs = "?", complete = "file",
+      desc = "Install the server into its own environment (! reinstalls; from a clone, a .whl or a git URL if given)" },
   },
 }
 

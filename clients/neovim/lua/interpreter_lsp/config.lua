@@ -22,6 +22,9 @@ local M = {}
 ---@field keymaps table<string, string|false>
 ---@field panel interpreter_lsp.PanelOptions
 ---@field image_dir string|nil where images from output are saved; nil: stdpath("cache")/interpreter_lsp
+---@field install_source string|nil what :InterpreterInstall installs from: a clone, a .whl, a git URL
+---@field apply_preview "split"|"inline"|false a diff to accept before a proposal is written into a buffer
+---@field inline_output boolean the latest output of a run started from a buffer shows under its code
 
 ---@type interpreter_lsp.Options
 M.defaults = {
@@ -35,14 +38,17 @@ M.defaults = {
   log_level = nil,
   keymaps = {
     -- Keys in the panel buffer. They act on the proposal under the cursor, else the newest pending one.
+    -- None of them shadows a motion: they are editing keys, of no use in the read-only panel.
     approve = "a",
-    edit = "e",
+    edit = "c",
     reject = "r",
     reject_reason = "R",
     apply = "i",
     expand = "o",
     interrupt = "<C-c>",
     close = "q",
+    next_turn = "]]",
+    prev_turn = "[[",
     -- Global keys (normal and visual mode); off unless set, so the plugin takes no key by surprise.
     run = false,
     chat = false,
@@ -57,6 +63,9 @@ M.defaults = {
     throttle_ms = 50,
   },
   image_dir = nil,
+  apply_preview = "split",
+  install_source = nil,
+  inline_output = true,
 }
 
 -- Settings the server knows (its settings.py, section `interpreter`) and the Lua type each must have.
@@ -110,7 +119,7 @@ end
 local function check_table_keys(name, given, defaults)
   for key in pairs(given) do
     if defaults[key] == nil and key ~= "cmd" and key ~= "filetypes" and key ~= "log_file"
-      and key ~= "log_level" and key ~= "image_dir" and key ~= "trusted" then
+      and key ~= "log_level" and key ~= "image_dir" and key ~= "trusted" and key ~= "install_source" then
       fail(string.format("unknown option %s%s (see :help interpreter_lsp-options)", name, key))
     end
   end
@@ -145,6 +154,11 @@ function M.resolve(user)
   check("log_file", opts.log_file, { "string" }, true)
   check("log_level", opts.log_level, { "string" }, true)
   check("image_dir", opts.image_dir, { "string" }, true)
+  if opts.apply_preview ~= false and opts.apply_preview ~= "split" and opts.apply_preview ~= "inline" then
+    fail("apply_preview must be \"split\", \"inline\" or false, got " .. tostring(opts.apply_preview))
+  end
+  check("inline_output", opts.inline_output, { "boolean" })
+  check("install_source", opts.install_source, { "string" }, true)
   if not vim.tbl_contains({ "right", "left", "bottom", "top" }, opts.panel.position) then
     fail("panel.position must be one of right, left, bottom, top, got " .. tostring(opts.panel.position))
   end

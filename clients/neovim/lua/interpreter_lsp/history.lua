@@ -92,12 +92,12 @@ local function replay(s, e)
     end
   elseif kind == "run" then
     local prop = e.proposalId and s.proposals[e.proposalId] or nil
-    local run = s:new_run({ id = e.runId, language = e.language, code = e.code, proposal = prop, state = "running" })
+    local run = s:new_run({ id = e.runId, language = e.language, code = e.code, proposal = prop, state = "running",
+      origin = e.origin, agent = e.agent })
     for _, p in ipairs(output_params(e.runId, e.outputs)) do
       s:on_output(p)
     end
     s:on_run_status({ runId = e.runId, state = e.state or "ok", durationMs = e.durationMs, message = e.message, files = e.files })
-    run.where = run.where or (e.origin == "user" and "by you" or nil)
     s:render_run(run)
   elseif kind == "note" then
     if type(e.text) == "string" then

@@ -10,8 +10,18 @@ local M = {}
 local MIN_PYTHON = { 3, 10 }
 local MARKER = managed.MARKER
 
-local function notify(msg, level)
-  vim.notify("interpreter_lsp: " .. msg, level or vim.log.levels.INFO)
+-- What the install says goes whole into its window (install_window.lua) and, one line each, to messages.
+local progress = require("interpreter_lsp.install_window")
+
+--- The install window's lines (what the install said, whole).
+function M.progress_lines()
+  return progress.lines()
+end
+
+--- `msg` whole into the install's buffer; one line (`short`, else `msg` cut) as a message.
+local function notify(msg, level, short)
+  progress.add(vim.split(msg, "\n", { plain = true }))
+  vim.notify(require("interpreter_lsp.words").one_line("interpreter_lsp: " .. (short or msg)), level or vim.log.levels.INFO)
 end
 
 local managed_exe = managed.exe
@@ -24,6 +34,7 @@ M.installed = managed.installed
 M.update_notice = managed.update_notice
 M.NOT_FOUND = managed.NOT_FOUND
 M.find_server = managed.find_server
+M.parse_source = managed.parse_source
 
 -- Steps ---------------------------------------------------------------------------------------------
 
@@ -45,7 +56,8 @@ local function run(argv, state, quiet)
         return
       end
       vim.schedule(function()
-        for _, line in ipairs(vim.split(data, "\n", { trimempty = true })) do
+        local new = vim.split(data, "\n", { trimempty = true })
+        for _, line in ipairs(new) do
           table.insert(state.lines, line)
           if state.log then
             state.log:write(line, "\n")
@@ -54,11 +66,13 @@ local function run(argv, state, quiet)
         if #state.lines > 200 then
           state.lines = vim.list_slice(state.lines, #state.lines - 99)
         end
+        progress.add(vim.tbl_map(function(l) return "  " .. l end, new))
         local now = vim.uv.now()
         if now - last_echo > 1000 and #state.lines > 0 then
           last_echo = now
-          local line = state.lines[#state.lines]:sub(1, math.max(20, vim.o.columns - 30))
-          vim.api.nvim_echo({ { "interpreter_lsp: " .. line } }, false, {})
+          -- One line, never kept in :messages: it cannot pile up into a hit-enter prompt.
+          local words = require("interpreter_lsp.words")
+          vim.api.nvim_echo({ { words.one_line("interpreter_lsp: " .. state.lines[#state.lines]) } }, false, {})
         end
       end)
     end
@@ -128,12 +142,19 @@ local function find_python(state)
     .. ". Install one, or set g:python3_host_prog to it."
 end
 
-local function fail(state, what)
+local function fail(state, what, todo)
   local tail = vim.list_slice(state.lines, math.max(1, #state.lines - 14))
   notify(what .. (#tail > 0 and (":\n" .. table.concat(tail, "\n")) or "") .. "\n(the whole output: "
-    .. M.log_path() .. ")", vim.log.levels.ERROR)
+    .. M.log_path() .. ")" .. (todo and ("\n" .. todo) or ""), vim.log.levels.ERROR,
+    what .. ": interpreter://install says why" .. (todo and " and what to do" or ""))
+  progress.show()
+  progress.bar("failed · what to do is below · q closes")
   return false
 end
+
+-- Until the package is published, pip finds no interpreter-lsp on the index: what to do instead.
+M.NOT_PUBLISHED = "interpreter-lsp is not on the package index yet: install it from what you have,"
+  .. " :InterpreterInstall /path/to/a/clone (or a .whl file, or git+https://…/interpreter-lsp.git)"
 
 local function write_marker(info)
   local path = M.venv() .. "/" .. MARKER
@@ -171,9 +192,22 @@ function M.needs_providers(settings)
 end
 
 -- The install itself, in a coroutine: each `run` yields until its process ends.
-local function install_steps(state, force)
+local function install_steps(state, force, source)
   local venv = M.venv()
   local checkout = M.checkout()
+  local chosen = nil
+  local client = package.loaded["interpreter_lsp.client"]
+  source = source or (client and client.opts and client.opts.install_source) or nil
+  if source and source ~= "" then
+    local why
+    chosen, why = M.parse_source(source)
+    if not chosen then
+      notify(why, vim.log.levels.ERROR)
+      return false
+    end
+    checkout = chosen.kind == "checkout" and chosen.checkout or nil
+    force = true -- a source the user names is installed, whatever is there
+  end
   local info = M.installed()
   if info and not force and not (checkout and info.version ~= checkout.version) then
     notify(string.format("interpreter-lsp %s is installed (%s); :InterpreterInstall! reinstalls it",
@@ -182,6 +216,7 @@ local function install_steps(state, force)
   end
   vim.fn.mkdir(M.dir(), "p")
   state.log = io.open(M.log_path(), "w")
+  progress.show()
 
   local python, version
   if info then
@@ -225,7 +260,9 @@ local function install_steps(state, force)
       return fail(state, "could not copy the server's sources from " .. checkout.root)
     end
     vim.fn.delete(src .. "/server/interpreter_lsp.egg-info", "rf")
-    spec, source = src, "this plugin's checkout " .. checkout.root
+    spec, source = src, chosen and chosen.label or ("this plugin's checkout " .. checkout.root)
+  elseif chosen then
+    spec, source = chosen.spec, chosen.label
   end
   if M.needs_providers() then
     spec = spec .. "[providers]" -- litellm, for a model the server does not speak to itself
@@ -238,7 +275,10 @@ local function install_steps(state, force)
     vim.fn.delete(M.dir() .. "/src", "rf")
   end
   if res.code ~= 0 then
-    return fail(state, "pip could not install interpreter-lsp (exit " .. res.code .. ")")
+    local todo = (not checkout and not chosen) and M.NOT_PUBLISHED
+      or (chosen and chosen.kind == "url") and "check the URL (pip needs git for git+ URLs), or give a clone's folder"
+      or nil
+    return fail(state, "pip could not install interpreter-lsp (exit " .. res.code .. ")", todo)
   end
 
   res = run({ managed_exe(), "--version" }, state)
@@ -248,12 +288,13 @@ local function install_steps(state, force)
   end
   write_marker({
     version = installed,
-    source = checkout and ("checkout:" .. checkout.root) or "index",
+    source = checkout and ("checkout:" .. checkout.root) or chosen and (chosen.kind .. ":" .. chosen.spec) or "index",
     python = python,
     installed = os.date("!%Y-%m-%dT%H:%M:%SZ"),
   })
   notify(string.format("interpreter-lsp %s installed in %s (%.0f s)", installed, venv,
     (vim.uv.hrtime() - state.started) / 1e9))
+  progress.bar("done, interpreter-lsp " .. installed .. " · q closes")
   -- Say so when this install is not what the plugin will start, or not yet.
   local client = package.loaded["interpreter_lsp.client"]
   if client and client.opts and client.opts.cmd then
@@ -273,7 +314,7 @@ end
 
 --- :InterpreterInstall[!]. Installs the server into its own environment, or updates it when the
 --- plugin's version moved on; `force` reinstalls. `on_done(ok)` runs at the end.
----@param args {force: boolean|nil, on_done: fun(ok: boolean)|nil}|nil
+---@param args {force: boolean|nil, source: string|nil, on_done: fun(ok: boolean)|nil}|nil
 function M.install(args)
   args = args or {}
   if M.job then
@@ -283,6 +324,8 @@ function M.install(args)
   end
   local state = { lines = {}, started = vim.uv.hrtime() }
   M.job = state
+  progress.started = state.started
+  vim.api.nvim_buf_set_lines(progress.buffer(), 0, -1, false, {})
   if not M.leave_hook then
     M.leave_hook = vim.api.nvim_create_autocmd("VimLeavePre", { callback = M.cancel })
   end
@@ -310,7 +353,7 @@ function M.install(args)
     end
   end
   co = coroutine.create(function()
-    return install_steps(state, args.force)
+    return install_steps(state, args.force, args.source)
   end)
   state.resume()
 end

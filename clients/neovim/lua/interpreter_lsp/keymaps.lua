@@ -43,13 +43,15 @@ function M.set_panel(s)
   map(keys.expand, function() api().show_output() end, "Interpreter: all output of the run under the cursor")
   map(keys.interrupt, function() api().interrupt() end, "Interpreter: interrupt")
   map(keys.close, function() s.panel:close() end, "Interpreter: close the panel")
+  map(keys.next_turn, function() M.jump_turn(s, 1) end, "Interpreter: the next request in the conversation")
+  map(keys.prev_turn, function() M.jump_turn(s, -1) end, "Interpreter: the request before")
 end
 
 -- The keys a pending proposal's card names, in this order, with the word it shows for each.
 local PROPOSAL_KEYS = { { "approve", "approve" }, { "edit", "edit" }, { "reject", "reject" },
   { "reject_reason", "reject, say why" }, { "apply", "apply" } }
 
---- "a approve · e edit · …" for the panel keys that are set.
+--- "a approve · c edit · …" for the panel keys that are set.
 ---@param keys table<string, string|false> the `keymaps` option
 ---@return string
 function M.proposal_hint(keys)
@@ -60,6 +62,44 @@ function M.proposal_hint(keys)
     end
   end
   return table.concat(acts, " · ")
+end
+
+--- Move the cursor in the panel to the next (`dir` 1) or previous (-1) request of the user ("## You").
+---@param s interpreter_lsp.Session
+---@param dir integer
+function M.jump_turn(s, dir)
+  local win = vim.api.nvim_get_current_win()
+  if vim.api.nvim_win_get_buf(win) ~= s.panel.buf then
+    return
+  end
+  s.panel:flush()
+  local row = vim.api.nvim_win_get_cursor(win)[1] - 1
+  local starts = {}
+  for _, sec in ipairs(s.panel.sections) do
+    if sec.kind == "user" and sec.shown then
+      table.insert(starts, s.panel:line_of(sec))
+    end
+  end
+  local target
+  if dir > 0 then
+    for _, r in ipairs(starts) do
+      if r > row then
+        target = r
+        break
+      end
+    end
+  else
+    for i = #starts, 1, -1 do
+      if starts[i] < row then
+        target = starts[i]
+        break
+      end
+    end
+  end
+  if target then
+    vim.api.nvim_win_set_cursor(win, { target + 1, 0 })
+    vim.cmd("normal! zt")
+  end
 end
 
 --- The 0-based row of the cursor in `s`'s panel when the panel is the current window, else nil.

@@ -43,7 +43,13 @@ end
 function M.checkout()
   local here = debug.getinfo(1, "S").source:gsub("^@", "")
   -- lua/interpreter_lsp/managed.lua -> the plugin root -> the repository root two levels up.
-  local root = vim.fs.normalize(vim.fn.fnamemodify(here, ":p:h:h:h:h:h"))
+  return M.checkout_at(vim.fs.normalize(vim.fn.fnamemodify(here, ":p:h:h:h:h:h")))
+end
+
+--- The server's sources at `root` (a clone of the repository), or nil.
+---@param root string
+---@return {root: string, version: string}|nil
+function M.checkout_at(root)
   local pyproject = read_file(root .. "/pyproject.toml")
   local init = read_file(root .. "/server/interpreter_lsp/__init__.py")
   if not pyproject or not init or not pyproject:find('name%s*=%s*"interpreter%-lsp"') then
@@ -74,7 +80,8 @@ function M.update_notice()
   return nil
 end
 
-M.NOT_FOUND = "interpreter-lsp server not found: run :InterpreterInstall (or set cmd)"
+-- Short: the hint is one line of the message area (words.lua), all of it read.
+M.NOT_FOUND = "interpreter-lsp not found: run :InterpreterInstall (or set cmd)"
 
 --- The server: setup option cmd, else `interpreter-lsp` on PATH, else the managed install.
 --- Returns the argv (a new table), where it came from ("setting", "PATH", "managed"), or nil and why.
@@ -100,9 +107,37 @@ function M.find_server(opts, quiet)
     return { managed_exe() }, "managed"
   end
   if require("interpreter_lsp.install").job then
-    return nil, "interpreter-lsp is being installed (:InterpreterInstall); it starts when the install is done"
+    return nil, "the server is being installed; it starts when that is done"
   end
   return nil, M.NOT_FOUND
+end
+
+--- What `:InterpreterInstall {source}` (or the setup option install_source) names: a folder with the
+--- server's sources (a clone), a wheel or sdist file, or a git URL pip can read. Returns
+--- {kind, spec, label} or nil and why not.
+---@param source string
+---@return table|nil, string|nil
+function M.parse_source(source)
+  source = vim.trim(source)
+  if source:match("^git%+") or source:match("^https?://") then
+    return { kind = "url", spec = source, label = source }
+  end
+  local path = vim.fs.normalize(vim.fn.fnamemodify(vim.fn.expand(source), ":p")):gsub("/$", "")
+  if vim.fn.isdirectory(path) == 1 then
+    local checkout = M.checkout_at(path)
+    if checkout then
+      return { kind = "checkout", checkout = checkout, label = "the clone " .. path }
+    end
+    return nil, path .. " has no interpreter-lsp sources (pyproject.toml naming interpreter-lsp and"
+      .. " server/interpreter_lsp): give the folder of a clone of the repository"
+  end
+  if vim.fn.filereadable(path) == 1 and (path:match("%.whl$") or path:match("%.tar%.gz$")) then
+    return { kind = "file", spec = path, label = path }
+  end
+  if vim.fn.filereadable(path) == 1 or vim.fn.isdirectory(path) == 1 then
+    return nil, path .. " is not a wheel (.whl) or an sdist (.tar.gz)"
+  end
+  return nil, source .. " was not found: give a clone's folder, a .whl file, or a git URL (git+https://…)"
 end
 
 return M

@@ -50,6 +50,8 @@ function M.new(name, opts)
   vim.bo[buf].undolevels = -1
   vim.bo[buf].filetype = "markdown"
   vim.bo[buf].modifiable = false
+  -- Markdown drawn as markdown: treesitter's highlights, with its conceal hiding `**` and the fences.
+  pcall(vim.treesitter.start, buf, "markdown")
   local self = setmetatable({
     buf = buf,
     opts = opts,
@@ -213,6 +215,10 @@ function Panel:open()
   vim.wo[win].signcolumn = "no"
   vim.wo[win].foldenable = false
   vim.wo[win].spell = false
+  -- Rendered, not raw: `**Run**` reads "Run", fence lines are hidden (treesitter markdown's conceal), also
+  -- on the cursor line.
+  vim.wo[win].conceallevel = 2
+  vim.wo[win].concealcursor = "nc"
   vim.wo[win].winfixwidth = vertical
   vim.wo[win].winfixheight = not vertical
   self:_draw_winbar(win)

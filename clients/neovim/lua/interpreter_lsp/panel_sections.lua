@@ -248,7 +248,8 @@ return function(Panel, ns)
     end
     local tail_from = #sec.out - tail + 1 + (has_partial and 1 or 0)
     local hidden = tail_from - head - 1
-    lines[#lines + 1] = string.format("⋯ %d more lines folded (press o to see all output) ⋯", hidden)
+    lines[#lines + 1] = string.format("⋯ %d more lines folded (o here or :InterpreterOutput shows all %d) ⋯", hidden,
+      #sec.out + (has_partial and 1 or 0))
     hls[#hls + 1] = "InterpreterMuted"
     for i = tail_from, #sec.out do
       lines[#lines + 1] = clip(sec.out[i])

@@ -257,9 +257,11 @@ end
 
 ---@param turn_id string
 ---@param context table|nil {uri, range} the chat was about
-function Session:bind_turn(turn_id, context)
+---@param target interpreter_lsp.Target|nil those lines, tracked in their buffer (apply.lua)
+function Session:bind_turn(turn_id, context, target)
   local turn = self.turns[turn_id] or {}
   turn.context = context
+  turn.target = target
   self.turns[turn_id] = turn
 end
 

@@ -1,6 +1,7 @@
 -- The runs of a session: each run's section (state, code, where it came from, the files it touched) and
 -- its streamed output (images: images.lua). Methods of interpreter_lsp.Session, added by session.lua.
 local images = require("interpreter_lsp.images")
+local inline = require("interpreter_lsp.inline")
 
 local format = require("interpreter_lsp.format")
 
@@ -29,10 +30,28 @@ return function(Session)
     return #parts > 0 and ("files: " .. table.concat(parts, "  ")) or nil
   end
 
+  --- "by you", "by the model", "by an agent (name)": who started a run (runStatus / history `origin`).
+  local function origin_words(run)
+    local o = run.origin
+    if o == "user" then
+      return "by you"
+    elseif o == "model" then
+      return "by the model"
+    elseif o == "agent" then
+      return "by an agent" .. (type(run.agent) == "string" and run.agent ~= "" and (" (" .. run.agent .. ")") or "")
+    end
+    return nil
+  end
+  Session.origin_words = origin_words
+
   function Session:render_run(run)
     local icon = ({ queued = "…", running = "▶", ok = "✓", error = "✗", interrupted = "■", died = "✗", timeout = "⏱" })[run.state]
       or "▶"
     local title = string.format("%s **Run** · %s", icon, run.language or "code")
+    local by = origin_words(run)
+    if by then
+      title = title .. " · " .. by
+    end
     if run.where then
       title = title .. " · " .. run.where
     end
@@ -58,6 +77,9 @@ return function(Session)
       vim.list_extend(lines, fence(run.language, run.code))
     end
     if run.has_output then
+      -- The fences are hidden on screen (rendered markdown): this line keeps code and output apart.
+      table.insert(lines, "↳ output")
+      hls[#lines] = "InterpreterMuted"
       table.insert(lines, "~~~")
     end
     self.panel:set_header(run.section, lines, hls)
@@ -73,6 +95,9 @@ return function(Session)
       code = fields.code,
       where = fields.where,
       proposal = fields.proposal,
+      anchor = fields.anchor,
+      origin = fields.origin,
+      agent = fields.agent,
       state = fields.state or "queued",
       next_seq = 0,
       has_output = false,
@@ -159,6 +184,23 @@ return function(Session)
     end
     if not run.where then
       run.where = source_where(p.source)
+      -- A run from a code lens or code action: its output goes under its lines too, if the file is open.
+      local src = p.source
+      if run.where and not run.anchor and type(src.uri) == "string" and not self.replaying then
+        local buf = vim.uri_to_bufnr(src.uri)
+        if vim.api.nvim_buf_is_loaded(buf) then
+          run.anchor = inline.anchor(buf, src.startLine, (type(src.endLine) == "number" and src.endLine or src.startLine) + 1)
+        end
+      end
+    end
+    if type(p.origin) == "string" and not run.origin then
+      run.origin = p.origin
+    end
+    if type(p.agent) == "string" and not run.agent then
+      run.agent = p.agent
+    end
+    if not run.origin and run.proposal then
+      run.origin = "model"
     end
     run.state = p.state
     run.duration_ms = p.durationMs or run.duration_ms
@@ -169,12 +211,71 @@ return function(Session)
     end
     if p.state ~= "queued" and p.state ~= "running" then
       self.panel:finish_line(run.section)
+      run.finished_at = run.finished_at or os.time()
     end
     if run.proposal and run.proposal.state == "pending" then
       self:set_proposal_state(run.proposal.id, "approved")
     end
     self:render_run(run)
     self:update_winbar()
+    if p.state ~= "queued" and p.state ~= "running" then
+      self:announce_if_hidden(run)
+      self:show_inline(run)
+    end
+  end
+
+  --- A run that ended where the user cannot see it (the panel closed or in another tab, e.g. after `o`,
+  --- or scrolled away from it) is announced in one line, once.
+  function Session:announce_if_hidden(run)
+    if self.replaying or run.announced then
+      return
+    end
+    local win = nil
+    for _, w in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+      if vim.api.nvim_win_get_buf(w) == self.panel.buf then
+        win = w
+        break
+      end
+    end
+    local visible = false
+    -- Its output under its code, in a window of this tab, is in sight too.
+    local a = run.anchor
+    if a and self.opts.inline_output and vim.api.nvim_buf_is_valid(a.buf) then
+      for _, w in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+        if vim.api.nvim_win_get_buf(w) == a.buf then
+          visible = true
+        end
+      end
+    end
+    if win and not visible then
+      self.panel:flush()
+      local row = self.panel:line_of(run.section)
+      local top, bottom = vim.fn.line("w0", win), vim.fn.line("w$", win)
+      local last = row + run.section.h_n + run.section.b_n
+      visible = row >= 0 and row + 1 <= bottom and last >= top
+    end
+    if not visible then
+      run.announced = true
+      local what = string.format("run %s %s%s", run.language or "", run.state,
+        run.duration_ms and (" in " .. seconds(run.duration_ms)) or "")
+      require("interpreter_lsp.words").say(what .. (win and " · below in the panel" or " · :InterpreterPanel shows it"))
+    end
+  end
+
+  --- The run's output under its code in the source buffer (inline.lua), when it came from one.
+  function Session:show_inline(run)
+    if not self.opts.inline_output or self.replaying or not run.anchor then
+      return
+    end
+    if run.inline_pending then
+      return
+    end
+    run.inline_pending = true
+    -- At most one redraw per panel tick: a flood of output costs one extmark update.
+    vim.defer_fn(function()
+      run.inline_pending = false
+      pcall(inline.draw, self.panel, run)
+    end, self.opts.panel.throttle_ms)
   end
 
   function Session:on_output(p)
@@ -204,8 +305,10 @@ return function(Session)
       local text, kind = p.text, nil
       if type(p.data) == "table" and next(p.data) then
         text, kind = images.bundle_text(self, p.data, run)
+        run.last_image = (text or ""):match("^%[image%] (.-)\n?$") or run.last_image
       end
       self.panel:append(sec, with_newline(text or ""), kind)
     end
+    self:show_inline(run)
   end
 end

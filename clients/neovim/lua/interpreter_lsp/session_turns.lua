@@ -3,6 +3,7 @@
 -- the turn's state and how it ended (turnStatus), the kernels' state (kernelStatus).
 local format = require("interpreter_lsp.format")
 local keymaps = require("interpreter_lsp.keymaps")
+local words = require("interpreter_lsp.words")
 
 ---@param Session table the Session class
 return function(Session)
@@ -95,10 +96,16 @@ return function(Session)
   local FINAL_TURN = { done = true, cancelled = true, error = true }
 
   function Session:on_turn_status(p)
+    local before = self.turn_state
     -- A final state ends the turn: the bar says nothing more about it (the panel says how it ended).
     self.turn_state = not FINAL_TURN[p.state] and p.state or nil
     if type(p.context) == "table" then
       self.context = p.context
+    end
+    -- The conversation was condensed on the way to this request: a note now, as a reopened panel shows.
+    if before == "compacting" and p.state ~= "compacting" then
+      local size = require("interpreter_lsp.session").context_text(type(p.context) == "table" and p.context or nil)
+      self:note("⋯ Earlier turns condensed" .. (size and (" (the model's view is now " .. size .. ")") or ""))
     end
     local turn = self.turns[p.turnId] or {}
     self.turns[p.turnId] = turn
@@ -106,7 +113,7 @@ return function(Session)
       self.panel:finish_line(turn.message)
     end
     if p.state == "error" then
-      self:note("⚠ " .. (p.message or "the request failed"), "InterpreterError")
+      self:note("⚠ " .. words.neovim(p.message or "the request failed"), "InterpreterError")
     elseif p.state == "cancelled" then
       self:note("■ stopped" .. (p.message and (": " .. p.message) or ""))
     elseif p.state == "done" and p.message then

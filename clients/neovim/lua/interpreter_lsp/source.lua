@@ -52,19 +52,21 @@ function M.chat(args)
     if not text or vim.trim(text) == "" then
       return
     end
-    local params, about, context = { text = text }, nil, nil
+    local params, about, context, target = { text = text }, nil, nil, nil
     if args.line1 and args.line2 and not session_mod.by_panel(buf) then
       local span = { first = args.line1 - 1, last = args.line2, kind = "range" }
       context = { uri = vim.uri_from_bufnr(buf), range = cells.lsp_range(buf, span, c.offset_encoding) }
       params.uri, params.range = context.uri, context.range
       about = string.format("%s:%d-%d", relative(buf), args.line1, args.line2)
+      -- The lines the request is about, tracked: an apply later writes over them wherever they moved.
+      target = require("interpreter_lsp.apply").track(buf, span.first, span.last)
     elseif vim.bo[buf].buftype == "" and vim.api.nvim_buf_get_name(buf) ~= "" then
       params.uri = vim.uri_from_bufnr(buf)
     end
     s:user_chat(text, about)
     client.execute(c, protocol.CHAT, params, function(result)
       if result and result.turnId then
-        s:bind_turn(result.turnId, context)
+        s:bind_turn(result.turnId, context, target)
       end
     end, function(err)
       s:note("⚠ " .. (err.message or "the request failed"), "InterpreterError")
@@ -73,7 +75,10 @@ function M.chat(args)
   if args.text and args.text ~= "" then
     send(args.text)
   else
-    vim.ui.input({ prompt = "Ask the interpreter: " }, send)
+    -- A prompt buffer below the panel: several lines, history, the conversation in view.
+    s.panel:open()
+    local about = args.line1 and string.format("%s:%d-%d", relative(buf), args.line1, args.line2) or nil
+    require("interpreter_lsp.prompt").open({ title = about, on_send = send, panel_win = s.panel:window() })
   end
 end
 
@@ -140,7 +145,10 @@ function M.run(args)
     notify("nothing to run: the selection is empty", vim.log.levels.WARN)
     return
   end
-  local run = s:user_run({ language = vim.bo[buf].filetype ~= "" and vim.bo[buf].filetype or nil, code = code, where = where })
+  local first_row = sel and sel.first_row or range.start.line
+  local last_row = sel and sel.last_row or range["end"].line
+  local run = s:user_run({ language = vim.bo[buf].filetype ~= "" and vim.bo[buf].filetype or nil, code = code,
+    where = where, origin = "user", anchor = require("interpreter_lsp.inline").anchor(buf, first_row, last_row + 1) })
   local params = { uri = vim.uri_from_bufnr(buf), range = range }
   send_run(c, s, run, params, buf)
 end
@@ -153,7 +161,7 @@ function M.run_code(code, language)
   if not c or not s then
     return
   end
-  local run = s:user_run({ language = language, code = code })
+  local run = s:user_run({ language = language, code = code, origin = "user" })
   send_run(c, s, run, { code = code, language = language })
 end
 

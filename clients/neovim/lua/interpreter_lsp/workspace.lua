@@ -180,12 +180,16 @@ function M.status_text(s, result)
     end
   end
   local usage = result.usage or {}
+  -- One word for the cost: what the server priced, or "unknown" when it has no price for the model (never
+  -- "cost 0" beside "cost unknown").
+  local ctx_known = not (type(result.context) == "table" and result.context.costKnown == false)
+  local cost = ctx_known and string.format("$%.2f", tonumber(usage.cost) or 0) or "unknown"
   local lines = {
     "model: " .. (type(result.model) == "string" and result.model or "(none configured: set settings.model)"),
     "auto-run: " .. tostring(result.autoRun),
     "kernels: " .. (#kernels > 0 and table.concat(kernels, ", ") or "none started"),
     string.format("tokens: %s prompt, %s completion; cost %s", usage.promptTokens or 0,
-      usage.completionTokens or 0, usage.cost or 0),
+      usage.completionTokens or 0, cost),
   }
   vim.list_extend(lines, limits)
   local ctx = result.context

@@ -5,7 +5,7 @@ local function it(name, fn)
   specs[#specs + 1] = { name, fn }
 end
 
-local KEYS = "pending: a approve · e edit · r reject · R reject, say why · i apply"
+local KEYS = "pending: a approve · c edit · r reject · R reject, say why · i apply"
 
 local function calc_uri()
   return vim.uri_from_fname(vim.fn.getcwd() .. "/calc.py")
@@ -177,7 +177,7 @@ it("a run goes queued, running, ok with its output between fences", function(t)
   local source = { uri = calc_uri(), kind = "selection", startLine = 3, endLine = 3 }
   t.feed(s, "RUN_STATUS", { runId = "r1", state = "queued", language = "python", origin = "user", code = "main()", source = source })
   t.eq(s.runs.r1.state, "queued", "queued")
-  t.has_line("… **Run** · python · calc.py:4 · queued")
+  t.has_line("… **Run** · python · by you · calc.py:4 · queued")
   t.feed(s, "RUN_STATUS", { runId = "r1", state = "running", language = "python" })
   t.eq(t.bar(s), "python running", "the bar while it runs")
   t.feed(s, "OUTPUT", { runId = "r1", seq = 0, kind = "stdout", text = "hello\nwor" })
@@ -187,10 +187,10 @@ it("a run goes queued, running, ok with its output between fences", function(t)
     files = { { path = "out/new.csv", change = "created" }, { path = "old.txt", change = "modified" }, { path = 3 } } })
   t.eq({ s.runs.r1.state, s.runs.r1.duration_ms, s.runs.r1.next_seq }, { "ok", 1500, 3 }, "run")
   t.eq(t.lines(s), {
-    "✓ **Run** · python · calc.py:4 · ok · 1.5 s",
+    "✓ **Run** · python · by you · calc.py:4 · ok · 1.5 s",
     "files: + out/new.csv  ~ old.txt",
     "```python", "main()", "```",
-    "~~~", "hello", "wora warning", "ld", "progress 100%", "~~~", "",
+    "↳ output", "~~~", "hello", "wora warning", "ld", "progress 100%", "~~~", "",
   }, "panel")
   t.eq(t.bar(s), "python idle", "the bar after it")
   t.eq(t.highlights("✓ **Run**"), { "InterpreterOk" }, "an ok run")
@@ -220,9 +220,9 @@ it("a run of a proposal names it and marks the proposal approved", function(t)
   t.eq(s.runs.r7.proposal, s.proposals.p1, "the run's proposal")
   t.eq(s.proposals.p1.state, "approved", "approved by running it")
   t.has_line("**Proposal 1** · python · risk: low · approved")
-  t.has_line("▶ **Run** · python · proposal 1 · running")
+  t.has_line("▶ **Run** · python · by the model · proposal 1 · running")
   t.feed(s, "RUN_STATUS", { runId = "r7", state = "interrupted", language = "python" })
-  t.has_line("■ **Run** · python · proposal 1 · interrupted")
+  t.has_line("■ **Run** · python · by the model · proposal 1 · interrupted")
 end)
 
 it("a run started here keeps one section whether its id or its notifications come first", function(t)
@@ -253,7 +253,7 @@ it("an approved proposal's run takes the section shown at approval, not another 
   t.feed(s, "RUN_STATUS", { runId = "r2", proposalId = "p1", state = "running", language = "python" })
   t.feed(s, "RUN_STATUS", { runId = "r1", state = "running", language = "python" })
   t.eq({ s.runs.r2 == approved, s.runs.r1 == mine, #s.unbound_runs }, { true, true, 0 }, "matched runs")
-  t.has_line("▶ **Run** · python · proposal 1 · running")
+  t.has_line("▶ **Run** · python · by the model · proposal 1 · running")
   t.has_line("▶ **Run** · python · demo.py:5 · running")
 end)
 
@@ -271,7 +271,7 @@ it("long output is folded to its head and tail, and all of it stays one key away
   local from = t.row_of("line 1")
   t.eq(vim.list_slice(lines, from, from + 10), {
     "line 1", "line 2", "line 3", "line 4", "line 5", "line 6",
-    "⋯ 21 more lines folded (press o to see all output) ⋯",
+    "⋯ 21 more lines folded (o here or :InterpreterOutput shows all 30) ⋯",
     "line 28", "line 29", "line 30", "~~~",
   }, "folded output")
   t.eq(#s.panel:body_lines(s.runs.r1.section), 30, "all lines kept")
@@ -352,9 +352,9 @@ it("the history is replayed above the live panel, as live notifications draw it"
     "## You", "earlier question", "",
     "## Assistant", "earlier answer", "",
     "**Proposal 1** · python · risk: medium · edited, approved", "  ⚠ writes x", "```python", "x = 42", "```", "",
-    "✓ **Run** · python · proposal 1 · ok · 5 ms", "```python", "x = 42", "print(x)", "```", "~~~", "42", "~~~", "",
+    "✓ **Run** · python · by the model · proposal 1 · ok · 5 ms", "```python", "x = 42", "print(x)", "```", "↳ output", "~~~", "42", "~~~", "",
     "**Proposal 2** · python · risk: low · expired", "```python", "del x", "```", "",
-    "✗ **Run** · python · by you · error", "```python", "1/0", "```", "~~~", "ZeroDivisionError: division by zero", "~~~", "",
+    "✗ **Run** · python · by you · error", "```python", "1/0", "```", "↳ output", "~~~", "ZeroDivisionError: division by zero", "~~~", "",
     "■ stopped: by you", "",
     "✗ the python kernel died: killed", "",
     "↻ Kernel restarted (shell)", "",
@@ -390,6 +390,116 @@ it("an empty or malformed history changes nothing", function(t)
   history.render(s, {})
   history.render(s, "nonsense")
   t.eq(t.lines(s), { "## You", "live", "" }, "panel")
+end)
+
+it("the cost is one word: priced, or unknown, never 0 and unknown at once", function(t)
+  local s = t.session()
+  local status = require("interpreter_lsp").status_text
+  local unknown = table.concat(status(s, { model = "openai/x", kernels = {}, usage = { cost = 0 },
+    context = { tokens = 10, cost = 0, costKnown = false } }), "\n")
+  t.truthy(unknown:find("cost unknown", 1, true), unknown)
+  t.truthy(not unknown:find("cost 0", 1, true), unknown)
+  local priced = table.concat(status(s, { model = "openai/x", kernels = {}, usage = { cost = 0.041 },
+    context = { tokens = 10, cost = 0.041, costKnown = true } }), "\n")
+  t.truthy(priced:find("cost $0.04", 1, true), priced)
+end)
+
+it("automatic compaction leaves a note live, as a reopened panel shows it", function(t)
+  local s = t.session()
+  t.feed(s, "TURN_STATUS", { turnId = "t1", state = "compacting" })
+  t.lacks("condensed")
+  t.feed(s, "TURN_STATUS", { turnId = "t1", state = "thinking", context = { tokens = 2000, window = 8000, compactions = 1 } })
+  t.has_line("⋯ Earlier turns condensed (the model's view is now 2k/8k tok)")
+end)
+
+it("runs say who started them, live and replayed: you, the model, an agent", function(t)
+  local s = t.session()
+  t.feed(s, "RUN_STATUS", { runId = "r1", state = "queued", language = "python", origin = "user", code = "1" })
+  t.feed(s, "RUN_STATUS", { runId = "r2", state = "queued", language = "python", origin = "model", code = "2" })
+  t.feed(s, "RUN_STATUS", { runId = "r3", state = "queued", language = "python", origin = "agent", agent = "claude-code", code = "3" })
+  t.has_line("… **Run** · python · by you · queued")
+  t.has_line("… **Run** · python · by the model · queued")
+  t.has_line("… **Run** · python · by an agent (claude-code) · queued")
+  local r = t.session()
+  require("interpreter_lsp.history").render(r, {
+    { type = "run", runId = "h1", origin = "model", language = "python", code = "x", state = "ok", outputs = {} },
+    { type = "run", runId = "h2", origin = "user", language = "python", code = "y", state = "ok", outputs = {} },
+  })
+  t.has("✓ **Run** · python · by the model · ok", r)
+  t.has("✓ **Run** · python · by you · ok", r)
+end)
+
+it("a reopened long output says it was cut on screen and where the whole of it is", function(t)
+  local s = t.session({ panel = { max_output_lines = 10, tail_lines = 3 } })
+  local lines = {}
+  for i = 1, 50 do
+    lines[i] = "line " .. i .. "\n"
+  end
+  require("interpreter_lsp.history").render(s, {
+    { type = "run", runId = "h1", origin = "user", language = "python", code = "for ...", state = "ok",
+      outputs = { { output_type = "stream", name = "stdout", text = table.concat(lines) } } },
+  })
+  t.has("⋯ 41 more lines folded (o here or :InterpreterOutput shows all 50) ⋯")
+  t.has_line("line 50")
+end)
+
+it("a run's image is drawn under its code with image.nvim when installed, its path shown otherwise", function(t)
+  local s = t.session()
+  local buf = vim.api.nvim_create_buf(true, false)
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, { "import matplotlib", "plot()", "", "more = 1" })
+  vim.api.nvim_set_current_buf(buf)
+  local drawn = {}
+  package.loaded["image"] = { from_file = function(path, o)
+    table.insert(drawn, { path = path, buffer = o.buffer, y = o.y })
+    return { render = function() end }
+  end }
+  local anchor = require("interpreter_lsp.inline").anchor(buf, 0, 2)
+  local run = s:user_run({ language = "python", code = "plot()", origin = "user", anchor = anchor })
+  s:bind_run(run, "r1")
+  local png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8/5+hHgAHggJ/PchI7wAAAABJRU5ErkJggg=="
+  t.feed(s, "OUTPUT", { runId = "r1", seq = 0, kind = "display", data = { ["image/png"] = png } })
+  t.feed(s, "RUN_STATUS", { runId = "r1", state = "ok", language = "python", durationMs = 40 })
+  t.lines(s)
+  local function in_source()
+    for _, d in ipairs(drawn) do
+      if d.buffer == buf then
+        return d
+      end
+    end
+  end
+  vim.wait(2000, function() return in_source() ~= nil end, 10)
+  package.loaded["image"] = nil
+  local d = in_source()
+  t.truthy(d, "image.nvim was asked to draw it in the source buffer: " .. vim.inspect(drawn))
+  t.eq(d.y, 2, "under the cell's last line")
+  t.truthy(d.path:find("r1%-1%.png$"), d.path)
+  local virt = require("interpreter_lsp_test").inline_lines(buf)
+  t.truthy(virt[2] and virt[2].text:find("[image] ", 1, true), vim.inspect(virt))
+end)
+
+it("long output under the code shows its last lines and says how many more the panel has", function(t)
+  local s = t.session()
+  local buf = vim.api.nvim_create_buf(true, false)
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, { "for i in range(100):", "    print(i)" })
+  local run = s:user_run({ language = "python", code = "...", origin = "user",
+    anchor = require("interpreter_lsp.inline").anchor(buf, 0, 2) })
+  s:bind_run(run, "r1")
+  local text = {}
+  for i = 0, 99 do
+    text[#text + 1] = tostring(i)
+  end
+  t.feed(s, "OUTPUT", { runId = "r1", seq = 0, kind = "stdout", text = table.concat(text, "\n") .. "\n" })
+  t.feed(s, "RUN_STATUS", { runId = "r1", state = "ok", language = "python", durationMs = 1234 })
+  local virt
+  vim.wait(2000, function()
+    virt = require("interpreter_lsp_test").inline_lines(buf)
+    return #virt >= 10
+  end, 10)
+  t.eq(#virt, 10, "a head line, the count, 8 lines: " .. vim.inspect(virt))
+  t.truthy(virt[1].text:find("^  ✓ ok · 1%.2 s · %d%d:%d%d:%d%d$"), virt[1].text)
+  t.eq(virt[2].text, "  ⋯ 92 earlier lines in the panel (:InterpreterOutput shows all)", "the count")
+  t.eq(virt[10].text, "  │ 99", "the last line")
+  t.eq(virt[1].row, 1, "under the code's last line")
 end)
 
 return specs
