@@ -15,7 +15,7 @@ const ICON: Record<KernelState, string> = {
 };
 
 /** What `interpreter.status` said last, minus the kernels (their states come live). */
-export type StatusDetails = Omit<StatusResult, "kernels">;
+export type StatusDetails = Partial<Omit<StatusResult, "kernels">>;
 
 function kernelLine(kernel: KernelStatusParams, info: KernelInfo | undefined): string {
   const remote = info?.gateway ? `${info.kernel ?? "kernel"} on ${info.gateway}` : undefined;

@@ -201,8 +201,8 @@ test("files a run touched come back with the run from history; malformed entries
   applyEvent(s, {
     type: "history",
     messages: [
-      { type: "run", runId: "r1", origin: "user", language: "python", code: "open('result.txt','w').write('x')", state: "ok", durationMs: 5, outputs: [], files: [{ path: "result.txt", change: "created" }] },
-      { type: "run", runId: "r2", origin: "user", language: "python", code: "1", state: "ok", durationMs: 5, outputs: [], files: [] },
+      { type: "run", runId: "r1", origin: "user", language: "python", code: "open('result.txt','w').write('x')", state: "ok", durationMs: 5, outputForModel: "", outputs: [], files: [{ path: "result.txt", change: "created" }] },
+      { type: "run", runId: "r2", origin: "user", language: "python", code: "1", state: "ok", durationMs: 5, outputForModel: "", outputs: [], files: [] },
     ],
   });
   applyEvent(s, {

@@ -77,7 +77,7 @@ test("the tooltip says where the model came from, and which settings were ignore
 
 test("a kernel on a gateway is named with its gateway", () => {
   const info = new Map<string, KernelInfo>([
-    ["python", { language: "python", state: "idle", kernel: "python3", gateway: "https://gw.example:8888", kernelId: "k1", sandbox: "off (remote kernel: …)" }],
+    ["python", { language: "python", state: "idle", kernel: "python3", source: "the gateway", gateway: "https://gw.example:8888", kernelId: "k1", sandbox: "off (remote kernel: …)" }],
   ]);
   const { tooltip } = kernelSummary(kernels, "python", undefined, "running", info);
   assert.match(tooltip, /python: busy — python3 on https:\/\/gw\.example:8888, sandbox: off \(remote kernel: …\)/);
