@@ -147,8 +147,7 @@ def _ts_interfaces(source: str) -> dict[str, dict[str, tuple[bool, str]]]:
 def _split_union(text: str) -> list[str]:
     parts, depth, current = [], 0, ""
     for ch in text:
-        depth += ch in "{<([" and 1 or 0
-        depth -= ch in "}>)]" and 1 or 0
+        depth += int(ch in "{<([") - int(ch in "}>)]")
         if ch == "|" and depth == 0:
             parts.append(current.strip())
             current = ""
@@ -309,7 +308,9 @@ def test_protocol_ts_history_event_union_is_the_servers() -> None:
     client = set(re.findall(r"\|\s*(\w+)", union.group(1)))
     # reset and undo are applied by interpreter.history: a client never receives them.
     server = {cls.__name__ for cls in p.HISTORY_EVENTS if cls.type not in ("reset", "undo")}
-    assert client == server, f"only in protocol.py {sorted(server - client)}, only in protocol.ts {sorted(client - server)}"
+    assert client == server, (
+        f"only in protocol.py {sorted(server - client)}, only in protocol.ts {sorted(client - server)}"
+    )
 
 
 def test_protocol_ts_literal_types_are_the_servers() -> None:
@@ -318,7 +319,16 @@ def test_protocol_ts_literal_types_are_the_servers() -> None:
     from interpreter_lsp import protocol as p
 
     aliases = _ts_aliases(_ts_source())
-    for name in ("RiskLevel", "RunState", "TurnState", "OutputKind", "KernelState", "ProposalState", "Origin", "DecisionKind"):
+    for name in (
+        "RiskLevel",
+        "RunState",
+        "TurnState",
+        "OutputKind",
+        "KernelState",
+        "ProposalState",
+        "Origin",
+        "DecisionKind",
+    ):
         server = frozenset(typing.get_args(getattr(p, name)))
         assert name in aliases, f"protocol.ts has no type {name}"
         client = _ts_kind(aliases[name], aliases, {})
@@ -360,6 +370,8 @@ def test_emacs_client_declares_and_uses_only_the_servers_names() -> None:
     block = re.search(r"\(defconst interpreter-lsp-protocol-names\s+'\((.*?)\)\s*\"", el, re.S)
     assert block, "interpreter-lsp.el has no interpreter-lsp-protocol-names"
     declared = set(re.findall(r'"(interpreter[./]\w+)"', block.group(1)))
-    assert declared == server, f"only in protocol.py {sorted(server - declared)}, only in the .el {sorted(declared - server)}"
+    assert declared == server, (
+        f"only in protocol.py {sorted(server - declared)}, only in the .el {sorted(declared - server)}"
+    )
     used = set(re.findall(r'"(interpreter\.\w+)"', el)) | set(re.findall(r"\(eql (interpreter/\w+)\)", el))
     assert used <= server, f"interpreter-lsp.el uses names the server does not have: {sorted(used - server)}"

@@ -93,6 +93,23 @@ const RUN_STATE_LABEL: Record<RunEntry["state"], string> = {
   timeout: "timed out",
 };
 
+/**
+ * The code of a tool call the model printed as JSON text (`{"name": "run_code", "arguments": {"language",
+ * "code"}}`, bare or in a json fence), which the server turns into a proposal; undefined for anything else.
+ */
+export function jsonToolCallCode(text: string): string | undefined {
+  const trimmed = text.trim().replace(/^```(?:json)?\s*\n([\s\S]*?)\n?```$/, "$1").trim();
+  if (!trimmed.startsWith("{")) return undefined;
+  try {
+    const call = JSON.parse(trimmed) as { name?: unknown; arguments?: unknown };
+    const args = typeof call.arguments === "string" ? (JSON.parse(call.arguments) as unknown) : call.arguments;
+    const code = args && typeof args === "object" ? (args as { code?: unknown }).code : undefined;
+    return call.name === "run_code" && typeof code === "string" ? code : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Normalised code, to recognise a fenced block that became a proposal. */
 function codeKey(code: string): string {
   return code.replace(/\s+$/g, "").replace(/^\s*\n/, "");
@@ -144,7 +161,8 @@ export function createRenderer(sanitize: Sanitize): Renderer {
   const defaultFence = md.renderer.rules.fence;
   md.renderer.rules.fence = (tokens, idx, options, env, self) => {
     const token = tokens[idx];
-    if (folded.has(codeKey(token.content))) {
+    const called = jsonToolCallCode(token.content);
+    if (folded.has(codeKey(token.content)) || (called !== undefined && folded.has(codeKey(called)))) {
       const lang = escapeHtml(token.info.trim().split(/\s+/)[0] ?? "");
       return `<div class="folded-code">${lang || "code"} block: see the proposal below</div>`;
     }
@@ -221,6 +239,11 @@ export function createRenderer(sanitize: Sanitize): Renderer {
         .map((e) => e.proposal.code),
     );
     const cursor = entry.done ? "" : `<span class="cursor" aria-hidden="true"></span>`;
+    // A reply that is only a tool call printed as JSON became a proposal: its card shows it, not raw JSON.
+    const called = entry.done ? jsonToolCallCode(entry.text) : undefined;
+    if (called !== undefined && [...codes].some((c) => codeKey(c) === codeKey(called))) {
+      return `<div class="entry assistant" data-id="${escapeHtml(entry.id)}"><div class="role">Assistant</div><div class="folded-code">A tool call: see the proposal below</div></div>`;
+    }
     const partial = entry.partial ? `<div class="output-note">The answer was cut short.</div>` : "";
     return `<div class="entry assistant${entry.done ? "" : " streaming"}" data-id="${escapeHtml(entry.id)}"><div class="role">Assistant</div><div class="markdown">${markdown(entry.text, codes)}</div>${cursor}${partial}</div>`;
   }

@@ -300,3 +300,40 @@ test("a compaction in the history is one line with its size; a failed one says s
   applyEvent(s, { type: "turnStatus", params: { turnId: "t3", state: "compacting" } });
   assert.equal(activityLine(s), "Condensing earlier turns…");
 });
+
+test("a wait on the model shows its time, then how much of the answer arrived; compacting on demand shows too", () => {
+  const s = emptyConversation();
+  applyEvent(s, { type: "turnStatus", params: { turnId: "t", state: "thinking" } });
+  const start = s.since?.t ?? 0;
+  assert.equal(activityLine(s, start + 500), "Thinking…");
+  assert.equal(activityLine(s, start + 12_400), "Thinking… 12 s");
+  applyEvent(s, { type: "message", params: { turnId: "t", seq: 0, delta: "x".repeat(400), done: false } });
+  assert.equal(activityLine(s, start + 15_000), "Answering… 15 s · ~100 tokens so far");
+  // A second "thinking" (the request is ready) does not restart the clock.
+  applyEvent(s, { type: "turnStatus", params: { turnId: "t", state: "thinking" } });
+  assert.equal(s.since?.t, start);
+  applyEvent(s, { type: "turnStatus", params: { turnId: "t", state: "done" } });
+  assert.equal(activityLine(s), "");
+  applyEvent(s, { type: "compacting", active: true });
+  assert.equal(activityLine(s), "Condensing earlier turns…");
+  assert.equal(activityLine(s, (s.compactingSince ?? 0) + 3000), "Condensing earlier turns… 3 s");
+  applyEvent(s, { type: "compacting", active: false });
+  assert.equal(activityLine(s), "");
+});
+
+test("a notice about a condition is said once, and goes when the condition is over; trust updates a waiting card", () => {
+  const s = emptyConversation();
+  applyEvent(s, { type: "notice", level: "error", text: "The workspace is not trusted.", key: "untrusted" });
+  applyEvent(s, { type: "user", text: "hi" });
+  applyEvent(s, { type: "notice", level: "error", text: "The workspace is not trusted.", key: "untrusted" });
+  assert.deepEqual(s.entries.map((e) => e.kind), ["user", "notice"]);
+  applyEvent(s, {
+    type: "proposal",
+    params: { proposalId: "p", turnId: "t", language: "python", code: "1", risk: { level: "low", reasons: [] }, autoRun: false, waitReason: "the workspace is not trusted: nothing runs" },
+  });
+  applyEvent(s, { type: "dismiss", key: "untrusted" });
+  applyEvent(s, { type: "trusted" });
+  assert.deepEqual(s.entries.map((e) => e.kind), ["user", "proposal"]);
+  const card = s.entries[1];
+  assert.equal(card.kind === "proposal" && card.proposal.waitReason, "the workspace is trusted now: waits for your approval");
+});
