@@ -173,7 +173,11 @@ window.addEventListener("message", (event: MessageEvent<HostToPanel>) => {
       modelName.textContent = message.model;
       modelName.title = message.model ? `Model: ${message.model}` : "";
       modelName.hidden = message.model === "";
-      contextUse.textContent = message.context;
+      // Two forms of the meter: the narrow footer (≤ 360 px) shows "12.3k/128k", the wider one the words.
+      contextUse.replaceChildren(
+        Object.assign(document.createElement("span"), { className: "long", textContent: message.context }),
+        Object.assign(document.createElement("span"), { className: "short", textContent: message.context.replace(/ \/ /, "/").replace(" tokens", "") }),
+      );
       contextUse.title = message.contextTooltip;
       return;
     case "focusInput":
