@@ -375,3 +375,42 @@ def test_emacs_client_declares_and_uses_only_the_servers_names() -> None:
     )
     used = set(re.findall(r'"(interpreter\.\w+)"', el)) | set(re.findall(r"\(eql (interpreter/\w+)\)", el))
     assert used <= server, f"interpreter-lsp.el uses names the server does not have: {sorted(used - server)}"
+
+
+# ---- the Neovim client's field table, both ways ------------------------------------------------------------
+
+
+def _lua_type(kind: Any) -> str:
+    if kind in ("string", "number", "boolean"):
+        return kind
+    if isinstance(kind, tuple) and kind[0] == "literal":
+        return "string"
+    return "any" if kind == "any" else "table"
+
+
+def lua_fields_block() -> str:
+    """The `M.FIELDS` table protocol.lua holds: every class of protocol.py that has fields, each field with
+    its Lua type, `?` when the server may leave it out (or send null)."""
+    lines = ["M.FIELDS = {"]
+    for cls in _mirrored_classes():
+        fields = _py_fields(cls)
+        if not fields:
+            continue
+        parts = [
+            f'{name} = "{_lua_type(kind)}{"?" if optional or nullable else ""}"'
+            for name, (optional, nullable, kind) in fields.items()
+        ]
+        lines.append(f"  {cls.__name__} = {{ {', '.join(parts)} }},")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def test_neovim_protocol_lua_has_every_field_with_its_type() -> None:
+    """protocol.lua's M.FIELDS is protocol.py's classes, field by field (names, Lua types, optionality), no
+    more and no less. On a difference the message is the table to paste."""
+    import re
+
+    lua = (REPO / "clients" / "neovim" / "lua" / "interpreter_lsp" / "protocol.lua").read_text(encoding="utf-8")
+    block = re.search(r"^M\.FIELDS = \{\n.*?^\}\n", lua, re.M | re.S)
+    expected = lua_fields_block()
+    assert block is not None and block.group(0) == expected, f"protocol.lua's M.FIELDS should be:\n{expected}"

@@ -10,7 +10,7 @@
 //      UPDATE_SCREENSHOTS=1: rewrite the reference screenshots instead of comparing with them.
 
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, chmodSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync, chmodSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { after, afterEach, before, describe, it } from "node:test";
@@ -865,6 +865,7 @@ suite("VS Code, panel truths", { timeout: 15 * 60_000 }, () => {
   let workspace;
   let modelUrl;
   let serverSettings;
+  let bin;
 
   before(async () => {
     assert.ok(existsSync(SERVER), `the server is not installed at ${SERVER}: run scripts/setup.sh`);
@@ -875,9 +876,12 @@ suite("VS Code, panel truths", { timeout: 15 * 60_000 }, () => {
       "ask.py": "x = 1\n",
     });
     serverSettings = settings(modelUrl, join(ARTIFACTS, "vscode-server-truths.log"));
-    // No server anywhere at first: the setting is empty and PATH has no interpreter-lsp.
+    // No server anywhere at first: the setting is empty and PATH has no interpreter-lsp (until the first
+    // test puts one in `bin`, as a user's own install would).
     const start = { ...serverSettings, "interpreter.server.command": "", "interpreter.confirmDestructive": false, "workbench.colorTheme": THEMES.dark };
-    const path = (process.env.PATH ?? "").split(":").filter((dir) => !existsSync(join(dir, "interpreter-lsp"))).join(":");
+    delete start["interpreter.server.command"];
+    bin = mkdtempSync(join(tmpdir(), "ilsp-bin-"));
+    const path = [bin, ...(process.env.PATH ?? "").split(":").filter((dir) => !existsSync(join(dir, "interpreter-lsp")))].join(":");
     vscode = new VsCode({ name: "truths", workspace, settings: start, vsix: VSIX, trust: true, log, env: { PATH: path } });
     mkdirSync(ARTIFACTS, { recursive: true });
     await vscode.start();
@@ -898,6 +902,7 @@ suite("VS Code, panel truths", { timeout: 15 * 60_000 }, () => {
     await vscode?.stop();
     await model.stop();
     if (workspace) rmSync(workspace, { recursive: true, force: true });
+    if (bin) rmSync(bin, { recursive: true, force: true });
   });
 
   test("the 'server not found' notice goes once a server runs", async () => {
@@ -905,8 +910,16 @@ suite("VS Code, panel truths", { timeout: 15 * 60_000 }, () => {
     const panel = await vscode.panel();
     const missing = panel.locator(".entry.notice.level-error", { hasText: "was not found" });
     await missing.first().waitFor({ timeout: STEP });
-    await vscode.updateSettings({ "interpreter.server.command": serverSettings["interpreter.server.command"] });
-    await vscode.page.locator(".statusbar-item", { hasText: "python: idle" }).first().waitFor({ timeout: STEP });
+    // The user installs the server (here: onto PATH) and restarts it.
+    symlinkSync(SERVER, join(bin, "interpreter-lsp"));
+    await vscode.command("Interpreter: Restart Server");
+    try {
+      await vscode.page.locator(".statusbar-item", { hasText: "python: idle" }).first().waitFor({ timeout: STEP });
+    } catch (error) {
+      await vscode.screenshot(join(ARTIFACTS, "vscode-truths-no-server.png"));
+      log(`panel: ${await panel.locator("#entries").innerText()}`);
+      throw error;
+    }
     await missing.first().waitFor({ state: "detached", timeout: STEP });
     assert.equal(await panel.locator(".entry.notice", { hasText: "was not found" }).count(), 0);
   });
