@@ -882,7 +882,7 @@ suite("VS Code, panel truths", { timeout: 15 * 60_000 }, () => {
     delete start["interpreter.server.command"];
     bin = mkdtempSync(join(tmpdir(), "ilsp-bin-"));
     const path = [bin, ...(process.env.PATH ?? "").split(":").filter((dir) => !existsSync(join(dir, "interpreter-lsp")))].join(":");
-    vscode = new VsCode({ name: "truths", workspace, settings: start, vsix: VSIX, trust: true, log, env: { PATH: path } });
+    vscode = new VsCode({ name: "truths", workspace, settings: start, vsix: VSIX, trust: true, log, env: { PATH: path, VSCODE_CLI: "1" } }); // VSCODE_CLI: this PATH, not the login shell's
     mkdirSync(ARTIFACTS, { recursive: true });
     await vscode.start();
   });
@@ -918,6 +918,9 @@ suite("VS Code, panel truths", { timeout: 15 * 60_000 }, () => {
     } catch (error) {
       await vscode.screenshot(join(ARTIFACTS, "vscode-truths-no-server.png"));
       log(`panel: ${await panel.locator("#entries").innerText()}`);
+      const { execFileSync } = await import("node:child_process");
+      const files = execFileSync("find", [vscode.userData, "-name", "*Interpreter*"], { encoding: "utf8" }).trim().split("\n").filter(Boolean);
+      for (const file of files) log(`${file}:\n${readFileSync(file, "utf8")}`);
       throw error;
     }
     await missing.first().waitFor({ state: "detached", timeout: STEP });
