@@ -823,7 +823,11 @@ const THEMES = { light: "Default Light Modern", dark: "Default Dark Modern" };
  */
 async function shootThemes(vscode, name, locator, check = async () => undefined) {
   const results = [];
+  await vscode.command("Notifications: Clear All Notifications");
   for (const [theme, id] of Object.entries(THEMES)) {
+    // A toast, or a wide side bar's webview, over the settings editor takes its clicks.
+    await vscode.command("Notifications: Clear All Notifications");
+    await vscode.setSidebarWidth(300);
     await vscode.updateSettings({ "workbench.colorTheme": id });
     await vscode.page.locator(`.monaco-workbench.vs${theme === "dark" ? "-dark" : ""}`).first().waitFor({ timeout: STEP });
     for (const width of [300, 720]) {
@@ -845,8 +849,9 @@ async function shootThemes(vscode, name, locator, check = async () => undefined)
       results.push(`${name}-${theme}-${width}: ${compareScreenshot(`${name}-${theme}-${width}`, png, ARTIFACTS)}`);
     }
   }
-  await vscode.updateSettings({ "workbench.colorTheme": THEMES.dark });
+  await vscode.command("Notifications: Clear All Notifications");
   await vscode.setSidebarWidth(300);
+  await vscode.updateSettings({ "workbench.colorTheme": THEMES.dark });
   log(results.join("; "));
 }
 
@@ -925,6 +930,7 @@ suite("VS Code, panel truths", { timeout: 15 * 60_000 }, () => {
     }
     await missing.first().waitFor({ state: "detached", timeout: STEP });
     assert.equal(await panel.locator(".entry.notice", { hasText: "was not found" }).count(), 0);
+    await vscode.command("Notifications: Clear All Notifications"); // the install offer, answered by hand
   });
 
   test("the meter comes back after a reload without a new request, and Reset starts it afresh", async () => {
@@ -934,10 +940,12 @@ suite("VS Code, panel truths", { timeout: 15 * 60_000 }, () => {
     const until = await sendChat(panel, "Remember this long answer, please.");
     await until(panel.locator(".entry.assistant", { hasText: "Noted." }));
     await panel.locator("#activity").waitFor({ state: "hidden", timeout: STEP });
-    const meter = panel.locator("#context .long");
-    await meter.filter({ hasText: /tokens/ }).waitFor({ timeout: STEP });
+    // The meter's words (its long form: the short one shows at this width, the numbers are the same).
+    const meterShown = (p, timeout) =>
+      p.waitForFunction(() => /tokens/.test(document.querySelector("#context .long")?.textContent ?? ""), undefined, { timeout });
+    await meterShown(panel, STEP);
     const tokens = async (p) => {
-      const text = await p.locator("#context .long").innerText();
+      const text = (await p.locator("#context .long").textContent()) ?? "";
       const m = /^([\d.]+)(k?) \//.exec(text);
       assert.ok(m, `the meter says ${JSON.stringify(text)}`);
       return Number(m[1]) * (m[2] ? 1000 : 1);
@@ -948,7 +956,7 @@ suite("VS Code, panel truths", { timeout: 15 * 60_000 }, () => {
     await page.locator(".statusbar-item", { hasText: "python: idle" }).first().waitFor({ timeout: STEP });
     await vscode.command("Interpreter: Show Panel");
     panel = await vscode.panel();
-    await panel.locator("#context .long").filter({ hasText: /tokens/ }).waitFor({ timeout: 2 * STEP });
+    await meterShown(panel, 2 * STEP);
     assert.equal(model.requests.length, requests, "the meter needed a request to the model");
     const reloaded = await tokens(panel);
     assert.ok(reloaded > full / 2, `the meter after the reload (${reloaded}) is not the conversation's (${full})`);
@@ -1025,6 +1033,7 @@ suite("VS Code, panel truths", { timeout: 15 * 60_000 }, () => {
     // A run from the editor while scrolled up: its output comes into view.
     await scrollTop();
     await vscode.openFile("cells.py");
+    await page.locator(".editor-group-container.active .codelens-decoration a", { hasText: "Run cell" }).first().waitFor({ state: "attached", timeout: STEP });
     await vscode.runCodeLens(1, "Run cell");
     const run = runWithStdout(panel, "cell one ran").last();
     await run.locator(".run-state", { hasText: "done" }).waitFor({ timeout: STEP });
@@ -1080,6 +1089,7 @@ suite("VS Code, panel truths", { timeout: 15 * 60_000 }, () => {
     await until(panel.locator(".entry.assistant", { hasText: "An answer to undo." }));
     await panel.locator("#activity").waitFor({ state: "hidden", timeout: STEP });
     await vscode.openFile("cells.py");
+    await vscode.page.locator(".editor-group-container.active .codelens-decoration a", { hasText: "Run cell" }).first().waitFor({ state: "attached", timeout: STEP });
     await vscode.runCodeLens(1, "Run cell");
     const runs = runWithStdout(panel, "cell one ran");
     const count = await runs.count();
@@ -1126,6 +1136,8 @@ suite("VS Code, panel truths", { timeout: 15 * 60_000 }, () => {
 
   test("a settings change that restarts the kernel says in the panel that the variables are gone", async () => {
     const panel = await vscode.panel();
+    await vscode.command("Notifications: Clear All Notifications");
+    await vscode.setSidebarWidth(300);
     await vscode.updateSettings({ "interpreter.allowEnv": ["ILSP_E2E_NOTHING"] });
     await panel.locator(".entry.notice", { hasText: "starting afresh because its settings changed" }).waitFor({ timeout: STEP });
     await vscode.page.locator(".statusbar-item", { hasText: "python: idle" }).first().waitFor({ timeout: STEP });
