@@ -1130,7 +1130,8 @@ suite("VS Code, panel truths", { timeout: 15 * 60_000 }, () => {
     await page.locator('.tab.active[aria-label*="Untitled"]').first().waitFor({ timeout: STEP });
     await vscode.command("Interpreter: Approve");
     await runWithStdout(panel, "4").last().locator(".run-state", { hasText: "done" }).waitFor({ timeout: STEP });
-    await hint.first().waitFor({ state: "hidden", timeout: STEP });
+    // Gone with the edit, not after a toast's own time-out.
+    await hint.first().waitFor({ state: "hidden", timeout: 5000 });
     await panel.locator("#activity").waitFor({ state: "hidden", timeout: STEP });
   });
 
