@@ -1098,6 +1098,17 @@ suite("VS Code, panel truths", { timeout: 15 * 60_000 }, () => {
     await panel.locator(".entry.notice", { hasText: /^Undone:/ }).waitFor({ timeout: STEP });
     assert.equal(await panel.locator(".entry.user", { hasText: "A message to undo" }).count(), 0);
     assert.equal(await panel.locator(".entry.assistant", { hasText: "An answer to undo." }).count(), 0);
+    if ((await runs.count()) !== count) {
+      const { execFileSync } = await import("node:child_process");
+      const files = execFileSync("find", [vscode.env.XDG_STATE_HOME, "-name", "*.jsonl"], { encoding: "utf8" }).trim().split("\n").filter(Boolean);
+      for (const file of files) {
+        const events = readFileSync(file, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+        log(`${file}: ${events.map((e) => `${e.type}${e.runId ? `:${e.runId}:${e.origin}:${e.turnId ?? "-"}` : ""}${e.text ? `:${String(e.text).slice(0, 20)}` : ""}`).join(" | ")}`);
+      }
+      for (const file of execFileSync("find", [vscode.userData, "-name", "*Interpreter*"], { encoding: "utf8" }).trim().split("\n").filter(Boolean)) {
+        log(`${file}:\n${readFileSync(file, "utf8").split("\n").filter((l) => /history|Traceback|Error|error|undo|WARN/.test(l)).slice(-40).join("\n")}`);
+      }
+    }
     assert.equal(await runs.count(), count, "Undo removed the user's own run");
   });
 
