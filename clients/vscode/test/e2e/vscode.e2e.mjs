@@ -1106,7 +1106,7 @@ suite("VS Code, panel truths", { timeout: 15 * 60_000 }, () => {
         log(`${file}: ${events.map((e) => `${e.type}${e.runId ? `:${e.runId}:${e.origin}:${e.turnId ?? "-"}` : ""}${e.text ? `:${String(e.text).slice(0, 20)}` : ""}`).join(" | ")}`);
       }
       for (const file of execFileSync("find", [vscode.userData, "-name", "*Interpreter*"], { encoding: "utf8" }).trim().split("\n").filter(Boolean)) {
-        log(`${file}:\n${readFileSync(file, "utf8").split("\n").filter((l) => /history|Traceback|Error|error|undo|WARN/.test(l)).slice(-40).join("\n")}`);
+        log(`${file}:\n${readFileSync(file, "utf8").split("\n").slice(-60).join("\n")}`);
       }
     }
     assert.equal(await runs.count(), count, "Undo removed the user's own run");
