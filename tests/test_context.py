@@ -212,6 +212,24 @@ async def test_max_tokens_per_turn_stops_before_the_request(
         await stop_session(s)
 
 
+async def test_max_tokens_per_turn_under_the_conversation_itself_says_what_helps(
+    workspace_root: Path, home: Path, model: ScriptedModel
+) -> None:
+    """When the request alone (the conversation) is over the cap, "send a message to continue in a new turn"
+    cannot help: the advice names what does (compact, reset, a cap above the request)."""
+    s = await start_session(workspace_root, home, configuration=model_settings(model, maxTokensPerTurn=20))
+    try:
+        end = await chat_turn(s, "say hello")
+        assert end["state"] == "done"
+        message = end["message"]
+        assert "the request alone needs about" in message and "maxTokensPerTurn (20)" in message
+        assert "Compact the conversation" in message and "reset it" in message
+        assert "new turn" not in message
+        assert len(model.requests) == 0
+    finally:
+        await stop_session(s)
+
+
 async def test_max_cost_stops_a_priced_model_and_never_a_local_one(
     workspace_root: Path, home: Path, model: ScriptedModel
 ) -> None:

@@ -104,6 +104,26 @@ def test_undo_drops_the_last_user_message_and_what_followed(tmp_path: Path) -> N
     assert [e.get("text") for e in Conversation(History(tmp_path / "h.jsonl")).events] == ["a", "A"]
 
 
+def test_undo_keeps_the_users_own_runs_and_kernel_restarts_after_the_message(tmp_path: Path) -> None:
+    """Undo takes back a message and the model's answer, not what happened to the kernel: a cell the user
+    ran by hand and a kernel restart after that message stay (in the history, the panel and the model's
+    view), while the turn's own run goes."""
+    c = Conversation(History(tmp_path / "h.jsonl"))
+    c.add(p.UserEvent("t-1", "a", "a"))
+    c.add(p.UserEvent("t-2", "b", "b"))
+    c.add(p.AssistantEvent("t-2", "B"))
+    c.add(p.RunEvent("r-model", "model", "python", "1", "ok", 1, "", turn_id="t-2", proposal_id="p-1"))
+    c.add(p.RunEvent("r-user", "user", "python", "x = 2", "ok", 1, ""))
+    c.add(p.KernelEvent("python", "restarted", "The python kernel restarted."))
+    c.add(p.TurnEndEvent("t-2", "done"))
+    assert c.undo() is True
+    kept = [(e["type"], e.get("text") or e.get("runId") or e.get("state")) for e in c.events]
+    assert kept == [("user", "a"), ("run", "r-user"), ("kernel", "restarted")]
+    c.close()
+    again = Conversation(History(tmp_path / "h.jsonl")).events
+    assert [(e["type"], e.get("text") or e.get("runId") or e.get("state")) for e in again] == kept
+
+
 # ---- RunManager with a fake kernel ----------------------------------------------------------------------
 
 

@@ -164,6 +164,23 @@ repository's .dir-locals.el may set without asking."
                         (default-value 'interpreter-lsp-settings)))
                  items)))
 
+;;;; The protocol's names
+
+(defconst interpreter-lsp-protocol-names
+  '(;; Commands: workspace/executeCommand with one JSON object.
+    "interpreter.chat" "interpreter.run" "interpreter.approve"
+    "interpreter.reject" "interpreter.applyProposal" "interpreter.interrupt"
+    "interpreter.restartKernel" "interpreter.reset" "interpreter.undo"
+    "interpreter.history" "interpreter.variables" "interpreter.status"
+    "interpreter.exportNotebook" "interpreter.setTrusted" "interpreter.compact"
+    ;; Notifications and requests: server -> client.
+    "interpreter/message" "interpreter/proposal" "interpreter/output"
+    "interpreter/runStatus" "interpreter/turnStatus" "interpreter/kernelStatus"
+    "interpreter/proposalStatus" "interpreter/input")
+  "Every name of server/interpreter_lsp/protocol.py, spelled as it spells them.
+tests/test_mirrors.py checks this list, and every name this file uses,
+against the server's.")
+
 ;;;; The output buffer
 
 (defvar-local interpreter-lsp--buffer-server nil

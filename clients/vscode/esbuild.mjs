@@ -1,6 +1,6 @@
 // Bundles the extension (Node, CommonJS) and the panel script (browser, IIFE); with --tests, the unit tests.
 import * as esbuild from "esbuild";
-import { readdirSync } from "node:fs";
+import { copyFileSync, mkdirSync, readdirSync } from "node:fs";
 
 const production = process.argv.includes("--production");
 const watch = process.argv.includes("--watch");
@@ -16,6 +16,10 @@ if (tests) {
   const unit = readdirSync("test/unit").filter((f) => f.endsWith(".test.ts")).map((f) => `test/unit/${f}`);
   builds.push({ ...common, entryPoints: unit, outdir: "out/test/unit", platform: "node", format: "cjs", external: ["vscode", "jsdom"] });
 }
+
+// The panel's icons: VS Code's own codicon font, shipped beside the panel's script (CC-BY-4.0).
+mkdirSync("dist", { recursive: true });
+for (const file of ["codicon.css", "codicon.ttf"]) copyFileSync(`node_modules/@vscode/codicons/dist/${file}`, `dist/${file}`);
 
 if (watch) {
   const contexts = await Promise.all(builds.map((b) => esbuild.context(b)));

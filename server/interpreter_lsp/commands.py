@@ -50,7 +50,7 @@ async def run(ls: InterpreterServer, args: Args) -> dict[str, Any]:
         code, language = target.code, language or doc.language or PYTHON
         source = {"uri": uri, "kind": target.kind, "startLine": target.first_line, "endLine": target.last_line}
     ws = ls.workspace_for(uri)
-    return {"runId": ws.run(code, language or PYTHON, timeout=args.number("timeout"), source=source)}
+    return p.to_wire(p.RunResult(ws.run(code, language or PYTHON, timeout=args.number("timeout"), source=source)))
 
 
 async def chat(ls: InterpreterServer, args: Args) -> dict[str, Any]:
@@ -58,12 +58,12 @@ async def chat(ls: InterpreterServer, args: Args) -> dict[str, Any]:
     rng = args.range("range")
     selection = editor.chat_selection(ls.document(uri), rng) if uri is not None else None
     wire_range = args.data.get("range") if rng is not None and not editor.is_empty(rng) else None
-    return {"turnId": ls.workspace_for(uri).chat(text, selection, wire_range)}
+    return p.to_wire(p.ChatResult(ls.workspace_for(uri).chat(text, selection, wire_range)))
 
 
 async def approve(ls: InterpreterServer, args: Args) -> dict[str, Any]:
     proposal_id = args.required("proposalId")
-    return {"runId": ls.workspace_of_proposal(proposal_id).approve(proposal_id, args.string("code"))}
+    return p.to_wire(p.RunResult(ls.workspace_of_proposal(proposal_id).approve(proposal_id, args.string("code"))))
 
 
 async def reject(ls: InterpreterServer, args: Args) -> dict[str, Any]:
@@ -113,7 +113,7 @@ async def apply_proposal(ls: InterpreterServer, args: Args) -> dict[str, Any]:
     if not result.applied:
         reason = result.failure_reason or "the editor refused it"
         raise BadArguments(f"The edit was not applied: {reason}")
-    return {"applied": True}
+    return p.to_wire(p.ApplyProposalResult(applied=True))
 
 
 async def reset(ls: InterpreterServer, args: Args) -> dict[str, Any]:
@@ -132,7 +132,7 @@ async def history(ls: InterpreterServer, args: Args) -> dict[str, Any]:
 
 async def export_notebook(ls: InterpreterServer, args: Args) -> dict[str, Any]:
     ws = ls.workspace_for(args.string("uri"))
-    return {"path": str(ws.export_notebook(args.required("path"), overwrite=args.flag("overwrite")))}
+    return p.to_wire(p.PathResult(str(ws.export_notebook(args.required("path"), overwrite=args.flag("overwrite")))))
 
 
 async def interrupt(ls: InterpreterServer, _args: Args) -> dict[str, Any]:

@@ -28,7 +28,7 @@ def history_file(root: Path) -> Path:
 
 def replay(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The live conversation from the event log: `reset` clears it, `undo` drops the last user message
-    and everything after it."""
+    and its turn's events after it (see drop_last_user_message)."""
     live: list[dict[str, Any]] = []
     for event in events:
         kind = event.get("type")
@@ -41,10 +41,20 @@ def replay(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return live
 
 
+def _outlives_undo(event: dict[str, Any]) -> bool:
+    """What happened to the kernel, not to the conversation: code the user ran by hand and a kernel's
+    restart or death. Undo cannot take those back, so it keeps them (the model must still know them)."""
+    kind = event.get("type")
+    return kind == "kernel" or (kind == "run" and event.get("origin") == "user" and not event.get("turnId"))
+
+
 def drop_last_user_message(live: list[dict[str, Any]]) -> bool:
+    """Undo: the last user message and the turn's events after it go; the user's own runs and kernel
+    restarts after it stay."""
     for i in range(len(live) - 1, -1, -1):
         if live[i].get("type") == "user":
-            del live[i:]
+            kept = [e for e in live[i + 1 :] if _outlives_undo(e)]
+            live[i:] = kept
             return True
     return False
 

@@ -138,7 +138,7 @@ class ProposalParams:
     wait_reason: str | None = None
     # Another agent's proposal (over MCP): origin "agent", the agent's name (its MCP client info, as it
     # says itself) and when it asked (ISO 8601, UTC). Absent for our own model's proposals.
-    origin: str | None = None
+    origin: Literal["agent"] | None = None
     agent: str | None = None
     created: str | None = None
 
@@ -169,7 +169,7 @@ class RunStatusParams:
     # On "queued" only: what runs and who started it ("user" or "model"), for clients that did not
     # start the run themselves (code lenses, code actions, the loop).
     code: str | None = None
-    origin: str | None = None
+    origin: Origin | None = None
     agent: str | None = None  # origin "agent": which agent
     # On final states: workspace files the run created, modified or deleted ([{path, change}]),
     # relative to `root`, the workspace folder the run belongs to.
@@ -232,6 +232,194 @@ class ProposalStatusParams:
     uri: str | None = None
 
 
+# ---- command arguments and results ------------------------------------------------------------------
+# `workspace/executeCommand` takes one JSON object (the *Args class of the command) and answers one (its
+# *Result class), camelCase on the wire, None fields left out. Most commands take `uri` to pick the
+# workspace folder (the first one without it). docs/protocol.md documents them; tests/test_mirrors.py
+# checks the clients' copies against these classes.
+
+
+@attrs.define
+class LspPosition:
+    line: int
+    character: int
+
+
+@attrs.define
+class ChatArgs:
+    text: str
+    uri: str | None = None
+    range: dict[str, Any] | None = None  # an LSP Range: the selection the request is about
+
+
+@attrs.define
+class ChatResult:
+    turn_id: str
+
+
+@attrs.define
+class RunArgs:
+    code: str | None = None
+    language: str | None = None
+    uri: str | None = None
+    range: dict[str, Any] | None = None
+    position: LspPosition | None = None
+    timeout: float | None = None
+
+
+@attrs.define
+class RunResult:
+    run_id: str
+
+
+@attrs.define
+class ApproveArgs:
+    proposal_id: str
+    code: str | None = None  # an edited version to run instead
+
+
+@attrs.define
+class RejectArgs:
+    proposal_id: str
+    reason: str | None = None
+
+
+@attrs.define
+class ApplyProposalArgs:
+    proposal_id: str
+    uri: str | None = None
+    range: dict[str, Any] | None = None
+
+
+@attrs.define
+class ApplyProposalResult:
+    applied: bool
+
+
+@attrs.define
+class WorkspaceArgs:
+    """Commands that take nothing but the folder: reset, undo, history, status, compact."""
+
+    uri: str | None = None
+
+
+@attrs.define
+class LanguageArgs:
+    """restartKernel, variables: a kernel's language (python by default)."""
+
+    language: str | None = None
+    uri: str | None = None
+
+
+@attrs.define
+class ExportNotebookArgs:
+    path: str
+    overwrite: bool | None = None
+    uri: str | None = None
+
+
+@attrs.define
+class EmptyArgs:
+    """interrupt: `{}` (it interrupts every workspace)."""
+
+
+@attrs.define
+class SetTrustedArgs:
+    trusted: bool
+
+
+@attrs.define
+class EmptyResult:
+    """reject, interrupt, restartKernel, reset, undo, setTrusted: `{}`."""
+
+
+@attrs.define
+class HistoryResult:
+    messages: list[dict[str, Any]]  # history events (below), camelCase, each with `type` and `ts`
+
+
+@attrs.define
+class Variable:
+    name: str
+    type: str
+    summary: str
+
+
+@attrs.define
+class VariablesResult:
+    variables: list[Variable]
+
+
+@attrs.define
+class PathResult:
+    path: str  # exportNotebook: the notebook written, absolute
+
+
+@attrs.define
+class CompactResult:
+    summary_tokens: int
+    dropped_turns: int
+
+
+@attrs.define
+class Usage:
+    prompt_tokens: int
+    completion_tokens: int
+    cost: float
+
+
+@attrs.define
+class KernelInfo:
+    language: str
+    state: KernelState
+    kernel: str  # the kernelspec or interpreter chosen
+    source: str  # where the choice came from
+    sandbox: str
+    interpreter: str | None = None
+    pid: int | None = None
+    limits: str | None = None  # a local kernel's resource limits in force, and how
+    gateway: str | None = None  # a kernel on a gateway: its URL (without credentials)
+    kernel_id: str | None = None
+    files_touched: str | None = None  # why watching the files a run touches is off, when it is
+
+
+@attrs.define
+class StatusResult:
+    version: str
+    protocol_version: int
+    root: str
+    model: str | None  # None (left out) when no model is configured or discovered yet
+    auto_run: bool
+    auto_run_max_risk: dict[str, str]  # {setting, inForce, why?}
+    usage: Usage
+    kernels: list[KernelInfo]
+    trusted: bool
+    settings_errors: list[str]
+    settings_ignored: list[str]
+    settings_sources: dict[str, str]
+    workspaces: list[str]
+    context: ContextUse | None = None
+
+
+COMMAND_SHAPES: dict[str, tuple[type, type]] = {
+    CHAT: (ChatArgs, ChatResult),
+    RUN: (RunArgs, RunResult),
+    APPROVE: (ApproveArgs, RunResult),
+    REJECT: (RejectArgs, EmptyResult),
+    APPLY_PROPOSAL: (ApplyProposalArgs, ApplyProposalResult),
+    INTERRUPT: (EmptyArgs, EmptyResult),
+    RESTART_KERNEL: (LanguageArgs, EmptyResult),
+    RESET: (WorkspaceArgs, EmptyResult),
+    UNDO: (WorkspaceArgs, EmptyResult),
+    HISTORY: (WorkspaceArgs, HistoryResult),
+    VARIABLES: (LanguageArgs, VariablesResult),
+    STATUS: (WorkspaceArgs, StatusResult),
+    EXPORT_NOTEBOOK: (ExportNotebookArgs, PathResult),
+    SET_TRUSTED: (SetTrustedArgs, EmptyResult),
+    COMPACT: (WorkspaceArgs, CompactResult),
+}
+
+
 # ---- history events ---------------------------------------------------------------------------------
 # What `interpreter.history` returns and the per-workspace JSONL log holds, one class per `type`. Every
 # stored event also has `ts` (seconds since the epoch), added when it is appended.
@@ -268,7 +456,7 @@ class ProposalEvent:
     complete: bool
     tool_call_id: str | None = None  # it came as a native tool call: the call it answers
     code_hash: str | None = None  # SHA-256 of language + NUL + code: what a decision is bound to (gate.py)
-    origin: str | None = None  # "agent" for another agent's proposal (over MCP); absent for ours
+    origin: Literal["agent"] | None = None  # "agent" for another agent's proposal (over MCP); absent for ours
     agent: str | None = None
 
 

@@ -91,6 +91,11 @@ export interface NoticeEntry {
   id: string;
   level: "info" | "warning" | "error";
   text: string;
+  /**
+   * A notice about a condition rather than an event ("server-missing", "untrusted"): a newer notice with
+   * the same key replaces it (said once, at the end), and `dismiss` removes it once the condition is over.
+   */
+  key?: string;
 }
 
 export type Entry = UserEntry | AssistantEntry | ProposalEntry | RunEntry | NoticeEntry;
@@ -102,6 +107,10 @@ export interface ConversationState {
   /** The next expected `seq` of each turn's messages. */
   messageSeq: Record<string, number>;
   counter: number;
+  /** When each live turn began its current wait (ms since the epoch), for the elapsed time it shows. */
+  since?: Record<string, number>;
+  /** An on-demand compaction (interpreter.compact) is being written since then. */
+  compactingSince?: number;
 }
 
 export type PanelEvent =
@@ -115,7 +124,13 @@ export type PanelEvent =
   | { type: "proposalStatus"; proposalId: string; status?: ProposalStatus; edited?: boolean; appliedTo?: string }
   /** The server decided a proposal (or it expired): `interpreter/proposalStatus`. */
   | { type: "proposalState"; params: ProposalStatusParams }
-  | { type: "notice"; level: NoticeEntry["level"]; text: string }
+  | { type: "notice"; level: NoticeEntry["level"]; text: string; key?: string }
+  /** The condition a keyed notice was about is over (the server started, trust was granted). */
+  | { type: "dismiss"; key: string }
+  /** The workspace is trusted now: waiting proposals no longer wait for that. */
+  | { type: "trusted" }
+  /** An on-demand compaction started (true) or ended (false). */
+  | { type: "compacting"; active: boolean }
   | { type: "history"; messages: HistoryEvent[] }
   | { type: "serverStopped" }
   | { type: "clear" };
@@ -124,7 +139,7 @@ export type PanelEvent =
 export type Change = { all: true } | { all: false; ids: string[] };
 
 export function emptyConversation(): ConversationState {
-  return { entries: [], turns: {}, messageSeq: {}, counter: 0 };
+  return { entries: [], turns: {}, messageSeq: {}, counter: 0, since: {} };
 }
 
 function findEntry<K extends Entry["kind"]>(
@@ -361,7 +376,8 @@ function loadHistory(state: ConversationState, events: HistoryEvent[]): void {
         if (event.message) notice(event.state === "died" ? "error" : "info", event.message);
         break;
       case "compaction":
-        notice("info", compactionNotice(event.tokens));
+        if (event.failed) notice("warning", compactionFailedNotice(event.failed, event.turns));
+        else notice("info", compactionNotice(event.summaryTokens ?? undefined, event.turns ?? undefined));
         break;
       default:
         break; // usage, and types this client does not know
@@ -370,10 +386,18 @@ function loadHistory(state: ConversationState, events: HistoryEvent[]): void {
 }
 
 /** The one line a compaction shows: the model's view of the conversation starts from a summary. */
-export function compactionNotice(tokens?: number): string {
+export function compactionNotice(tokens?: number, turns?: number): string {
+  const what = typeof turns === "number" && turns > 0 ? (turns === 1 ? "1 earlier turn" : `${turns} earlier turns`) : "Earlier turns";
+  const head = what.charAt(0).toUpperCase() + what.slice(1);
   return typeof tokens === "number" && tokens > 0
-    ? `Earlier turns condensed (${tokens.toLocaleString("en")} tokens).`
-    : "Earlier turns condensed into a summary.";
+    ? `${head} condensed into a summary of ${tokens.toLocaleString("en")} tokens.`
+    : `${head} condensed into a summary.`;
+}
+
+/** A compaction whose summary could not be written: those turns were left out of the model's view instead. */
+export function compactionFailedNotice(why: string, turns?: number | null): string {
+  const count = typeof turns === "number" && turns > 0 ? (turns === 1 ? "the oldest turn was" : `the oldest ${turns} turns were`) : "the oldest turns were";
+  return `Earlier turns could not be condensed (${why}): ${count} left out of what the model reads. They stay shown here.`;
 }
 
 /** Closes the proposals of a turn that ended: the server no longer waits for them. */
@@ -394,7 +418,28 @@ export function applyEvent(state: ConversationState, event: PanelEvent): Change 
     case "clear":
       state.entries = [];
       state.turns = {};
+      state.since = {};
+      state.compactingSince = undefined;
       return { all: true };
+    case "dismiss": {
+      const gone = state.entries.filter((e) => e.kind === "notice" && e.key === event.key).map((e) => e.id);
+      if (!gone.length) return { all: false, ids: [] };
+      state.entries = state.entries.filter((e) => !(e.kind === "notice" && e.key === event.key));
+      return { all: false, ids: gone };
+    }
+    case "trusted": {
+      const changed: string[] = [];
+      for (const entry of state.entries) {
+        if (entry.kind === "proposal" && entry.status === "pending" && entry.proposal.waitReason && /not trusted/i.test(entry.proposal.waitReason)) {
+          entry.proposal = { ...entry.proposal, waitReason: "the workspace is trusted now: waits for your approval" };
+          changed.push(entry.id);
+        }
+      }
+      return { all: false, ids: changed };
+    }
+    case "compacting":
+      state.compactingSince = event.active ? Date.now() : undefined;
+      return { all: false, ids: [] };
     case "history":
       state.entries = [];
       state.turns = {};
@@ -421,8 +466,16 @@ export function applyEvent(state: ConversationState, event: PanelEvent): Change 
     }
     case "notice": {
       const entry: NoticeEntry = { kind: "notice", id: nextId(state, "notice"), level: event.level, text: event.text };
+      const changed: string[] = [];
+      if (event.key !== undefined) {
+        // Said once: the newer notice of a condition replaces the older, at the end where it is seen.
+        entry.key = event.key;
+        changed.push(...state.entries.filter((e) => e.kind === "notice" && e.key === event.key).map((e) => e.id));
+        state.entries = state.entries.filter((e) => !(e.kind === "notice" && e.key === event.key));
+      }
       state.entries.push(entry);
-      return { all: false, ids: [entry.id] };
+      changed.push(entry.id);
+      return { all: false, ids: changed };
     }
     case "message": {
       const { turnId, delta, done, seq } = event.params;
@@ -545,8 +598,10 @@ export function applyEvent(state: ConversationState, event: PanelEvent): Change 
     case "turnStatus": {
       const { turnId, state: turnState, message } = event.params;
       const changed: string[] = [];
+      state.since ??= {};
       if (FINAL_TURN_STATES.has(turnState)) {
         delete state.turns[turnId];
+        delete state.since[turnId];
         const assistant = lastAssistantOfTurn(state, turnId);
         if (assistant && !assistant.done) {
           assistant.done = true;
@@ -560,6 +615,8 @@ export function applyEvent(state: ConversationState, event: PanelEvent): Change 
         }
         changed.push(...expireProposals(state, turnId));
       } else {
+        // The clock shows how long this wait has lasted: it starts again when the turn's state changes.
+        if (state.turns[turnId] !== turnState) state.since[turnId] = Date.now();
         state.turns[turnId] = turnState;
       }
       return { all: false, ids: changed };
@@ -574,17 +631,42 @@ export function pendingProposals(state: ConversationState): ProposalParams[] {
     .map((e) => e.proposal);
 }
 
-/** The one-line activity shown under the conversation, or "" when nothing is going on. */
-export function activityLine(state: ConversationState): string {
-  const states = Object.values(state.turns);
+/** " · 12 s" from a start time; nothing for the first two seconds (a quick answer needs no clock). */
+function elapsed(since: number | undefined, now: number): string {
+  if (since === undefined) return "";
+  const seconds = Math.floor((now - since) / 1000);
+  if (seconds < 2) return "";
+  return seconds < 60 ? ` ${seconds} s` : ` ${Math.floor(seconds / 60)} min ${seconds % 60} s`;
+}
+
+/**
+ * The one-line activity shown under the conversation, or "" when nothing is going on. A wait on the
+ * model says how long it has lasted and, once the answer streams, how much of it has arrived (about four
+ * characters a token), so a slow model never looks like a stuck one.
+ */
+export function activityLine(state: ConversationState, now: number = Date.now()): string {
+  const entries = Object.entries(state.turns);
+  const states = entries.map(([, s]) => s);
+  const since = (wanted: TurnState): number | undefined => state.since?.[entries.find(([, s]) => s === wanted)?.[0] ?? ""];
   if (states.includes("running")) return "Running…";
   if (states.includes("awaiting-approval")) return "Waiting for your approval";
-  if (states.includes("compacting")) return "Condensing earlier turns…";
-  if (states.includes("thinking")) return "Thinking…";
+  if (states.includes("compacting")) return `Condensing earlier turns…${elapsed(since("compacting"), now)}`;
+  if (state.compactingSince !== undefined) return `Condensing earlier turns…${elapsed(state.compactingSince, now)}`;
+  if (states.includes("thinking")) {
+    const turnId = entries.find(([, s]) => s === "thinking")?.[0] ?? "";
+    const answer = lastAssistantOfTurn(state, turnId);
+    const clock = elapsed(since("thinking"), now);
+    if (answer && !answer.done && answer.text.length > 0) {
+      const tokens = Math.max(1, Math.round(answer.text.length / 4));
+      return `Answering…${clock ? `${clock} ·` : ""} ~${tokens.toLocaleString("en")} tokens so far`;
+    }
+    return `Thinking…${clock}`;
+  }
   const running = state.entries.some((e) => e.kind === "run" && (e.state === "running" || e.state === "queued"));
   return running ? "Running…" : "";
 }
 
 export function isBusy(state: ConversationState): boolean {
-  return activityLine(state) !== "" && activityLine(state) !== "Waiting for your approval";
+  const line = activityLine(state);
+  return line !== "" && line !== "Waiting for your approval";
 }

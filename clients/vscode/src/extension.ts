@@ -4,7 +4,7 @@
 import * as path from "node:path";
 import * as vscode from "vscode";
 import { InterpreterClient, errorMessage } from "./client";
-import { describeRange, isBusy, pendingProposals, type PanelEvent } from "./conversation";
+import { compactionFailedNotice, compactionNotice, describeRange, isBusy, pendingProposals, type PanelEvent } from "./conversation";
 import { ConversationPanel, VIEW_ID } from "./panel";
 import type { PanelToHost } from "./panelMessages";
 import {
@@ -41,6 +41,10 @@ function resolveInFolder(folder: vscode.Uri, relative: string): vscode.Uri | und
   return vscode.Uri.joinPath(folder, ...parts);
 }
 
+/** Keys of notices about a condition (conversation.ts NoticeEntry.key). */
+const SERVER_MISSING = "server-missing";
+const UNTRUSTED = "untrusted";
+
 class Extension implements vscode.Disposable {
   private readonly output = vscode.window.createOutputChannel("Interpreter");
   private readonly documents = new ProposalDocuments();
@@ -50,6 +54,10 @@ class Extension implements vscode.Disposable {
   private readonly installer: ServerInstaller;
   private readonly disposables: vscode.Disposable[] = [];
   private awaitingFirstNews = false;
+  /** Each kernel's last state, to tell a restart the user did not ask for (settings changed) from one they did. */
+  private readonly kernelStates = new Map<string, string>();
+  /** Error toasts still on screen, by text: the same failure again does not stack another. */
+  private readonly openToasts = new Set<string>();
 
   constructor(context: vscode.ExtensionContext) {
     this.panel = new ConversationPanel(context.extensionUri, (message) => this.onPanelMessage(message));
@@ -69,6 +77,17 @@ class Extension implements vscode.Disposable {
         if (this.takeFirstNews() || FINAL_TURN_STATES.has(params.state)) void this.refreshStatus();
       },
       kernelStatus: (params) => {
+        const previous = this.kernelStates.get(params.language);
+        this.kernelStates.set(params.language, params.state);
+        // A kernel stopped and started afresh without a Restart from the user: its settings changed (the
+        // sandbox, the interpreter, a gateway). Its variables are gone: the panel says so where it is read.
+        if (previous === "stopped" && params.state === "starting") {
+          push({
+            type: "notice",
+            level: "warning",
+            text: `The ${params.language} kernel is starting afresh because its settings changed (sandbox, environment, interpreter, limits or gateway): its variables and imports are gone.`,
+          });
+        }
         const cameUp = this.statusBar.kernel(params);
         if (this.takeFirstNews() || cameUp) void this.refreshStatus();
       },
@@ -100,10 +119,12 @@ class Extension implements vscode.Disposable {
       vscode.window.registerWebviewViewProvider(VIEW_ID, this.panel),
       this.panel.onDidChange(() => this.updateContextKeys()),
       vscode.workspace.onDidGrantWorkspaceTrust(() => {
-        // Told, not restarted: a waiting proposal stays and becomes approvable.
+        // Told, not restarted: a waiting proposal stays and becomes approvable, and its card says so.
         this.output.appendLine("Workspace trusted: telling the server it may run code.");
         void this.guard(async () => {
           await this.client.command(Commands.setTrusted, { trusted: true });
+          this.panel.push({ type: "dismiss", key: UNTRUSTED });
+          this.panel.push({ type: "trusted" });
           this.panel.push({ type: "notice", level: "info", text: "The workspace is trusted now: code can run." });
           await this.refreshStatus();
         });
@@ -147,18 +168,29 @@ class Extension implements vscode.Disposable {
     return result;
   }
 
-  /** Runs a command; a failure is shown to the user (toast and panel), never thrown into VS Code. */
+  /**
+   * Runs a command; a failure is shown to the user (toast and panel), never thrown into VS Code. The same
+   * failure again is said once: its panel notice moves to the end instead of repeating, and no second toast
+   * stacks on one still shown. A refusal because the workspace is not trusted offers to manage the trust.
+   */
   private async guard(action: () => unknown): Promise<void> {
     try {
       await action();
     } catch (error) {
       const message = errorMessage(error);
       this.output.appendLine(`Error: ${message}`);
-      this.panel.push({ type: "notice", level: "error", text: message });
+      const untrusted = !vscode.workspace.isTrusted && /not trusted/i.test(message);
+      const key = error instanceof ServerNotFoundError ? SERVER_MISSING : untrusted ? UNTRUSTED : `error:${message}`;
+      this.panel.push({ type: "notice", level: "error", text: message, key });
       if (error instanceof ServerNotFoundError) return void this.installer.offer(error); // its own notification
+      if (this.openToasts.has(message)) return;
+      this.openToasts.add(message);
+      const action = untrusted ? "Manage Workspace Trust" : "Show Log";
       // Not awaited: the toast stays until dismissed, and the caller must go on (e.g. restore buttons).
-      void vscode.window.showErrorMessage(`Interpreter: ${message}`, "Show Log").then((choice) => {
+      void vscode.window.showErrorMessage(`Interpreter: ${message}`, action).then((choice) => {
+        this.openToasts.delete(message);
         if (choice === "Show Log") this.output.show(true);
+        else if (choice === "Manage Workspace Trust") void vscode.commands.executeCommand("workbench.trust.manage");
       });
     }
   }
@@ -186,15 +218,37 @@ class Extension implements vscode.Disposable {
 
   private onServerStarted(): void {
     this.awaitingFirstNews = true;
+    this.kernelStates.clear();
     this.statusBar.setServerState("running");
+    // A server runs now: "not found" is over (after an install, a changed setting, a repair).
+    this.panel.push({ type: "dismiss", key: SERVER_MISSING });
+    this.contextRetries = 0;
     void this.refreshStatus();
     // After a window reload the panel is empty: the conversation comes back from the server's history.
-    if (this.panel.state.entries.length === 0) void this.loadHistory();
+    if (this.onlyNotices()) void this.loadHistory();
   }
+
+  /** The panel holds no conversation: nothing, or only notices (e.g. one from a failed start). */
+  private onlyNotices(): boolean {
+    return this.panel.state.entries.every((e) => e.kind === "notice");
+  }
+
+  private contextRetries = 0;
+  private contextTimer: NodeJS.Timeout | undefined;
 
   private async refreshStatus(): Promise<void> {
     try {
-      this.statusBar.setStatus(await this.client.command<StatusResult>(Commands.status));
+      const status = await this.client.command<StatusResult>(Commands.status);
+      this.statusBar.setStatus(status);
+      // The context meter needs the model library, which the server loads in the background after a start:
+      // until then status has a model but no `context`. Ask again, less and less often, for about a minute.
+      if (this.contextTimer) clearTimeout(this.contextTimer);
+      this.contextTimer = undefined;
+      if (status.model && !status.context && this.contextRetries < 8) {
+        const delay = 1000 * 2 ** Math.min(this.contextRetries, 4);
+        this.contextRetries += 1;
+        this.contextTimer = setTimeout(() => void this.refreshStatus(), delay);
+      }
     } catch (error) {
       this.output.appendLine(`interpreter.status: ${errorMessage(error)}`);
     }
@@ -204,7 +258,7 @@ class Extension implements vscode.Disposable {
     try {
       const history = await this.client.command<HistoryResult>(Commands.history);
       // Something may have happened meanwhile (a run, a chat): the history holds it too, or it is newer.
-      if (history.messages?.length && this.panel.state.entries.length === 0) {
+      if (history.messages?.length && this.onlyNotices()) {
         this.panel.push({ type: "history", messages: history.messages });
       }
     } catch (error) {
@@ -434,16 +488,36 @@ class Extension implements vscode.Disposable {
     if (!ok) return;
     await this.client.command(Commands.reset);
     this.panel.push({ type: "clear" });
+    // The meter and the cost belong to the conversation that just ended: ask for the new one's.
+    this.statusBar.clearContext();
+    await this.refreshStatus();
   }
 
+  /**
+   * Compact Conversation: the model writes the summary, which takes as long as a reply. The panel's
+   * activity line and a notification say so while it works; the end says what it did, or that the summary
+   * could not be written (those turns were left out instead), never a failure drawn as a success.
+   */
   private async compact(): Promise<void> {
-    const result = await this.client.command<CompactResult>(Commands.compact);
-    const turns = result.droppedTurns === 1 ? "1 earlier turn" : `${result.droppedTurns} earlier turns`;
-    this.panel.push({
-      type: "notice",
-      level: "info",
-      text: `Condensed ${turns} into a summary of ${result.summaryTokens.toLocaleString("en")} tokens.`,
-    });
+    this.panel.push({ type: "compacting", active: true });
+    this.panel.follow();
+    let result: CompactResult;
+    try {
+      result = await vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Notification, title: "Interpreter: condensing earlier turns into a summary…" },
+        () => this.client.command<CompactResult>(Commands.compact),
+      );
+    } finally {
+      this.panel.push({ type: "compacting", active: false });
+    }
+    const history = await this.client.command<HistoryResult>(Commands.history).catch(() => undefined);
+    const last = [...(history?.messages ?? [])].reverse().find((e) => e.type === "compaction");
+    const failed = last?.type === "compaction" && last.failed ? last.failed : result.summaryTokens === 0 ? "no summary came back" : undefined;
+    if (failed !== undefined) {
+      this.panel.push({ type: "notice", level: "warning", text: compactionFailedNotice(failed, result.droppedTurns) });
+    } else {
+      this.panel.push({ type: "notice", level: "info", text: compactionNotice(result.summaryTokens, result.droppedTurns) });
+    }
     await this.refreshStatus();
   }
 
@@ -451,6 +525,13 @@ class Extension implements vscode.Disposable {
     await this.client.command(Commands.undo);
     const history = await this.client.command<HistoryResult>(Commands.history);
     this.panel.push({ type: "history", messages: history.messages ?? [] });
+    this.panel.push({
+      type: "notice",
+      level: "info",
+      text: "Undone: your last message and the model's answer to it are gone from the conversation (the kernel keeps its variables; your own runs stay).",
+    });
+    this.statusBar.clearContext();
+    await this.refreshStatus();
   }
 
   private async showVariables(): Promise<void> {
@@ -481,8 +562,8 @@ class Extension implements vscode.Disposable {
 
   private async statusMenu(): Promise<void> {
     const actions: { label: string; command: string }[] = [
-      { label: "$(debug-stop) Interrupt", command: "interpreterLsp.interrupt" },
-      { label: "$(debug-restart) Restart Kernel", command: "interpreterLsp.restartKernel" },
+      { label: "$(stop-circle) Interrupt", command: "interpreterLsp.interrupt" },
+      { label: "$(refresh) Restart Kernel", command: "interpreterLsp.restartKernel" },
       { label: "$(clear-all) Reset Conversation", command: "interpreterLsp.reset" },
       { label: "$(fold) Compact Conversation", command: "interpreterLsp.compact" },
       { label: "$(symbol-variable) Show Variables", command: "interpreterLsp.showVariables" },

@@ -19,7 +19,7 @@ export class ConversationPanel implements vscode.WebviewViewProvider, vscode.Dis
   private ready = false;
   private queue: PanelEvent[] = [];
   private timer: NodeJS.Timeout | undefined;
-  private kernelLine: StatusLine = { text: "", tooltip: "", context: "", contextTooltip: "" };
+  private kernelLine: StatusLine = { text: "", model: "", tooltip: "", context: "", contextTooltip: "" };
   private readonly changeEmitter = new vscode.EventEmitter<void>();
   /** Fires after the state changed (for context keys and the status bar). */
   readonly onDidChange = this.changeEmitter.event;
@@ -60,6 +60,11 @@ export class ConversationPanel implements vscode.WebviewViewProvider, vscode.Dis
     if (!this.ready) return; // the webview gets the whole state when it says it is ready
     this.queue.push(event);
     this.timer ??= setTimeout(() => this.flush(), BATCH_MS);
+  }
+
+  /** The user just acted: the panel's next render scrolls to the end, where the result comes. */
+  follow(): void {
+    this.post({ type: "follow" });
   }
 
   setKernelLine(line: StatusLine): void {
@@ -104,6 +109,7 @@ export class ConversationPanel implements vscode.WebviewViewProvider, vscode.Dis
     const nonce = crypto.randomBytes(16).toString("base64");
     const script = webview.asWebviewUri(vscode.Uri.joinPath(this.extensionUri, "dist", "webview.js"));
     const style = webview.asWebviewUri(vscode.Uri.joinPath(this.extensionUri, "media", "panel.css"));
+    const icons = webview.asWebviewUri(vscode.Uri.joinPath(this.extensionUri, "dist", "codicon.css"));
     const csp = [
       "default-src 'none'",
       `img-src ${webview.cspSource} data:`,
@@ -117,6 +123,7 @@ export class ConversationPanel implements vscode.WebviewViewProvider, vscode.Dis
 <meta charset="UTF-8">
 <meta http-equiv="Content-Security-Policy" content="${csp}">
 <meta name="viewport" content="width=device-width, initial-scale=1.0">
+<link rel="stylesheet" href="${icons.toString()}">
 <link rel="stylesheet" href="${style.toString()}">
 <title>Interpreter</title>
 </head>
@@ -126,11 +133,12 @@ export class ConversationPanel implements vscode.WebviewViewProvider, vscode.Dis
 <div id="entries" role="log" aria-live="polite"></div>
 </div>
 <div id="footer">
-<div id="status-line"><span id="activity" hidden></span><span id="context"></span><span id="kernel"></span></div>
+<div id="activity-row"><span id="activity" hidden role="status"></span></div>
+<div id="status-line"><span id="kernel"></span><span id="model"></span><span id="context"></span></div>
 <div id="input-row">
 <textarea id="prompt" rows="2" placeholder="Ask the interpreter…" title="Enter sends; Shift+Enter starts a new line" aria-label="Message (Enter sends, Shift+Enter starts a new line)"></textarea>
-<button id="send" title="Send">Send</button>
-<button id="stop" title="Interrupt: stop the model and the running code" hidden>Stop</button>
+<button id="send" title="Send (Enter)" aria-label="Send"><span class="codicon codicon-send" aria-hidden="true"></span></button>
+<button id="stop" title="Interrupt: stop the model and the running code" aria-label="Stop" hidden><span class="codicon codicon-stop-circle" aria-hidden="true"></span></button>
 </div>
 </div>
 <script nonce="${nonce}" src="${script.toString()}"></script>

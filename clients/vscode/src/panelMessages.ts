@@ -5,8 +5,10 @@ import type { ConversationState, PanelEvent } from "./conversation";
 export type HostToPanel =
   | { type: "state"; state: ConversationState }
   | { type: "events"; events: PanelEvent[] }
-  | { type: "kernel"; text: string; tooltip: string; context: string; contextTooltip: string }
-  | { type: "focusInput" };
+  | { type: "kernel"; text: string; model: string; tooltip: string; context: string; contextTooltip: string }
+  | { type: "focusInput" }
+  /** The user just acted (sent a message, started a run): the next render scrolls to the end. */
+  | { type: "follow" };
 
 export type ProposalAction = "approve" | "reject" | "edit" | "insert";
 

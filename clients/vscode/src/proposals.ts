@@ -22,6 +22,8 @@ export class ProposalDocuments implements vscode.TextDocumentContentProvider, vs
   private readonly previews = new Map<string, string>();
   private readonly disposables: vscode.Disposable[] = [];
   private lastTextEditor: vscode.TextEditor | undefined;
+  /** The "Edit the code…" hint of each proposal being edited: it goes when the edit is over. */
+  private readonly hints = new Map<string, () => void>();
 
   constructor() {
     this.lastTextEditor = vscode.window.activeTextEditor;
@@ -38,6 +40,8 @@ export class ProposalDocuments implements vscode.TextDocumentContentProvider, vs
         );
       }),
       vscode.workspace.onDidCloseTextDocument((doc) => {
+        const edit = this.edits.get(doc.uri.toString());
+        if (edit) this.endHint(edit.proposalId);
         this.edits.delete(doc.uri.toString());
         this.previews.delete(doc.uri.toString());
       }),
@@ -62,7 +66,27 @@ export class ProposalDocuments implements vscode.TextDocumentContentProvider, vs
     this.edits.set(doc.uri.toString(), { proposalId, original: code });
     await vscode.window.showTextDocument(doc);
     await vscode.commands.executeCommand("setContext", "interpreterLsp.editingProposal", true);
-    void vscode.window.showInformationMessage("Edit the code, then run it with 'Interpreter: Approve' (the ✓ in the editor title) or the panel's Run button.");
+    this.showHint(proposalId);
+  }
+
+  /**
+   * The hint how to run the edited code, as a notification that lasts exactly as long as the edit: it goes
+   * by itself once the code ran or the proposal was decided (an information message would linger).
+   */
+  private showHint(proposalId: string): void {
+    this.endHint(proposalId);
+    void vscode.window.withProgress(
+      {
+        location: vscode.ProgressLocation.Notification,
+        title: "Edit the code, then run it with 'Interpreter: Approve' (the ✓ in the editor title) or the panel's Run button.",
+      },
+      () => new Promise<void>((resolve) => this.hints.set(proposalId, resolve)),
+    );
+  }
+
+  private endHint(proposalId: string): void {
+    this.hints.get(proposalId)?.();
+    this.hints.delete(proposalId);
   }
 
   /**
@@ -70,6 +94,7 @@ export class ProposalDocuments implements vscode.TextDocumentContentProvider, vs
    * reverted first, so closing never asks to save an untitled document nobody needs any more.
    */
   async closeEdit(proposalId: string): Promise<void> {
+    this.endHint(proposalId);
     const entry = [...this.edits.entries()].find(([, v]) => v.proposalId === proposalId);
     if (!entry) return;
     const [uri] = entry;

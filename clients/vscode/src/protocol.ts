@@ -152,18 +152,13 @@ export interface ContextUse {
   /** The prompt the next request would send, counted for the model in use. */
   tokens: number;
   window: number;
-  windowSource?: "setting" | "model" | "guess";
-  replyReserve?: number;
+  windowSource: "setting" | "model" | "guess";
+  replyReserve: number;
   /** This conversation's cost so far in USD (0 for local models). */
   cost: number;
   /** False when litellm has no price for the model. */
   costKnown: boolean;
-  compactions?: number;
-}
-
-export interface CompactResult {
-  summaryTokens: number;
-  droppedTurns: number;
+  compactions: number;
 }
 
 export interface KernelStatusParams {
@@ -182,10 +177,17 @@ export interface InputResult {
   value: string;
 }
 
-export interface LspRange {
-  start: { line: number; character: number };
-  end: { line: number; character: number };
+export interface LspPosition {
+  line: number;
+  character: number;
 }
+
+export interface LspRange {
+  start: LspPosition;
+  end: LspPosition;
+}
+
+// ---- command arguments and results, one interface per class of protocol.py (COMMAND_SHAPES) ----------
 
 export interface ChatArgs {
   text: string;
@@ -193,31 +195,89 @@ export interface ChatArgs {
   range?: LspRange;
 }
 
+export interface ChatResult {
+  turnId: string;
+}
+
 export interface RunArgs {
   code?: string;
   language?: string;
   uri?: string;
   range?: LspRange;
-  position?: { line: number; character: number };
+  position?: LspPosition;
+  timeout?: number;
 }
 
-export interface KernelInfo {
-  language: string;
-  state: KernelState;
-  /** The kernelspec or interpreter chosen, and where the choice came from. */
-  kernel?: string;
-  source?: string;
-  sandbox?: string;
-  interpreter?: string;
-  pid?: number;
-  /** A kernel on a gateway: its URL (without credentials) and id; it has no pid or interpreter. */
-  gateway?: string;
-  kernelId?: string;
-  /** Why watching the files a run touches is off, when it is ("off (remote kernel: …)"). */
-  filesTouched?: string;
-  /** A local kernel's resource limits in force and how ("rlimits, each process: …", "cgroup …, the whole
-   * process tree: …"); a limit that does not hold says so ("processes NOT ENFORCED (…)"). */
-  limits?: string;
+export interface RunResult {
+  runId: string;
+}
+
+export interface ApproveArgs {
+  proposalId: string;
+  /** An edited version to run instead. */
+  code?: string;
+}
+
+export interface RejectArgs {
+  proposalId: string;
+  reason?: string;
+}
+
+export interface ApplyProposalArgs {
+  proposalId: string;
+  uri?: string;
+  range?: LspRange;
+}
+
+export interface ApplyProposalResult {
+  applied: boolean;
+}
+
+/** interrupt: nothing (it interrupts every workspace). */
+export type EmptyArgs = Record<string, never>;
+
+/** reset, undo, history, status, compact: only the folder. */
+export interface WorkspaceArgs {
+  uri?: string;
+}
+
+/** restartKernel, variables: a kernel's language (python by default). */
+export interface LanguageArgs {
+  language?: string;
+  uri?: string;
+}
+
+export interface ExportNotebookArgs {
+  path: string;
+  overwrite?: boolean;
+  uri?: string;
+}
+
+export interface SetTrustedArgs {
+  trusted: boolean;
+}
+
+/** reject, interrupt, restartKernel, reset, undo, setTrusted. */
+export type EmptyResult = Record<string, never>;
+
+export interface Variable {
+  name: string;
+  type: string;
+  summary: string;
+}
+
+export interface VariablesResult {
+  variables: Variable[];
+}
+
+export interface PathResult {
+  /** exportNotebook: the notebook written, absolute. */
+  path: string;
+}
+
+export interface CompactResult {
+  summaryTokens: number;
+  droppedTurns: number;
 }
 
 export interface Usage {
@@ -226,29 +286,43 @@ export interface Usage {
   cost: number;
 }
 
+export interface KernelInfo {
+  language: string;
+  state: KernelState;
+  /** The kernelspec or interpreter chosen, and where the choice came from. */
+  kernel: string;
+  source: string;
+  sandbox: string;
+  interpreter?: string;
+  pid?: number;
+  /** A local kernel's resource limits in force and how ("rlimits, each process: …", "cgroup …, the whole
+   * process tree: …"); a limit that does not hold says so ("processes NOT ENFORCED (…)"). */
+  limits?: string;
+  /** A kernel on a gateway: its URL (without credentials) and id; it has no pid or interpreter. */
+  gateway?: string;
+  kernelId?: string;
+  /** Why watching the files a run touches is off, when it is ("off (remote kernel: …)"). */
+  filesTouched?: string;
+}
+
 /** `interpreter.status`: the workspace's model, kernels, usage and trust. */
 export interface StatusResult {
-  version?: string;
-  protocolVersion?: number;
-  root?: string;
+  version: string;
+  protocolVersion: number;
+  root: string;
   /** null when no model is configured or discovered yet. */
   model: string | null;
   autoRun: boolean;
-  usage?: Usage;
+  autoRunMaxRisk: { setting: string; inForce: string; why?: string };
+  usage: Usage;
   kernels: KernelInfo[];
-  trusted?: boolean;
-  settingsErrors?: string[];
-  settingsIgnored?: string[];
+  trusted: boolean;
+  settingsErrors: string[];
+  settingsIgnored: string[];
   /** Where each setting's value came from ("workspace/configuration", "user file", "default", ...). */
-  settingsSources?: Record<string, string>;
-  workspaces?: string[];
+  settingsSources: Record<string, string>;
+  workspaces: string[];
   context?: ContextUse;
-}
-
-export interface Variable {
-  name: string;
-  type: string;
-  summary: string;
 }
 
 /** nbformat outputs, as `run` events of the history keep them. */
@@ -257,72 +331,157 @@ export type NotebookOutput =
   | { output_type: "execute_result" | "display_data"; data: MimeBundle; metadata?: unknown }
   | { output_type: "error"; ename: string; evalue: string; traceback: string[] };
 
+/** How a proposal was decided, as the history records it. */
+export type DecisionKind = "approved" | "rejected" | "auto-run" | "applied";
+export type Origin = "user" | "model" | "agent";
+
+// One interface per history event, named as protocol.py names its class (tests/test_mirrors.py compares
+// names, fields, optionality and types both ways). The server leaves out fields that have no value: an
+// optional field is absent, never null.
+
+export interface UserEvent {
+  type: "user";
+  turnId: string;
+  text: string;
+  /** What the model read: the text with the editor's context. */
+  content: string;
+  uri?: string;
+  range?: LspRange;
+}
+
+export interface AssistantEvent {
+  type: "assistant";
+  turnId: string;
+  text: string;
+  /** The reply was cut off (interrupt, failure). */
+  partial?: boolean;
+  /** Native tool calls of the reply; each also came as a proposal (with its toolCallId). */
+  toolCalls?: { id: string; name: string; arguments: string }[];
+}
+
+export interface ProposalEvent {
+  type: "proposal";
+  proposalId: string;
+  turnId: string;
+  language: string;
+  code: string;
+  risk: Risk;
+  autoRun: boolean;
+  complete: boolean;
+  toolCallId?: string;
+  /** SHA-256 of language + NUL + code: what a decision is bound to. */
+  codeHash?: string;
+  /** "agent" for another agent's proposal (over MCP); absent for the model's. */
+  origin?: "agent";
+  agent?: string;
+}
+
+export interface DecisionEvent {
+  type: "decision";
+  proposalId: string;
+  turnId: string;
+  decision: DecisionKind;
+  language?: string;
+  code?: string;
+  edited?: boolean;
+  reason?: string;
+  uri?: string;
+  codeHash?: string;
+  agent?: string;
+}
+
+export interface RunEvent {
+  type: "run";
+  runId: string;
+  origin: Origin;
+  language: string;
+  code: string;
+  state: RunState;
+  durationMs: number;
+  outputForModel: string;
+  outputs: NotebookOutput[];
+  files: FileChange[];
+  turnId?: string;
+  proposalId?: string;
+  message?: string;
+  codeHash?: string;
+  /** origin "agent": which agent. */
+  agent?: string;
+}
+
+export interface UsageEvent {
+  type: "usage";
+  turnId: string;
+  promptTokens: number;
+  completionTokens: number;
+  cost: number;
+}
+
+export interface NoteEvent {
+  type: "note";
+  text: string;
+  turnId?: string;
+  forModel?: string;
+}
+
+export interface ErrorEvent {
+  type: "error";
+  turnId: string;
+  message: string;
+}
+
+export interface AppliedEvent {
+  type: "applied";
+  proposalId: string;
+  uri: string;
+  applied: boolean;
+}
+
+export interface TurnEndEvent {
+  type: "turnEnd";
+  turnId: string;
+  state: TurnState;
+  message?: string;
+}
+
+export interface KernelEvent {
+  type: "kernel";
+  language: string;
+  state: "restarted" | "died";
+  message: string;
+}
+
+/** The model's view starts from this summary; the panel still shows every earlier event. */
+export interface CompactionEvent {
+  type: "compaction";
+  summary: string;
+  /** The last turn the summary condenses. */
+  upTo: string;
+  summaryTokens?: number;
+  /** How many turns this compaction condensed (or, when it failed, left out). */
+  turns?: number;
+  /** The summary could not be written: why (those turns were left out of the model's view instead). */
+  failed?: string;
+}
+
 /**
  * One event of `interpreter.history` ({messages: [event, ...]}): the server's record of the conversation.
- * Every event has `ts` (seconds); unknown types are skipped.
+ * Every event has `ts` (seconds); unknown types are skipped. (`reset` and `undo` are in the server's log
+ * only: the history it returns has them applied.)
  */
 export type HistoryEvent = { ts?: number } & (
-  | { type: "user"; turnId: string; text: string; content?: unknown; uri?: string; range?: LspRange | null }
-  | {
-      type: "assistant";
-      turnId: string;
-      text: string;
-      partial?: boolean;
-      /** Native tool calls of the reply; each also came as a proposal (with its toolCallId). */
-      toolCalls?: { id: string; name: string; arguments: string }[];
-    }
-  | {
-      type: "proposal";
-      proposalId: string;
-      turnId: string;
-      language: string;
-      code: string;
-      risk: Risk;
-      autoRun: boolean;
-      complete?: boolean;
-      toolCallId?: string;
-      codeHash?: string;
-      origin?: "agent";
-      agent?: string;
-    }
-  | {
-      type: "decision";
-      proposalId: string;
-      turnId: string;
-      decision: "approved" | "rejected" | "auto-run" | "applied";
-      language?: string | null;
-      code?: string | null;
-      edited?: boolean | null;
-      reason?: string | null;
-      uri?: string | null;
-      codeHash?: string | null;
-      agent?: string | null;
-    }
-  | {
-      type: "run";
-      runId: string;
-      origin: "model" | "user" | "agent";
-      agent?: string | null;
-      codeHash?: string | null;
-      turnId?: string | null;
-      proposalId?: string | null;
-      language: string;
-      code: string;
-      state: RunState;
-      durationMs?: number | null;
-      message?: string | null;
-      outputForModel?: string;
-      outputs: NotebookOutput[];
-      files?: FileChange[];
-    }
-  | { type: "usage"; turnId?: string; promptTokens: number; completionTokens: number; cost: number }
-  | { type: "note"; text: string; turnId?: string | null; forModel?: string | null }
-  | { type: "error"; turnId?: string; message: string }
-  | { type: "applied"; proposalId: string; uri: string; applied: boolean }
-  | { type: "turnEnd"; turnId: string; state: TurnState; message?: string | null }
-  | { type: "kernel"; language: string; state: "restarted" | "died"; message: string }
-  /** The model's view starts from this summary; the panel still shows every earlier event. */
-  | { type: "compaction"; summary: string; upTo?: unknown; tokens?: number }
+  | UserEvent
+  | AssistantEvent
+  | ProposalEvent
+  | DecisionEvent
+  | RunEvent
+  | UsageEvent
+  | NoteEvent
+  | ErrorEvent
+  | AppliedEvent
+  | TurnEndEvent
+  | KernelEvent
+  | CompactionEvent
 );
 
 export interface HistoryResult {

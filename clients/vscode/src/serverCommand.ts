@@ -125,7 +125,7 @@ export function resolveServerCommand(input: ResolveInput): ServerCommand {
   const where = input.pythonPath ? ` beside the selected Python (${input.pythonPath}) or` : "";
   throw new ServerNotFoundError(
     `The interpreter-lsp server was not found${where} on PATH. Install it into an environment of its own ` +
-      `(Interpreter: Install or Update the Server, or pipx install interpreter-lsp), ` +
-      `or set interpreter.server.command to its path.`,
+      `(Interpreter: Install or Update the Server; or, from a clone of the repository, pipx install ./interpreter-lsp: ` +
+      `it is not on PyPI yet), or set interpreter.server.command to its path.`,
   );
 }

@@ -69,6 +69,42 @@ export function parseStamp(text: string): Stamp | undefined {
   return undefined;
 }
 
+/** A pip requirement that is not a local path: a VCS or web URL (`git+https://…`, `https://…/x.whl`). */
+function isUrl(source: string): boolean {
+  return /^[a-z][a-z0-9+.-]*:\/\//i.test(source) || /^git\+/i.test(source);
+}
+
+/**
+ * What the managed install installs, and how its stamp names it: the user's `interpreter.server.installSource`
+ * (a wheel, a clone of the repository, or a git URL: interpreter-lsp is not on PyPI yet) when set, else the
+ * wheel the .vsix carries. Without either: an error that says what to do instead of `pip install
+ * interpreter-lsp`, which would fail.
+ */
+export function installSource(
+  setting: unknown,
+  shipped: string | undefined,
+  exists: (file: string) => boolean = fs.existsSync,
+): { source: string; label: string } {
+  const configured = typeof setting === "string" ? setting.trim() : "";
+  if (configured) {
+    if (isUrl(configured)) return { source: configured, label: configured };
+    if (!path.isAbsolute(configured)) {
+      throw new InstallError(`interpreter.server.installSource must be an absolute path or a URL; got ${configured}.`);
+    }
+    if (!exists(configured)) {
+      throw new InstallError(`interpreter.server.installSource names ${configured}, which does not exist. Point it at a wheel (interpreter_lsp-….whl), a clone of the interpreter-lsp repository, or a git URL (git+https://…).`);
+    }
+    return { source: configured, label: configured };
+  }
+  if (shipped) return { source: shipped, label: path.basename(shipped) };
+  throw new InstallError(
+    "This build of the extension carries no server wheel, and interpreter-lsp is not published on PyPI yet. " +
+      "Set interpreter.server.installSource (user settings) to a wheel (interpreter_lsp-….whl), a clone of the " +
+      "repository, or a git URL (git+https://…), then run Interpreter: Install or Update the Server; or install the " +
+      "server yourself from a clone (pipx install ./path/to/interpreter-lsp) and set interpreter.server.command.",
+  );
+}
+
 /** The wheel the .vsix carries, from the names in its `server/` folder; undefined when there is none. */
 export function shippedWheel(names: readonly string[]): { file: string; version: string } | undefined {
   const wheels = names
@@ -246,8 +282,10 @@ export type InstallStep = "python" | "venv" | "pip" | "check";
 export interface InstallOptions {
   /** The extension's global storage folder: the venv goes in `server-venv` inside it. */
   storageDir: string;
-  /** The wheel to install (a path). */
+  /** What pip installs: a wheel or a source folder (an absolute path), or a URL (git+https://…). */
   wheel: string;
+  /** How the stamp names it (installSource's label); the wheel's file name by default. */
+  label?: string;
   extensionVersion: string;
   /** Pythons to try, in order (pythonCandidates). */
   pythons: readonly string[];
@@ -360,7 +398,7 @@ export async function installServer(options: InstallOptions): Promise<InstallRes
   };
 
   fs.mkdirSync(storageDir, { recursive: true });
-  if (!fs.existsSync(options.wheel)) throw new InstallError(`The server's wheel is missing from the extension: ${options.wheel}`);
+  if (!isUrl(options.wheel) && !fs.existsSync(options.wheel)) throw new InstallError(`What the server is installed from is missing: ${options.wheel}`);
   void removeLeftovers(storageDir, Date.now());
 
   options.report("python");
@@ -412,7 +450,7 @@ export async function installServer(options: InstallOptions): Promise<InstallRes
 
     const stamp: Stamp = {
       extensionVersion: options.extensionVersion,
-      wheel: path.basename(options.wheel),
+      wheel: options.label ?? path.basename(options.wheel),
       serverVersion,
       python: python.path,
       pythonVersion: python.version,

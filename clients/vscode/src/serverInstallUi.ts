@@ -10,6 +10,7 @@ import {
   InstallError,
   MANAGED_DIR,
   installServer,
+  installSource,
   managedState,
   pythonCandidates,
   shippedWheel,
@@ -78,9 +79,23 @@ export class ServerInstaller {
     return wheel && path.join(this.wheelDir, wheel.file);
   }
 
+  /** The user's interpreter.server.installSource: from their own settings only (it chooses what runs). */
+  private configuredSource(): unknown {
+    return vscode.workspace.getConfiguration("interpreter").inspect("server.installSource")?.globalValue;
+  }
+
+  /** What an install would use, or undefined (with the reason) when there is nothing to install from. */
+  private source(): { source: string; label: string } | { error: string } {
+    try {
+      return installSource(this.configuredSource(), this.wheel());
+    } catch (error) {
+      return { error: error instanceof Error ? error.message : String(error) };
+    }
+  }
+
   private state(): ManagedState {
-    const wheel = this.wheel();
-    return managedState({ venv: this.venv, extensionVersion: this.version, wheel: wheel && path.basename(wheel), readFile, isExecutable });
+    const source = this.source();
+    return managedState({ venv: this.venv, extensionVersion: this.version, wheel: "label" in source ? source.label : undefined, readFile, isExecutable });
   }
 
   /**
@@ -94,7 +109,7 @@ export class ServerInstaller {
     try {
       return resolveServerCommand({ ...input, managed: state.kind === "current" ? state.command : undefined });
     } catch (error) {
-      if (!(error instanceof ServerNotFoundError) || state.kind !== "outdated" || !this.wheel()) throw error;
+      if (!(error instanceof ServerNotFoundError) || state.kind !== "outdated" || !("source" in this.source())) throw error;
     }
     this.output.appendLine(`The managed server in ${this.venv} is out of date (${state.reason}): updating it.`);
     const result = await this.install("Updating");
@@ -109,14 +124,15 @@ export class ServerInstaller {
     if (this.offering || this.installing) return;
     this.offering = true;
     try {
-      const canInstall = !!this.wheel();
+      const source = this.source();
+      const canInstall = "source" in source;
       const actions = canInstall ? ["Install", "Settings…"] : ["Settings…"];
       const text = canInstall
         ? `Interpreter: the interpreter-lsp server was not found. Install it into an environment of the extension's own? (Python ≥ 3.10; its dependencies come from your package index.)`
-        : `Interpreter: ${error.message}`;
+        : `Interpreter: ${error.message} ${source.error}`;
       const choice = await vscode.window.showWarningMessage(text, ...actions);
       if (choice === "Install") await this.installAndRestart();
-      else if (choice === "Settings…") await vscode.commands.executeCommand("workbench.action.openSettings", "interpreter.server.command");
+      else if (choice === "Settings…") await vscode.commands.executeCommand("workbench.action.openSettings", canInstall ? "interpreter.server.command" : "interpreter.server");
     } finally {
       this.offering = false;
     }
@@ -128,17 +144,20 @@ export class ServerInstaller {
     if (!result) return;
     await this.restartServer();
     const input = this.lastInput;
-    if (!input) return;
+    const installed = `interpreter-lsp ${result.stamp.serverVersion} (Python ${result.stamp.pythonVersion})`;
     try {
-      const used = resolveServerCommand({ ...input, managed: result.command });
-      if (used.source !== "managed") {
+      const used = input ? resolveServerCommand({ ...input, managed: result.command }) : undefined;
+      if (used && used.source !== "managed") {
         void vscode.window.showInformationMessage(
-          `Interpreter: the server is installed, but the one from ${used.source === "setting" ? "interpreter.server.command" : used.source === "python" ? "the selected Python" : "PATH"} (${used.command}) comes first.`,
+          `Interpreter: ${installed} is installed, but the one from ${used.source === "setting" ? "interpreter.server.command" : used.source === "python" ? "the selected Python" : "PATH"} (${used.command}) comes first.`,
         );
+        return;
       }
     } catch {
       // the restart said what went wrong
+      return;
     }
+    void vscode.window.showInformationMessage(`Interpreter: ${installed} is installed and running.`);
   }
 
   /** Runs an install with a progress notification; undefined (after one error message) when it failed. */
@@ -150,13 +169,15 @@ export class ServerInstaller {
   }
 
   private async doInstall(verb: "Installing" | "Updating"): Promise<InstallResult | undefined> {
-    const wheel = this.wheel();
-    if (!wheel) {
-      void vscode.window.showErrorMessage(
-        "Interpreter: this build of the extension carries no server wheel. Install the server with pipx install interpreter-lsp, or set interpreter.server.command.",
-      );
+    const chosen = this.source();
+    if ("error" in chosen) {
+      this.output.appendLine(`${verb} the server: ${chosen.error}`);
+      void vscode.window.showErrorMessage(`Interpreter: ${chosen.error}`, "Settings…").then((choice) => {
+        if (choice) void vscode.commands.executeCommand("workbench.action.openSettings", "interpreter.server.installSource");
+      });
       return undefined;
     }
+    const wheel = chosen.source;
     const started = Date.now();
     const abort = new AbortController();
     this.output.appendLine(`${verb} the server from ${path.basename(wheel)} into ${this.venv}`);
@@ -169,6 +190,7 @@ export class ServerInstaller {
           return installServer({
             storageDir: this.storageDir,
             wheel,
+            label: chosen.label,
             extensionVersion: this.version,
             pythons: pythonCandidates({
               selected: this.lastInput?.pythonPath,

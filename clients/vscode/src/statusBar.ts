@@ -7,6 +7,8 @@ import { contextDetails, contextLine, kernelSummary, type ServerState, type Stat
 /** What the panel's status line shows: the status bar's words, and the context use on their own. */
 export interface StatusLine {
   text: string;
+  /** The model, on its own: the panel's narrow footer shortens it, never the kernel's state. */
+  model: string;
   tooltip: string;
   context: string;
   contextTooltip: string;
@@ -57,6 +59,13 @@ export class KernelStatusBar implements vscode.Disposable {
     this.render();
   }
 
+  /** The conversation was reset or undone: the last turn's numbers no longer hold. */
+  clearContext(): void {
+    this.liveContext = undefined;
+    if (this.details) this.details = { ...this.details, context: undefined };
+    this.render();
+  }
+
   /** A turn's context use (turnStatus `context`), newer than the last status answer. */
   setContext(context: ContextUse): void {
     this.liveContext = context;
@@ -102,8 +111,12 @@ export class KernelStatusBar implements vscode.Disposable {
     // The panel shows the context use on its own, so the kernel part drops it.
     const plain = text.replace(/\$\([^)]*\)\s*/g, "");
     const usage = contextLine(context);
+    const model = this.server === "running" ? (this.details?.model ?? "") : "";
+    let kernelText = usage ? plain.replace(` · ${usage}`, "") : plain;
+    if (model) kernelText = kernelText.replace(` · ${model}`, "");
     this.onChange({
-      text: usage ? plain.replace(` · ${usage}`, "") : plain,
+      text: kernelText,
+      model,
       tooltip,
       context: usage,
       contextTooltip: contextDetails(context).join("\n"),

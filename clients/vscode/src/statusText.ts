@@ -15,7 +15,7 @@ const ICON: Record<KernelState, string> = {
 };
 
 /** What `interpreter.status` said last, minus the kernels (their states come live). */
-export type StatusDetails = Omit<StatusResult, "kernels">;
+export type StatusDetails = Partial<Omit<StatusResult, "kernels">>;
 
 function kernelLine(kernel: KernelStatusParams, info: KernelInfo | undefined): string {
   const remote = info?.gateway ? `${info.kernel ?? "kernel"} on ${info.gateway}` : undefined;
@@ -75,9 +75,13 @@ export function kernelSummary(
   const usage = contextLine(context);
   const modelPart = `${model ? ` · ${model}` : ""}${usage ? ` · ${usage}` : ""}`;
   const current = latest ? kernels.get(latest) : undefined;
+  // In Restricted Mode nothing runs and no kernel starts: the status bar says so.
+  const restricted = details?.trusted === false;
   const text = current
     ? `${ICON[current.state]} ${current.language}: ${current.state}${modelPart}`
-    : `$(circle-outline) Interpreter: no kernel yet${modelPart}`;
+    : restricted
+      ? `$(workspace-untrusted) Interpreter: restricted${modelPart}`
+      : `$(circle-outline) Interpreter: no kernel yet${modelPart}`;
   const lines = [...kernels.values()].map((k) => kernelLine(k, kernelInfo.get(k.language)));
   const tooltip = [lines.length ? lines.join("\n") : "No kernel started yet."];
   const modelSource = details?.settingsSources?.model;
@@ -90,7 +94,7 @@ export function kernelSummary(
       tooltip.push(`Tokens: ${usage.promptTokens} in, ${usage.completionTokens} out${formatCost(usage.cost)}`);
     }
     tooltip.push(...contextDetails(context));
-    if (details.trusted === false) tooltip.push("Workspace not trusted: nothing runs.");
+    if (details.trusted === false) tooltip.push("Workspace not trusted: nothing runs (Restricted Mode). Trust it with Workspaces: Manage Workspace Trust.");
     for (const error of details.settingsErrors ?? []) tooltip.push(`Settings: ${error}`);
     for (const ignored of details.settingsIgnored ?? []) tooltip.push(`Ignored: ${ignored}`);
   }

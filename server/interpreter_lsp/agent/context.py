@@ -117,6 +117,15 @@ class ContextKeeper:
         s = self.host.settings
         if s.max_tokens_per_turn is not None:
             used = self._turn_tokens(turn_id)
+            if request.tokens > s.max_tokens_per_turn:
+                # The conversation alone is over the cap: a new turn would stop at once too.
+                return (
+                    f"Stopped before asking the model: the request alone needs about {request.tokens:,} tokens "
+                    f"(the conversation so far and the editor's context), over interpreter.maxTokensPerTurn "
+                    f"({s.max_tokens_per_turn:,}), so no turn fits under it now. Compact the conversation "
+                    f"(Interpreter: Compact Conversation), reset it, or raise maxTokensPerTurn above "
+                    f"{request.tokens:,}."
+                )
             if used + request.tokens > s.max_tokens_per_turn:
                 return (
                     f"Stopped before asking the model: this turn has used {used:,} tokens and the next request "

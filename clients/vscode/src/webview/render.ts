@@ -93,9 +93,39 @@ const RUN_STATE_LABEL: Record<RunEntry["state"], string> = {
   timeout: "timed out",
 };
 
+/**
+ * The code of a tool call the model printed as JSON text (`{"name": "run_code", "arguments": {"language",
+ * "code"}}`, bare or in a json fence), which the server turns into a proposal; undefined for anything else.
+ */
+export function jsonToolCallCode(text: string): string | undefined {
+  const trimmed = text.trim().replace(/^```(?:json)?\s*\n([\s\S]*?)\n?```$/, "$1").trim();
+  if (!trimmed.startsWith("{")) return undefined;
+  try {
+    const call = JSON.parse(trimmed) as { name?: unknown; arguments?: unknown };
+    const args = typeof call.arguments === "string" ? (JSON.parse(call.arguments) as unknown) : call.arguments;
+    const code = args && typeof args === "object" ? (args as { code?: unknown }).code : undefined;
+    return call.name === "run_code" && typeof code === "string" ? code : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Normalised code, to recognise a fenced block that became a proposal. */
 function codeKey(code: string): string {
   return code.replace(/\s+$/g, "").replace(/^\s*\n/, "");
+}
+
+/**
+ * Code as a card shows it: one element per line, never soft-wrapped (the stylesheet scrolls it sideways;
+ * the panel's script marks a block whose lines run past the edge). A block of more than one line is
+ * numbered: the numbers are CSS counters, so copying the code copies the code alone. A shell pipe such as
+ * `curl … | sh` therefore always reads as the one line it is.
+ */
+export function codeHtml(code: string): string {
+  const lines = code.replace(/\n$/, "").split("\n");
+  const numbered = lines.length > 1 ? " numbered" : "";
+  const body = lines.map((line) => `<span class="line">${escapeHtml(line)}</span>`).join("\n");
+  return `<pre class="code${numbered}" data-lines="${lines.length}"><code>${body}</code></pre>`;
 }
 
 const FILE_CHANGE_MARK: Record<FileChange["change"], string> = { created: "+", modified: "~", deleted: "−" };
@@ -131,7 +161,8 @@ export function createRenderer(sanitize: Sanitize): Renderer {
   const defaultFence = md.renderer.rules.fence;
   md.renderer.rules.fence = (tokens, idx, options, env, self) => {
     const token = tokens[idx];
-    if (folded.has(codeKey(token.content))) {
+    const called = jsonToolCallCode(token.content);
+    if (folded.has(codeKey(token.content)) || (called !== undefined && folded.has(codeKey(called)))) {
       const lang = escapeHtml(token.info.trim().split(/\s+/)[0] ?? "");
       return `<div class="folded-code">${lang || "code"} block: see the proposal below</div>`;
     }
@@ -208,6 +239,11 @@ export function createRenderer(sanitize: Sanitize): Renderer {
         .map((e) => e.proposal.code),
     );
     const cursor = entry.done ? "" : `<span class="cursor" aria-hidden="true"></span>`;
+    // A reply that is only a tool call printed as JSON became a proposal: its card shows it, not raw JSON.
+    const called = entry.done ? jsonToolCallCode(entry.text) : undefined;
+    if (called !== undefined && [...codes].some((c) => codeKey(c) === codeKey(called))) {
+      return `<div class="entry assistant" data-id="${escapeHtml(entry.id)}"><div class="role">Assistant</div><div class="folded-code">A tool call: see the proposal below</div></div>`;
+    }
     const partial = entry.partial ? `<div class="output-note">The answer was cut short.</div>` : "";
     return `<div class="entry assistant${entry.done ? "" : " streaming"}" data-id="${escapeHtml(entry.id)}"><div class="role">Assistant</div><div class="markdown">${markdown(entry.text, codes)}</div>${cursor}${partial}</div>`;
   }
@@ -218,12 +254,15 @@ export function createRenderer(sanitize: Sanitize): Renderer {
     const reasons = p.risk.reasons.length
       ? `<ul class="risk-reasons">${p.risk.reasons.map((r) => `<li>${escapeHtml(r)}</li>`).join("")}</ul>`
       : "";
-    const button = (action: string, label: string, title: string): string =>
-      `<button class="action ${action}" data-action="${action}" data-proposal-id="${id}" title="${escapeHtml(title)}">${label}</button>`;
+    const button = (action: string, icon: string, label: string, title: string, extra = ""): string =>
+      `<button class="action ${action}${extra}" data-action="${action}" data-proposal-id="${id}" title="${escapeHtml(title)}"><span class="codicon codicon-${icon}" aria-hidden="true"></span>${label}</button>`;
     // Inserting writes the code into a document instead of running it: that decides the proposal.
     const open = entry.status === "pending";
+    // On a high-risk card Run is not the inviting default: it looks like the other choices, marked.
+    const runExtra = p.risk.level === "high" ? " caution" : "";
+    const runTitle = p.risk.level === "high" ? "High risk: read the code and the reasons above before running it" : "Run this code in the kernel";
     const actions = open
-      ? `<div class="actions">${button("approve", "Run", "Run this code in the kernel")}${button("edit", "Edit", "Open the code in an editor; run it from there")}${button("reject", "Reject", "Tell the model you declined")}${button("insert", "Insert", "Write the code into the document instead of running it")}</div>`
+      ? `<div class="actions">${button("approve", "play", "Run", runTitle, runExtra)}${button("edit", "edit", "Edit", "Open the code in an editor; run it from there")}${button("reject", "close", "Reject", "Tell the model you declined")}${button("insert", "insert", "Insert", "Write the code into the document instead of running it")}</div>`
       : "";
     const statusText: Record<ProposalEntry["status"], string> = {
       pending: p.autoRun ? "Runs automatically" : "Waiting for your approval",
@@ -237,9 +276,9 @@ export function createRenderer(sanitize: Sanitize): Renderer {
     const status = `${statusText[entry.status]}${notes.length ? ` (${notes.join(", ")})` : ""}`;
     const waitReason =
       open && !p.autoRun && p.waitReason ? `<div class="wait-reason">${escapeHtml(capitalise(p.waitReason))}</div>` : "";
-    return `<div class="entry proposal status-${entry.status}" data-id="${escapeHtml(entry.id)}" data-proposal-id="${id}">
+    return `<div class="entry proposal status-${entry.status} risk-level-${escapeHtml(p.risk.level)}" data-id="${escapeHtml(entry.id)}" data-proposal-id="${id}">
 <div class="proposal-head">${p.agent ? `<span class="agent">from ${escapeHtml(p.agent)}${p.created ? ` at ${escapeHtml(new Date(p.created).toLocaleTimeString())}` : ""}</span>` : ""}<span class="language">${escapeHtml(p.language)}</span><span class="risk risk-${escapeHtml(p.risk.level)}">risk: ${escapeHtml(p.risk.level)}</span><span class="proposal-status">${status}</span></div>
-${reasons}<pre class="code"><code>${escapeHtml(p.code)}</code></pre>${waitReason}${actions}</div>`;
+${reasons}${codeHtml(p.code)}<div class="code-overflow" hidden>Lines run past the edge: scroll sideways to read them whole.</div>${waitReason}${actions}</div>`;
   }
 
   function run(entry: RunEntry, state: ConversationState): string {
@@ -256,7 +295,7 @@ ${reasons}<pre class="code"><code>${escapeHtml(p.code)}</code></pre>${waitReason
     const shownOnCard = proposal?.kind === "proposal" && proposal.proposal.code === entry.code;
     if (entry.code !== undefined && !shownOnCard) {
       const summary = entry.proposalId === undefined ? "Code" : "Code as run (edited)";
-      parts.push(`<details class="run-code"><summary>${summary}</summary><pre class="code"><code>${escapeHtml(entry.code)}</code></pre></details>`);
+      parts.push(`<details class="run-code"><summary>${summary}</summary>${codeHtml(entry.code)}</details>`);
     }
     parts.push(`<div class="outputs">${entry.outputs.map(outputHtml).join("")}</div>`);
     if (entry.droppedChars > 0) {

@@ -219,7 +219,12 @@ describe("VS Code without a server: the managed install", { timeout: 28 * 60_000
     // server's own interpreter (no workspace .venv): the managed venv's.
     await page.locator(".statusbar-item", { hasText: "python: idle" }).first().waitFor({ timeout: 3 * STEP });
     log("server up after the install");
+    // Said when it worked, and the panel's "not found" went with the problem.
+    await toast(page, "is installed and running").waitFor({ timeout: STEP });
+    assert.match(await toast(page, "is installed and running").innerText(), /interpreter-lsp \S+ \(Python 3\.\d+\.\d+\) is installed and running/);
     assert.equal(await runWhere(1), join(venv, "bin/python"));
+    const panel = await vscode.panel();
+    assert.equal(await panel.locator(".entry.notice", { hasText: "was not found" }).count(), 0, "the 'not found' notice outlived the install");
   });
 
   it("a second activation uses the managed server without asking", async () => {

@@ -5,7 +5,7 @@
 import { createServer } from "node:http";
 
 export class ScriptedModel {
-  /** @type {{text: string, chunkDelayMs: number}[]} */
+  /** @type {{text: string, chunkDelayMs: number, firstDelayMs: number}[]} */
   replies = [];
   /** @type {{messages: {role: string, content: unknown}[]}[]} */
   requests = [];
@@ -25,8 +25,8 @@ export class ScriptedModel {
    * Queues the model's next answer. With chunkDelayMs the answer streams at that pace (a slow model), so
    * a client's rendering of partial text can be seen.
    */
-  reply(text, { chunkDelayMs = 0 } = {}) {
-    this.replies.push({ text, chunkDelayMs });
+  reply(text, { chunkDelayMs = 0, firstDelayMs = 0 } = {}) {
+    this.replies.push({ text, chunkDelayMs, firstDelayMs });
   }
 
   /** Resolves when the model has received `count` requests in all, or rejects after `timeoutMs`. */
@@ -73,7 +73,7 @@ export class ScriptedModel {
         res.end(JSON.stringify({ error: { message: "the scripted model has no reply queued for this request" } }));
         return;
       }
-      const { text, chunkDelayMs } = reply;
+      const { text, chunkDelayMs, firstDelayMs } = reply;
       const id = `chatcmpl-scripted-${this.requests.length}`;
       const created = Math.floor(Date.now() / 1000);
       const usage = { prompt_tokens: 10, completion_tokens: Math.ceil(text.length / 4), total_tokens: 10 + Math.ceil(text.length / 4) };
@@ -96,7 +96,7 @@ export class ScriptedModel {
         pieces.push(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model: "scripted", choices: [], usage })}\n\n`);
       }
       pieces.push("data: [DONE]\n\n");
-      if (chunkDelayMs === 0) {
+      if (chunkDelayMs === 0 && firstDelayMs === 0) {
         res.end(pieces.join(""));
         return;
       }
@@ -109,7 +109,9 @@ export class ScriptedModel {
         res.write(piece);
         setTimeout(send, chunkDelayMs);
       };
-      send();
+      // A model that takes its time before the first word (a local model loading, a long prompt).
+      res.write(pieces.shift());
+      setTimeout(send, firstDelayMs);
     });
   }
 

@@ -10,7 +10,7 @@
 //      UPDATE_SCREENSHOTS=1: rewrite the reference screenshots instead of comparing with them.
 
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, chmodSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync, chmodSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { after, afterEach, before, describe, it } from "node:test";
@@ -84,6 +84,24 @@ async function sendChat(panel, text) {
   return (locator) => Promise.race([locator.waitFor({ timeout: STEP }), failure]);
 }
 
+/** The data-id of the panel's last entry, or "" when it has none. */
+async function lastEntryId(panel) {
+  const last = panel.locator("#entries > .entry").last();
+  return (await last.count()) ? ((await last.getAttribute("data-id")) ?? "") : "";
+}
+
+/** Waits until the panel's last entry is a "not trusted" refusal other than the entry `before`. */
+async function newRefusalAtTheEnd(panel, before) {
+  const deadline = Date.now() + STEP;
+  for (;;) {
+    const last = panel.locator("#entries > .entry").last();
+    const id = (await last.count()) ? await last.getAttribute("data-id") : "";
+    if (id && id !== before && (await last.evaluate((el) => el.matches(".notice.level-error") && /not trusted/.test(el.textContent ?? "")))) return;
+    if (Date.now() > deadline) throw new Error(`no new refusal at the end of the panel (last entry: ${id})`);
+    await panel.waitForTimeout(200);
+  }
+}
+
 /** The proposal card of a panel whose code contains `code`: the latest one. */
 function proposalCard(panel, code) {
   return panel.locator(".entry.proposal", { hasText: code }).last();
@@ -152,7 +170,8 @@ suite("VS Code, trusted workspace", { timeout: 9 * 60_000 }, () => {
     await vscode.command("Interpreter: Show Panel");
     const panel = await vscode.panel();
     await panel.locator("#empty", { hasText: "Ask for something below" }).waitFor();
-    await panel.locator("#kernel", { hasText: "python: idle · openai/scripted" }).waitFor();
+    await panel.locator("#kernel", { hasText: "python: idle" }).waitFor();
+    await panel.locator("#model", { hasText: "openai/scripted" }).waitFor();
     // While the server started, the status bar said so; it never read as a stopped (failed) server.
     const texts = await vscode.statusTexts();
     log(`status bar texts: ${JSON.stringify(texts)}`);
@@ -697,6 +716,8 @@ suite("VS Code, untrusted workspace", { timeout: 4 * 60_000 }, () => {
     await page.getByRole("button", { name: /No, I don.t trust the authors/ }).click({ timeout: STEP });
     await page.locator(".statusbar-item", { hasText: "Restricted Mode" }).first().waitFor({ timeout: STEP });
     await vscode.statusBar().waitFor({ timeout: STEP });
+    // The status bar says Restricted Mode in its own words, not only in its tooltip.
+    await page.locator(".statusbar-item", { hasText: "Interpreter: restricted" }).first().waitFor({ timeout: STEP });
     await vscode.openFile("analysis.py");
     await vscode.focusEditor();
     await page.keyboard.press("Control+A");
@@ -719,10 +740,12 @@ suite("VS Code, untrusted workspace", { timeout: 4 * 60_000 }, () => {
     // The first news of a turn told the status bar the model, though no kernel ever started.
     await vscode.page.locator(".statusbar-item", { hasText: "openai/scripted" }).first().waitFor({ timeout: STEP });
     const refusals = panel.locator(".entry.notice.level-error", { hasText: "not trusted" });
-    const before = await refusals.count();
+    const said = await lastEntryId(panel);
     await proposal.locator("button[data-action='approve']").click();
-    await refusals.nth(before).waitFor({ timeout: STEP });
+    await newRefusalAtTheEnd(panel, said);
     await proposal.locator("button[data-action='approve']:enabled").waitFor({ timeout: STEP });
+    // Said once: the same refusal again replaces the earlier notice at the end, it does not pile up.
+    assert.equal(await refusals.count(), 1, "the same refusal shows more than once");
     assert.equal(await panel.locator(".entry.run").count(), 0);
     assert.ok(!existsSync(join(workspace, "ran.txt")), "code ran in an untrusted workspace");
     assert.ok(!existsSync(join(workspace, "venv-python-ran.txt")), "the untrusted workspace's own python was started");
@@ -736,16 +759,26 @@ suite("VS Code, untrusted workspace", { timeout: 4 * 60_000 }, () => {
     await vscode.focusEditor();
     const panel = await vscode.panel();
     const refusals = panel.locator(".entry.notice.level-error", { hasText: "not trusted" });
-    const before = await refusals.count();
+    const said = await lastEntryId(panel);
     await page.locator(".editor-group-container.active .codelens-decoration a", { hasText: "Run cell" }).first().waitFor({ state: "attached", timeout: STEP });
     await vscode.runCodeLens(1, "Run cell");
-    await refusals.nth(before).waitFor({ timeout: STEP });
-    assert.match(await refusals.nth(before).innerText(), /Manage Workspace Trust/, "the notice says how to trust");
+    await newRefusalAtTheEnd(panel, said);
+    assert.match(await refusals.last().innerText(), /Manage Workspace Trust/, "the notice says how to trust");
     const toasts = page.locator(".notifications-toasts .notification-toast");
     await toasts.filter({ hasText: "not trusted" }).first().waitFor({ timeout: STEP });
     assert.equal(await toasts.filter({ hasText: "not trusted" }).count(), 1, "one toast");
     assert.equal(await toasts.filter({ hasText: /Request workspace\/executeCommand failed/ }).count(), 0, "no raw request failure");
-    assert.equal(await refusals.count(), before + 1);
+    // The toast offers what helps here: managing the workspace's trust, not the server's log.
+    const toast = toasts.filter({ hasText: "not trusted" }).first();
+    await toast.getByRole("button", { name: "Manage Workspace Trust" }).waitFor({ timeout: STEP });
+    assert.equal(await toast.getByRole("button", { name: "Show Log" }).count(), 0);
+    assert.equal(await refusals.count(), 1, "the same refusal shows more than once");
+    // Again: still one notice, still one toast.
+    const again = await lastEntryId(panel);
+    await vscode.runCodeLens(1, "Run cell");
+    await newRefusalAtTheEnd(panel, again);
+    assert.equal(await refusals.count(), 1);
+    assert.equal(await toasts.filter({ hasText: "not trusted" }).count(), 1, "a second identical toast");
     assert.ok(!existsSync(join(workspace, "cell-ran.txt")), "the cell ran in an untrusted workspace");
     await page.keyboard.press("Escape");
   });
@@ -766,10 +799,385 @@ suite("VS Code, untrusted workspace", { timeout: 4 * 60_000 }, () => {
     await panel.locator(".entry.notice", { hasText: "trusted now" }).waitFor({ timeout: STEP });
     assert.equal(await panel.locator(".entry.notice", { hasText: /interrupted/i }).count(), 0, "the turn was interrupted");
     assert.match(await proposal.locator(".proposal-status").innerText(), /Waiting for your approval/);
+    // The card no longer says it waits because the workspace is not trusted; the refusals are gone.
+    await proposal.locator(".wait-reason", { hasText: "trusted now" }).waitFor({ timeout: STEP });
+    assert.doesNotMatch(await proposal.innerText(), /not trusted/);
+    assert.equal(await panel.locator(".entry.notice.level-error", { hasText: "not trusted" }).count(), 0, "a stale 'not trusted' notice");
     await proposal.locator("button[data-action='approve']").click();
     const run = runWithStdout(panel, "wrote it").last();
     await run.locator(".run-state", { hasText: "done" }).waitFor({ timeout: STEP });
     assert.equal(readFileSync(join(workspace, "trusted.txt"), "utf8"), "yes");
     await panel.locator(".entry.assistant", { hasText: "Done." }).waitFor({ timeout: STEP });
+  });
+});
+
+
+// ---- issue 22: a panel that follows the user and never misleads -------------------------------------------
+
+const THEMES = { light: "Default Light Modern", dark: "Default Dark Modern" };
+
+/**
+ * Pictures of `locator` (a function of the panel, so it is found again after a theme change re-renders the
+ * webview) at 300 and 720 px wide, in the light and the dark theme, saved to the artifacts and compared with
+ * the references in test/screenshots/ (UPDATE_SCREENSHOTS=1 writes them). `check(width)` runs at each width.
+ */
+async function shootThemes(vscode, name, locator, check = async () => undefined) {
+  const results = [];
+  await vscode.command("Notifications: Clear All Notifications");
+  for (const [theme, id] of Object.entries(THEMES)) {
+    // A toast, or a wide side bar's webview, over the settings editor takes its clicks.
+    await vscode.command("Notifications: Clear All Notifications");
+    await vscode.setSidebarWidth(300);
+    await vscode.updateSettings({ "workbench.colorTheme": id });
+    await vscode.page.locator(`.monaco-workbench.vs${theme === "dark" ? "-dark" : ""}`).first().waitFor({ timeout: STEP });
+    for (const width of [300, 720]) {
+      await vscode.setSidebarWidth(width);
+      const panel = await vscode.panel();
+      await panel.locator("body").evaluate((body) => {
+        const root = body.ownerDocument.documentElement.style;
+        root.setProperty("--vscode-font-family", '"DejaVu Sans"');
+        root.setProperty("--vscode-font-size", "13px");
+        root.setProperty("--vscode-editor-font-family", '"DejaVu Sans Mono"');
+        root.setProperty("--vscode-editor-font-size", "13px");
+        return new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(undefined))));
+      });
+      await panel.locator(".run-duration").evaluateAll((spans) => spans.forEach((span) => (span.textContent = "10 ms")));
+      const element = locator(panel);
+      await element.scrollIntoViewIfNeeded();
+      await check(width, panel);
+      const png = await element.screenshot({ animations: "disabled", caret: "hide" });
+      results.push(`${name}-${theme}-${width}: ${compareScreenshot(`${name}-${theme}-${width}`, png, ARTIFACTS)}`);
+    }
+  }
+  await vscode.command("Notifications: Clear All Notifications");
+  await vscode.setSidebarWidth(300);
+  await vscode.updateSettings({ "workbench.colorTheme": THEMES.dark });
+  log(results.join("; "));
+}
+
+/** Whether the whole of an element is in the part of the panel the footer does not cover. */
+function wholeInView(locator) {
+  return locator.evaluate((el) => {
+    const box = el.getBoundingClientRect();
+    const footer = el.ownerDocument.getElementById("footer").getBoundingClientRect();
+    return box.top >= 0 && box.bottom <= footer.top + 1;
+  });
+}
+
+suite("VS Code, panel truths", { timeout: 15 * 60_000 }, () => {
+  const model = new ScriptedModel();
+  let vscode;
+  let workspace;
+  let modelUrl;
+  let serverSettings;
+  let bin;
+
+  before(async () => {
+    assert.ok(existsSync(SERVER), `the server is not installed at ${SERVER}: run scripts/setup.sh`);
+    modelUrl = await model.start();
+    workspace = makeWorkspace("truths", {
+      "long.py": 'for i in range(120):\n    print("line", i)\n',
+      "cells.py": '# %% one\nprint("cell one ran")\n',
+      "ask.py": "x = 1\n",
+    });
+    serverSettings = settings(modelUrl, join(ARTIFACTS, "vscode-server-truths.log"));
+    // No server anywhere at first: the setting is empty and PATH has no interpreter-lsp (until the first
+    // test puts one in `bin`, as a user's own install would).
+    const start = { ...serverSettings, "interpreter.server.command": "", "interpreter.confirmDestructive": false, "workbench.colorTheme": THEMES.dark };
+    delete start["interpreter.server.command"];
+    bin = mkdtempSync(join(tmpdir(), "ilsp-bin-"));
+    const path = [bin, ...(process.env.PATH ?? "").split(":").filter((dir) => !existsSync(join(dir, "interpreter-lsp")))].join(":");
+    vscode = new VsCode({ name: "truths", workspace, settings: start, vsix: VSIX, trust: true, log, env: { PATH: path, VSCODE_CLI: "1" } }); // VSCODE_CLI: this PATH, not the login shell's
+    mkdirSync(ARTIFACTS, { recursive: true });
+    await vscode.start();
+  });
+
+  afterEach(async () => {
+    if (!vscode?.page) return;
+    if (await vscode.dialog().isVisible()) await vscode.page.keyboard.press("Escape");
+    const panel = await vscode.panel(2000).catch(() => undefined);
+    if (panel && (await panel.locator("#activity").isVisible())) {
+      await vscode.command("Interpreter: Interrupt");
+      await panel.locator("#activity").waitFor({ state: "hidden", timeout: STEP });
+    }
+  });
+
+  after(async () => {
+    if (vscode?.page) await vscode.screenshot(join(ARTIFACTS, "vscode-truths-final.png")).catch(() => undefined);
+    await vscode?.stop();
+    await model.stop();
+    if (workspace) rmSync(workspace, { recursive: true, force: true });
+    if (bin) rmSync(bin, { recursive: true, force: true });
+  });
+
+  test("the 'server not found' notice goes once a server runs", async () => {
+    await vscode.command("Interpreter: Show Panel");
+    const panel = await vscode.panel();
+    const missing = panel.locator(".entry.notice.level-error", { hasText: "was not found" });
+    await missing.first().waitFor({ timeout: STEP });
+    // The user installs the server (here: onto PATH) and restarts it.
+    symlinkSync(SERVER, join(bin, "interpreter-lsp"));
+    await vscode.command("Interpreter: Restart Server");
+    try {
+      await vscode.page.locator(".statusbar-item", { hasText: "python: idle" }).first().waitFor({ timeout: STEP });
+    } catch (error) {
+      await vscode.screenshot(join(ARTIFACTS, "vscode-truths-no-server.png"));
+      log(`panel: ${await panel.locator("#entries").innerText()}`);
+      const { execFileSync } = await import("node:child_process");
+      const files = execFileSync("find", [vscode.userData, "-name", "*Interpreter*"], { encoding: "utf8" }).trim().split("\n").filter(Boolean);
+      for (const file of files) log(`${file}:\n${readFileSync(file, "utf8")}`);
+      throw error;
+    }
+    await missing.first().waitFor({ state: "detached", timeout: STEP });
+    assert.equal(await panel.locator(".entry.notice", { hasText: "was not found" }).count(), 0);
+    await vscode.command("Notifications: Clear All Notifications"); // the install offer, answered by hand
+  });
+
+  test("the meter comes back after a reload without a new request, and Reset starts it afresh", async () => {
+    const page = vscode.page;
+    model.reply("Noted. ".repeat(400));
+    let panel = await vscode.panel();
+    const until = await sendChat(panel, "Remember this long answer, please.");
+    await until(panel.locator(".entry.assistant", { hasText: "Noted." }));
+    await panel.locator("#activity").waitFor({ state: "hidden", timeout: STEP });
+    // The meter's words (its long form: the short one shows at this width, the numbers are the same).
+    const meterShown = (p, timeout) =>
+      p.waitForFunction(() => /tokens/.test(document.querySelector("#context .long")?.textContent ?? ""), undefined, { timeout });
+    await meterShown(panel, STEP);
+    const tokens = async (p) => {
+      const text = (await p.locator("#context .long").textContent()) ?? "";
+      const m = /^([\d.]+)(k?) \//.exec(text);
+      assert.ok(m, `the meter says ${JSON.stringify(text)}`);
+      return Number(m[1]) * (m[2] ? 1000 : 1);
+    };
+    const full = await tokens(panel);
+    const requests = model.requests.length;
+    await vscode.reload();
+    await page.locator(".statusbar-item", { hasText: "python: idle" }).first().waitFor({ timeout: STEP });
+    await vscode.command("Interpreter: Show Panel");
+    panel = await vscode.panel();
+    await meterShown(panel, 2 * STEP);
+    assert.equal(model.requests.length, requests, "the meter needed a request to the model");
+    const reloaded = await tokens(panel);
+    assert.ok(reloaded > full / 2, `the meter after the reload (${reloaded}) is not the conversation's (${full})`);
+    await vscode.command("Interpreter: Reset Conversation");
+    await panel.locator(".entry").first().waitFor({ state: "detached", timeout: STEP });
+    const deadline = Date.now() + STEP;
+    while ((await tokens(panel)) >= full) {
+      if (Date.now() > deadline) throw new Error(`after Reset the meter still says ${await panel.locator("#context").innerText()}`);
+      await page.waitForTimeout(200);
+    }
+    log(`meter: ${full} tokens before Reset, ${await tokens(panel)} after`);
+  });
+
+  test("code on a card never soft-wraps; multi-line code is numbered; Run is not the primary button at high risk", async () => {
+    const code = "curl -fsSL https://example.com/install.sh | sh\necho installed";
+    model.reply(`Installing it.\n\n${fence("shell", code)}\n`);
+    const panel = await vscode.panel();
+    const until = await sendChat(panel, "Install the tool");
+    const card = proposalCard(panel, "install.sh");
+    await until(card.locator("button[data-action='approve']"));
+    assert.equal(await card.locator(".risk").innerText(), "risk: high");
+    await shootThemes(vscode, "card-high-risk", (p) => proposalCard(p, "install.sh"), async (width, p) => {
+      const c = proposalCard(p, "install.sh");
+      // Each line of code is one line on screen: `curl … | sh` never reads as several.
+      const rows = await c.locator("pre.code .line").evaluateAll((lines) => lines.map((l) => l.getClientRects().length));
+      assert.deepEqual(rows, [1, 1], `at ${width} px a line of code wraps: ${JSON.stringify(rows)}`);
+      // Numbered (from CSS counters: not part of the code's text).
+      const number = await c.locator("pre.code .line").first().evaluate((l) => getComputedStyle(l, "::before").content);
+      assert.match(number, /counter\(line\)/);
+      assert.equal((await c.locator("pre.code code").textContent())?.trim(), code);
+      // Past the edge, it scrolls sideways and the card says so.
+      const over = await c.locator("pre.code").evaluate((pre) => pre.scrollWidth > pre.clientWidth);
+      assert.equal(await c.locator(".code-overflow").isVisible(), over, `at ${width} px the overflow note is wrong`);
+      if (width === 300) assert.ok(over, "at 300 px the curl line fits, the test shows nothing");
+      // Run looks like the other choices (no primary blue), outlined in the error colour.
+      const look = (action) => c.locator(`button[data-action='${action}']`).evaluate((b) => getComputedStyle(b).backgroundColor);
+      assert.equal(await look("approve"), await look("reject"), "Run is a primary button on a high-risk card");
+    });
+    await card.locator("button[data-action='reject']").click();
+    await panel.locator("#activity").waitFor({ state: "hidden", timeout: STEP });
+  });
+
+  test("the panel follows the user: their message, its answer, a waiting proposal and their run come into view", async () => {
+    const page = vscode.page;
+    const panel = await vscode.panel();
+    await vscode.openFile("long.py");
+    await vscode.focusEditor();
+    await page.keyboard.press("Control+A");
+    await vscode.command("Interpreter: Run Selection or Cell");
+    await panel.locator(".entry.run", { hasText: "line 119" }).last().locator(".run-state", { hasText: "done" }).waitFor({ timeout: STEP });
+    // Reading the top of the conversation...
+    const scrollTop = () => panel.locator("body").evaluate((b) => b.ownerDocument.defaultView.scrollTo(0, 0));
+    await scrollTop();
+    model.reply(`Here it is.\n\n${fence("shell", "rm -rf /tmp/ilsp-e2e-nothing-here")}\n`, { chunkDelayMs: 60 });
+    const until = await sendChat(panel, "Clean up the temporary folder");
+    // ...a message sent brings the conversation's end into view, the answer streams there, and the
+    // proposal that waits is on screen, whole.
+    assert.ok(await wholeInView(panel.locator(".entry.user", { hasText: "Clean up the temporary folder" }).last()), "the user's message is off-screen");
+    const card = proposalCard(panel, "ilsp-e2e-nothing-here");
+    await until(card.locator("button[data-action='approve']"));
+    await panel.locator("#activity", { hasText: "Waiting for your approval" }).waitFor({ timeout: STEP });
+    assert.ok(await wholeInView(card), "the waiting proposal is off-screen");
+    // Scrolled away from it, the footer's "Waiting for your approval" takes the user back to it.
+    await scrollTop();
+    assert.ok(!(await wholeInView(card)));
+    await panel.locator("#activity").click();
+    await panel.waitForFunction(() => {
+      const el = [...document.querySelectorAll(".entry.proposal.status-pending")].pop();
+      const box = el?.getBoundingClientRect();
+      return box && box.top >= 0 && box.bottom <= document.getElementById("footer").getBoundingClientRect().top + 1;
+    }, undefined, { timeout: STEP });
+    await card.locator("button[data-action='reject']").click();
+    await panel.locator("#activity").waitFor({ state: "hidden", timeout: STEP });
+    // A run from the editor while scrolled up: its output comes into view.
+    await scrollTop();
+    await vscode.openFile("cells.py");
+    await page.locator(".editor-group-container.active .codelens-decoration a", { hasText: "Run cell" }).first().waitFor({ state: "attached", timeout: STEP });
+    await vscode.runCodeLens(1, "Run cell");
+    const run = runWithStdout(panel, "cell one ran").last();
+    await run.locator(".run-state", { hasText: "done" }).waitFor({ timeout: STEP });
+    await panel.waitForTimeout(300); // the render after the last output
+    assert.ok(await wholeInView(run), "the user's run is off-screen");
+  });
+
+  test("a slow model shows the time it takes and the answer arriving, not a static 'Thinking…'", async () => {
+    model.reply("Slowly, ".repeat(30) + "done.", { firstDelayMs: 5000, chunkDelayMs: 250 });
+    const panel = await vscode.panel();
+    await sendChat(panel, "Take your time");
+    await panel.locator("#activity", { hasText: /^Thinking… [2-9] s$/ }).waitFor({ timeout: STEP });
+    const first = await panel.locator("#activity").innerText();
+    await panel.locator("#activity", { hasText: /^Answering…( \d+ s ·)? ~\d+ tokens so far$/ }).waitFor({ timeout: STEP });
+    log(`activity while waiting: ${JSON.stringify(first)}, then ${JSON.stringify(await panel.locator("#activity").innerText())}`);
+    await panel.locator(".entry.assistant:not(.streaming)", { hasText: "done." }).waitFor({ timeout: STEP });
+    await panel.locator("#activity").waitFor({ state: "hidden", timeout: STEP });
+  });
+
+  test("Compact shows that it works, its size when done, and a failure as a failure", async () => {
+    const page = vscode.page;
+    const panel = await vscode.panel();
+    model.replies.length = 0;
+    model.reply("First answer.");
+    let until = await sendChat(panel, "A first question");
+    await until(panel.locator(".entry.assistant", { hasText: "First answer." }));
+    await panel.locator("#activity").waitFor({ state: "hidden", timeout: STEP });
+    // The summary takes the model a few seconds: the panel says it is being written meanwhile.
+    model.reply("The user asked a first question and got a first answer.", { firstDelayMs: 4000 });
+    await vscode.command("Interpreter: Compact Conversation");
+    await panel.locator("#activity", { hasText: /^Condensing earlier turns…/ }).waitFor({ timeout: STEP });
+    const done = panel.locator(".entry.notice.level-info", { hasText: /condensed into a summary of \d+ tokens/ }).last();
+    await done.waitFor({ timeout: STEP });
+    await panel.locator("#activity").waitFor({ state: "hidden", timeout: STEP });
+    // No summary this time (the model fails): a warning that says what happened instead.
+    model.replies.length = 0;
+    model.reply("Second answer.");
+    until = await sendChat(panel, "A second question");
+    await until(panel.locator(".entry.assistant", { hasText: "Second answer." }));
+    await panel.locator("#activity").waitFor({ state: "hidden", timeout: STEP });
+    const warnings = panel.locator(".entry.notice.level-warning", { hasText: "could not be condensed" });
+    await vscode.command("Interpreter: Compact Conversation");
+    await warnings.last().waitFor({ timeout: STEP });
+    assert.equal(await panel.locator(".entry.notice.level-info", { hasText: /condensed into a summary/ }).count(), 1, "the failure was drawn as a success");
+    await page.keyboard.press("Escape");
+  });
+
+  test("Undo says what it did and keeps the user's own runs and the kernel's restart", async () => {
+    const panel = await vscode.panel();
+    model.replies.length = 0;
+    model.reply("An answer to undo.");
+    const until = await sendChat(panel, "A message to undo");
+    await until(panel.locator(".entry.assistant", { hasText: "An answer to undo." }));
+    await panel.locator("#activity").waitFor({ state: "hidden", timeout: STEP });
+    await vscode.openFile("cells.py");
+    await vscode.page.locator(".editor-group-container.active .codelens-decoration a", { hasText: "Run cell" }).first().waitFor({ state: "attached", timeout: STEP });
+    await vscode.runCodeLens(1, "Run cell");
+    const runs = runWithStdout(panel, "cell one ran");
+    const count = await runs.count();
+    await runs.nth(count - 1).locator(".run-state", { hasText: "done" }).waitFor({ timeout: STEP });
+    await vscode.command("Interpreter: Undo Last Message");
+    await panel.locator(".entry.notice", { hasText: /^Undone:/ }).waitFor({ timeout: STEP });
+    assert.equal(await panel.locator(".entry.user", { hasText: "A message to undo" }).count(), 0);
+    assert.equal(await panel.locator(".entry.assistant", { hasText: "An answer to undo." }).count(), 0);
+    if ((await runs.count()) !== count) {
+      const { execFileSync } = await import("node:child_process");
+      const files = execFileSync("find", [vscode.env.XDG_STATE_HOME, "-name", "*.jsonl"], { encoding: "utf8" }).trim().split("\n").filter(Boolean);
+      for (const file of files) {
+        const events = readFileSync(file, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+        log(`${file}: ${events.map((e) => `${e.type}${e.runId ? `:${e.runId}:${e.origin}:${e.turnId ?? "-"}` : ""}${e.text ? `:${String(e.text).slice(0, 20)}` : ""}`).join(" | ")}`);
+      }
+      for (const file of execFileSync("find", [vscode.userData, "-name", "*Interpreter*"], { encoding: "utf8" }).trim().split("\n").filter(Boolean)) {
+        log(`${file}:\n${readFileSync(file, "utf8").split("\n").slice(-60).join("\n")}`);
+      }
+    }
+    assert.equal(await runs.count(), count, "Undo removed the user's own run");
+  });
+
+  test("a tool call written as JSON shows as its proposal, not as raw JSON", async () => {
+    const panel = await vscode.panel();
+    model.replies.length = 0;
+    model.reply(JSON.stringify({ name: "run_code", arguments: { language: "python", code: "print(6 * 7)" } }));
+    const until = await sendChat(panel, "Compute it with the tool");
+    const card = proposalCard(panel, "print(6 * 7)");
+    await until(card.locator("button[data-action='reject']"));
+    const bubble = panel.locator(".entry.assistant").last();
+    await bubble.locator(".folded-code", { hasText: "see the proposal below" }).waitFor({ timeout: STEP });
+    assert.doesNotMatch(await bubble.innerText(), /run_code|"arguments"/);
+    await card.locator("button[data-action='reject']").click();
+    await panel.locator("#activity").waitFor({ state: "hidden", timeout: STEP });
+  });
+
+  test("the 'Edit the code…' hint goes once the edited code ran", async () => {
+    const page = vscode.page;
+    const panel = await vscode.panel();
+    model.replies.length = 0;
+    model.reply(`Computing.\n\n${fence("python", "print(2 + 2)")}\n`);
+    model.reply("Done.");
+    const until = await sendChat(panel, "Add two and two");
+    const card = proposalCard(panel, "print(2 + 2)");
+    await until(card.locator("button[data-action='edit']"));
+    await card.locator("button[data-action='edit']").click();
+    const hint = page.locator(".notifications-toasts .notification-toast", { hasText: "Edit the code" });
+    await hint.first().waitFor({ timeout: STEP });
+    await page.locator('.tab.active[aria-label*="Untitled"]').first().waitFor({ timeout: STEP });
+    await vscode.command("Interpreter: Approve");
+    await runWithStdout(panel, "4").last().locator(".run-state", { hasText: "done" }).waitFor({ timeout: STEP });
+    // Gone with the edit, not after a toast's own time-out.
+    await hint.first().waitFor({ state: "hidden", timeout: 5000 });
+    await panel.locator("#activity").waitFor({ state: "hidden", timeout: STEP });
+  });
+
+  test("a settings change that restarts the kernel says in the panel that the variables are gone", async () => {
+    const panel = await vscode.panel();
+    await vscode.command("Notifications: Clear All Notifications");
+    await vscode.setSidebarWidth(300);
+    await vscode.updateSettings({ "interpreter.allowEnv": ["ILSP_E2E_NOTHING"] });
+    await panel.locator(".entry.notice", { hasText: "starting afresh because its settings changed" }).waitFor({ timeout: STEP });
+    await vscode.page.locator(".statusbar-item", { hasText: "python: idle" }).first().waitFor({ timeout: STEP });
+  });
+
+  test("the footer fits the narrow side bar: one line of status, the model shortened last; light and dark", async () => {
+    const panel = await vscode.panel();
+    model.replies.length = 0;
+    model.reply(`Here.\n\n${fence("python", "print('waiting')")}\n`);
+    const until = await sendChat(panel, "Show me a waiting proposal");
+    await until(proposalCard(panel, "print('waiting')").locator("button[data-action='approve']"));
+    await shootThemes(vscode, "footer", (p) => p.locator("#footer"), async (width, p) => {
+      const lines = (selector) =>
+        p.locator(selector).evaluate((el) => {
+          const style = getComputedStyle(el);
+          return Math.round(el.getBoundingClientRect().height / parseFloat(style.lineHeight === "normal" ? `${1.2 * parseFloat(style.fontSize)}` : style.lineHeight));
+        });
+      assert.equal(await lines("#status-line"), 1, `at ${width} px the status line wraps`);
+      assert.equal(await lines("#activity-row"), 1, `at ${width} px the activity wraps`);
+      // The kernel's state is never cut; the model may be, with an ellipsis and its name in the tooltip.
+      const kernel = await p.locator("#kernel").evaluate((el) => el.scrollWidth <= el.clientWidth + 1);
+      assert.ok(kernel, `at ${width} px the kernel's state is cut`);
+      assert.equal(await p.locator("#model").getAttribute("title"), "Model: openai/scripted");
+      const send = await p.locator("#send").boundingBox();
+      const footer = await p.locator("#footer").boundingBox();
+      assert.ok(send && footer && send.x + send.width <= footer.x + footer.width, `at ${width} px Send is cut off`);
+    });
+    await proposalCard(panel, "print('waiting')").locator("button[data-action='reject']").click();
+    await panel.locator("#activity").waitFor({ state: "hidden", timeout: STEP });
   });
 });

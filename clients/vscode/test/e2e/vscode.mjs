@@ -48,7 +48,7 @@ for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) {
 
 export class VsCode {
   /**
-   * @param {{name: string, workspace: string, settings: object, vsix: string, trust: boolean, log: (s: string) => void, userConfig?: string}} options
+   * @param {{name: string, workspace: string, settings: object, vsix: string, trust: boolean, log: (s: string) => void, userConfig?: string, env?: object}} options
    *   userConfig: the server's user file (~/.config/interpreter-lsp/config.toml) of this run
    */
   constructor(options) {
@@ -63,6 +63,7 @@ export class VsCode {
       // The server keeps conversation history here: per test run, never in the user's home.
       XDG_STATE_HOME: join(this.root, "state"),
       TMPDIR: join(this.root, "tmp"),
+      ...options.env,
     };
     for (const dir of ["config", "data", "cache", "state", "tmp", "user/User", "extensions", "profile"]) {
       mkdirSync(join(this.root, dir), { recursive: true });

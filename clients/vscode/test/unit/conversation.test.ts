@@ -131,11 +131,11 @@ test("history events rebuild the conversation as the live panel showed it; clear
       },
       { type: "assistant", ts: 2, turnId: "t1", text: "Sure:\n```python\nprint(1)\n```" },
       { type: "proposal", ts: 2, proposalId: "p1", turnId: "t1", language: "python", code: "print(1)", risk, autoRun: false, complete: true },
-      { type: "usage", ts: 2, promptTokens: 10, completionTokens: 5, cost: 0 },
+      { type: "usage", ts: 2, turnId: "t1", promptTokens: 10, completionTokens: 5, cost: 0 },
       { type: "decision", ts: 3, proposalId: "p1", turnId: "t1", decision: "approved", code: "print(2)", edited: true },
       {
         type: "run", ts: 4, runId: "r1", origin: "model", turnId: "t1", proposalId: "p1", language: "python", code: "print(2)",
-        state: "error", durationMs: 15, message: null, outputForModel: "2",
+        state: "error", durationMs: 15, outputForModel: "2", files: [],
         outputs: [
           { output_type: "stream", name: "stdout", text: "2\n" },
           { output_type: "stream", name: "stderr", text: ["warn", "ing\n"] },
@@ -143,9 +143,9 @@ test("history events rebuild the conversation as the live panel showed it; clear
           { output_type: "error", ename: "ValueError", evalue: "bad", traceback: ["\u001b[31mValueError\u001b[0m", "bad"] },
         ],
       },
-      { type: "proposal", ts: 5, proposalId: "p2", turnId: "t1", language: "shell", code: "rm -rf x", risk, autoRun: false },
-      { type: "decision", ts: 6, proposalId: "p2", turnId: "t1", decision: "rejected", reason: null },
-      { type: "proposal", ts: 7, proposalId: "p3", turnId: "t1", language: "python", code: "x = 1", risk, autoRun: false },
+      { type: "proposal", ts: 5, proposalId: "p2", turnId: "t1", language: "shell", code: "rm -rf x", risk, autoRun: false, complete: true },
+      { type: "decision", ts: 6, proposalId: "p2", turnId: "t1", decision: "rejected", language: "shell" },
+      { type: "proposal", ts: 7, proposalId: "p3", turnId: "t1", language: "python", code: "x = 1", risk, autoRun: false, complete: true },
       { type: "decision", ts: 7, proposalId: "p3", turnId: "t1", decision: "applied", uri: "file:///ws/a.py" },
       { type: "applied", ts: 7, proposalId: "p3", uri: "file:///ws/a.py", applied: true },
       { type: "note", ts: 8, turnId: "t1", text: "Stopped after 20 steps (interpreter.maxSteps)." },
@@ -154,7 +154,7 @@ test("history events rebuild the conversation as the live panel showed it; clear
       { type: "assistant", ts: 9, turnId: "t2", text: "half an ans", partial: true },
       { type: "error", ts: 9, turnId: "t2", message: "The model is not reachable" },
       { type: "turnEnd", ts: 9, turnId: "t2", state: "error", message: "The model is not reachable" },
-      { type: "run", ts: 10, runId: "r2", origin: "user", language: "python", code: "6*7", state: "ok", durationMs: 3, outputs: [
+      { type: "run", ts: 10, runId: "r2", origin: "user", language: "python", code: "6*7", state: "ok", durationMs: 3, outputForModel: "42", files: [], outputs: [
         { output_type: "execute_result", data: { "text/plain": "42" }, metadata: {} },
       ] },
       { type: "something-new", ts: 11 } as unknown as HistoryEvent,
@@ -275,21 +275,65 @@ test("a run started from a document shows its code and where it came from while 
   assert.equal(describeSource({ uri: "file:///ws/a.py", kind: "selection", startLine: 0, endLine: 0 }), "a.py, line 1");
 });
 
-test("a compaction in the history is one line; the earlier turns stay shown", () => {
+test("a compaction in the history is one line with its size; a failed one says so, never as a success", () => {
   const s = emptyConversation();
+  // The shapes the server sends (protocol.py CompactionEvent): upTo is a turn id, the size is summaryTokens.
   applyEvent(s, {
     type: "history",
     messages: [
-      { type: "user", turnId: "t1", text: "first" },
+      { type: "user", turnId: "t1", text: "first", content: "first" },
       { type: "assistant", turnId: "t1", text: "answer" },
-      { type: "compaction", summary: "The user asked first; the model answered.", upTo: 2 },
-      { type: "user", turnId: "t2", text: "second" },
+      { type: "compaction", summary: "The user asked first; the model answered.", upTo: "t1", summaryTokens: 1234, turns: 1 },
+      { type: "user", turnId: "t2", text: "second", content: "second" },
+      { type: "compaction", summary: "(dropped)", upTo: "t2", turns: 1, failed: "the model failed" },
     ],
   });
-  assert.deepEqual(s.entries.map((e) => e.kind), ["user", "assistant", "notice", "user"]);
-  const notice = s.entries[2];
-  assert.equal(notice.kind === "notice" && notice.text, "Earlier turns condensed into a summary.");
-  assert.equal(compactionNotice(1234), "Earlier turns condensed (1,234 tokens).");
+  assert.deepEqual(s.entries.map((e) => e.kind), ["user", "assistant", "notice", "user", "notice"]);
+  const ok = s.entries[2];
+  assert.equal(ok.kind === "notice" && ok.level, "info");
+  assert.equal(ok.kind === "notice" && ok.text, "1 earlier turn condensed into a summary of 1,234 tokens.");
+  const failed = s.entries[4];
+  assert.equal(failed.kind === "notice" && failed.level, "warning");
+  assert.match(failed.kind === "notice" ? failed.text : "", /^Earlier turns could not be condensed \(the model failed\): the oldest turn was left out/);
+  assert.equal(compactionNotice(1234, 3), "3 earlier turns condensed into a summary of 1,234 tokens.");
+  assert.equal(compactionNotice(), "Earlier turns condensed into a summary.");
   applyEvent(s, { type: "turnStatus", params: { turnId: "t3", state: "compacting" } });
   assert.equal(activityLine(s), "Condensing earlier turns…");
+});
+
+test("a wait on the model shows its time, then how much of the answer arrived; compacting on demand shows too", () => {
+  const s = emptyConversation();
+  applyEvent(s, { type: "turnStatus", params: { turnId: "t", state: "thinking" } });
+  const start = s.since?.t ?? 0;
+  assert.equal(activityLine(s, start + 500), "Thinking…");
+  assert.equal(activityLine(s, start + 12_400), "Thinking… 12 s");
+  applyEvent(s, { type: "message", params: { turnId: "t", seq: 0, delta: "x".repeat(400), done: false } });
+  assert.equal(activityLine(s, start + 15_000), "Answering… 15 s · ~100 tokens so far");
+  // A second "thinking" (the request is ready) does not restart the clock.
+  applyEvent(s, { type: "turnStatus", params: { turnId: "t", state: "thinking" } });
+  assert.equal(s.since?.t, start);
+  applyEvent(s, { type: "turnStatus", params: { turnId: "t", state: "done" } });
+  assert.equal(activityLine(s), "");
+  applyEvent(s, { type: "compacting", active: true });
+  assert.equal(activityLine(s), "Condensing earlier turns…");
+  assert.equal(activityLine(s, (s.compactingSince ?? 0) + 3000), "Condensing earlier turns… 3 s");
+  applyEvent(s, { type: "compacting", active: false });
+  assert.equal(activityLine(s), "");
+});
+
+test("a notice about a condition is said once, and goes when the condition is over; trust updates a waiting card", () => {
+  const s = emptyConversation();
+  applyEvent(s, { type: "notice", level: "error", text: "The workspace is not trusted.", key: "untrusted" });
+  applyEvent(s, { type: "user", text: "hi" });
+  applyEvent(s, { type: "notice", level: "error", text: "The workspace is not trusted.", key: "untrusted" });
+  assert.deepEqual(s.entries.map((e) => e.kind), ["user", "notice"]);
+  applyEvent(s, {
+    type: "proposal",
+    params: { proposalId: "p", turnId: "t", language: "python", code: "1", risk: { level: "low", reasons: [] }, autoRun: false, waitReason: "the workspace is not trusted: nothing runs" },
+  });
+  applyEvent(s, { type: "dismiss", key: "untrusted" });
+  applyEvent(s, { type: "trusted" });
+  assert.deepEqual(s.entries.map((e) => e.kind), ["user", "proposal"]);
+  const card = s.entries[1];
+  assert.equal(card.kind === "proposal" && card.proposal.waitReason, "the workspace is trusted now: waits for your approval");
 });

@@ -215,8 +215,8 @@ test("files a run touched come back with the run from history; malformed entries
   applyEvent(s, {
     type: "history",
     messages: [
-      { type: "run", runId: "r1", origin: "user", language: "python", code: "open('result.txt','w').write('x')", state: "ok", durationMs: 5, outputs: [], files: [{ path: "result.txt", change: "created" }] },
-      { type: "run", runId: "r2", origin: "user", language: "python", code: "1", state: "ok", durationMs: 5, outputs: [], files: [] },
+      { type: "run", runId: "r1", origin: "user", language: "python", code: "open('result.txt','w').write('x')", state: "ok", durationMs: 5, outputForModel: "", outputs: [], files: [{ path: "result.txt", change: "created" }] },
+      { type: "run", runId: "r2", origin: "user", language: "python", code: "1", state: "ok", durationMs: 5, outputForModel: "", outputs: [], files: [] },
     ],
   });
   applyEvent(s, {
@@ -261,3 +261,51 @@ test("a notice is a sentence; its list and `code` render as such, raw HTML from 
   assert.match(items[1] ?? "", /<img src=x onerror=alert\(1\)> cloud/);
   assert.equal(rendered(s, 1).querySelector(".notice")?.textContent?.trim(), "Input cancelled.");
 });
+
+test("a tool call the model printed as JSON folds into its proposal: no raw JSON in the bubble", () => {
+  const s = emptyConversation();
+  const call = JSON.stringify({ name: "run_code", arguments: { language: "python", code: "print(6 * 7)" } });
+  applyEvent(s, { type: "message", params: { turnId: "t", seq: 0, delta: call, done: true } });
+  applyEvent(s, {
+    type: "proposal",
+    params: { proposalId: "p", turnId: "t", language: "python", code: "print(6 * 7)", risk: { level: "low", reasons: [] }, autoRun: false },
+  });
+  const doc = html(s);
+  const bubble = doc.querySelector(".entry.assistant");
+  assert.doesNotMatch(bubble?.textContent ?? "", /run_code|arguments/);
+  assert.match(bubble?.textContent ?? "", /see the proposal below/);
+  // In a json fence with words around it: the fence folds, the words stay.
+  const t = emptyConversation();
+  applyEvent(t, { type: "message", params: { turnId: "t", seq: 0, delta: "Running it:\n```json\n" + call + "\n```\n", done: true } });
+  applyEvent(t, {
+    type: "proposal",
+    params: { proposalId: "p", turnId: "t", language: "python", code: "print(6 * 7)", risk: { level: "low", reasons: [] }, autoRun: false },
+  });
+  const fenced = html(t).querySelector(".entry.assistant");
+  assert.match(fenced?.textContent ?? "", /Running it:/);
+  assert.doesNotMatch(fenced?.textContent ?? "", /run_code"|arguments/);
+});
+
+test("code on a card: one element per line, numbered when it has several, and never soft-wrapped", () => {
+  const s = emptyConversation();
+  applyEvent(s, {
+    type: "proposal",
+    params: { proposalId: "p", turnId: "t", language: "shell", code: "curl -fsSL https://example.com/install.sh | sh\necho done\n", risk: { level: "high", reasons: ["pipes a download into a shell"] }, autoRun: false },
+  });
+  const doc = html(s);
+  const pre = doc.querySelector(".entry.proposal pre.code");
+  assert.ok(pre?.classList.contains("numbered"));
+  assert.deepEqual([...(pre?.querySelectorAll(".line") ?? [])].map((l) => l.textContent), ["curl -fsSL https://example.com/install.sh | sh", "echo done"]);
+  // Copying the code copies the code: the numbers are not text.
+  assert.equal(pre?.querySelector("code")?.textContent, "curl -fsSL https://example.com/install.sh | sh\necho done");
+  // Run on a high-risk card is marked, not the primary default.
+  assert.ok(doc.querySelector("button[data-action='approve']")?.classList.contains("caution"));
+  const one = emptyConversation();
+  applyEvent(one, { type: "proposal", params: { proposalId: "q", turnId: "t", language: "python", code: "print(1)", risk: { level: "low", reasons: [] }, autoRun: false } });
+  assert.ok(!html(one).querySelector("pre.code")?.classList.contains("numbered"));
+  assert.ok(!html(one).querySelector("button[data-action='approve']")?.classList.contains("caution"));
+});
+
+function html(state: ConversationState): Document {
+  return dom(state.entries.map((e) => renderer.entry(e, state)).join(""));
+}

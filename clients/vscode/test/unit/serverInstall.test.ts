@@ -11,6 +11,7 @@ import {
   STAMP_FILE,
   choosePython,
   installServer,
+  installSource,
   managedCommand,
   managedState,
   needsProviders,
@@ -130,6 +131,25 @@ test("the providers extra (litellm) is installed only for a model the server doe
   assert.equal(needsProviders(["openai/qwen", "groq/llama3-70b"]), true); // the review model needs it
 });
 
+test("what the managed install installs: the user's installSource, else the shipped wheel, else a message that works", () => {
+  const exists = (f: string) => f === "/home/me/interpreter-lsp" || f === "/srv/interpreter_lsp-0.2.0-py3-none-any.whl";
+  assert.deepEqual(installSource("", "/ext/server/interpreter_lsp-0.1.0-py3-none-any.whl", exists), {
+    source: "/ext/server/interpreter_lsp-0.1.0-py3-none-any.whl",
+    label: "interpreter_lsp-0.1.0-py3-none-any.whl",
+  });
+  // A clone, a wheel elsewhere, a git URL: pip installs each; the stamp names it whole.
+  assert.deepEqual(installSource(" /home/me/interpreter-lsp ", undefined, exists), { source: "/home/me/interpreter-lsp", label: "/home/me/interpreter-lsp" });
+  assert.equal(installSource("/srv/interpreter_lsp-0.2.0-py3-none-any.whl", "/ext/x.whl", exists).source, "/srv/interpreter_lsp-0.2.0-py3-none-any.whl");
+  assert.equal(installSource("git+https://example.org/interpreter-lsp.git", undefined, exists).source, "git+https://example.org/interpreter-lsp.git");
+  assert.throws(() => installSource("/nowhere/x.whl", undefined, exists), /installSource names \/nowhere\/x\.whl, which does not exist/);
+  assert.throws(() => installSource("relative/dir", undefined, exists), /must be an absolute path or a URL/);
+  // Nothing to install from: never "pip install interpreter-lsp" (it is not on PyPI), but what works.
+  assert.throws(
+    () => installSource(undefined, undefined, exists),
+    (e: unknown) => e instanceof InstallError && /not published on PyPI/.test(e.message) && /interpreter\.server\.installSource/.test(e.message) && !/pipx install interpreter-lsp\b/.test(e.message),
+  );
+});
+
 test("pip's output: what it is doing, and the last lines for an error", () => {
   assert.equal(pipActivity("Collecting litellm>=1.82.0 (from interpreter-lsp==0.1.0)"), "collecting litellm");
   assert.equal(pipActivity("  Collecting pyzmq[extra]>=25"), "collecting pyzmq");
@@ -236,6 +256,20 @@ describe("a real install into a temporary global storage", { timeout: 10 * 60_00
     await assert.rejects(install(makeWheel(root, "0.2.0", "raise ImportError('no pygls')\n"), "0.2.0").promise, /cannot load its modules/);
     assert.equal(state("0.1.0").kind, "current");
     assert.deepEqual(leftovers(), []);
+  });
+
+  test("an install from the user's source (a wheel outside the extension) is stamped with it and current for it", async () => {
+    const elsewhere = fs.mkdtempSync(path.join(root, "source-"));
+    const wheel = makeWheel(elsewhere, "0.3.0");
+    const result = await installServer({
+      storageDir, wheel, label: wheel, extensionVersion: "0.3.0", pythons, env: process.env, report: () => undefined, log: () => undefined,
+    });
+    assert.equal(result.stamp.wheel, wheel);
+    const read = (f: string) => (fs.existsSync(f) ? fs.readFileSync(f, "utf8") : undefined);
+    assert.equal(managedState({ venv, extensionVersion: "0.3.0", wheel, readFile: read, isExecutable: (f) => fs.existsSync(f) }).kind, "current");
+    // Going back to the shipped wheel is an update.
+    assert.equal(managedState({ venv, extensionVersion: "0.3.0", wheel: "interpreter_lsp-0.3.0-py3-none-any.whl", readFile: read, isExecutable: (f) => fs.existsSync(f) }).kind, "outdated");
+    await result.cleanup;
   });
 
   test("a new extension version replaces the install", async () => {

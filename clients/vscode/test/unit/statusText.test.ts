@@ -32,7 +32,10 @@ test("the status bar shows the latest kernel's state and the model; the tooltip 
 
 test("no model, no kernel, untrusted, server stopped: each is said plainly", () => {
   const none = kernelSummary(new Map(), undefined, { model: null, autoRun: false, trusted: false }, true);
-  assert.equal(none.text, "$(circle-outline) Interpreter: no kernel yet");
+  // Restricted Mode is said in the status bar itself, not only in its tooltip.
+  assert.equal(none.text, "$(workspace-untrusted) Interpreter: restricted");
+  assert.equal(kernelSummary(new Map(), undefined, { model: null, autoRun: false, trusted: true }, true).text, "$(circle-outline) Interpreter: no kernel yet");
+  assert.match(none.tooltip, /Manage Workspace Trust/);
   assert.match(none.tooltip, /No model configured \(interpreter\.model\)/);
   assert.match(none.tooltip, /not trusted: nothing runs/);
   assert.match(kernelSummary(kernels, "python", undefined, false).text, /server stopped/);
@@ -77,7 +80,7 @@ test("the tooltip says where the model came from, and which settings were ignore
 
 test("a kernel on a gateway is named with its gateway", () => {
   const info = new Map<string, KernelInfo>([
-    ["python", { language: "python", state: "idle", kernel: "python3", gateway: "https://gw.example:8888", kernelId: "k1", sandbox: "off (remote kernel: …)" }],
+    ["python", { language: "python", state: "idle", kernel: "python3", source: "the gateway", gateway: "https://gw.example:8888", kernelId: "k1", sandbox: "off (remote kernel: …)" }],
   ]);
   const { tooltip } = kernelSummary(kernels, "python", undefined, "running", info);
   assert.match(tooltip, /python: busy — python3 on https:\/\/gw\.example:8888, sandbox: off \(remote kernel: …\)/);
