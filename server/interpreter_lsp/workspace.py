@@ -138,6 +138,7 @@ class Workspace:
             settings_ready=self.settings_ready,
             on_ready=self._kernel_ready,
             gateway=lambda: GatewayConfig.from_settings(self.settings.kernel),
+            on_failed=self._kernel_failed,
         )
         self.runs = RunManager(
             self.pool,
@@ -510,11 +511,17 @@ class Workspace:
             if reply.status != "ok":
                 log.warning("the figure hook could not be registered: %s", reply.content.get("evalue"))
 
-    def _kernel_died(self, language: str) -> None:
-        text = f"The {language} kernel died; its state (variables, imports) was lost. It is being restarted."
+    def _kernel_died(self, language: str, cause: str | None = None) -> None:
+        why = f" ({cause})" if cause else ""
+        text = f"The {language} kernel died{why}; its state (variables, imports) was lost. It is being restarted."
         self._variables = None
         self.conversation.add(p.KernelEvent(language, "died", text))
         self.ctx.show_message("warning", text)
+
+    def _kernel_failed(self, language: str, why: str) -> None:
+        """It could not be restarted and stays dead (kernels/restarts.py): said once."""
+        self.conversation.add(p.KernelEvent(language, "died", why))
+        self.ctx.show_message("error", why)
 
     def _run_finished(self, result: RunResult) -> None:
         if result.language == PYTHON:

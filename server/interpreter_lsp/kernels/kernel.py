@@ -30,7 +30,9 @@ from . import cgroups, launcher
 from .launcher import Limits
 from .limits import exit_cause
 from .process_watch import ProcessWatch
+from .restarts import start_failure
 from .specs import KernelChoice
+from .stderr import KernelStderr
 
 if TYPE_CHECKING:
     import zmq
@@ -53,7 +55,12 @@ class KernelDied(RuntimeError):
 
 
 class KernelStartError(UserError):
-    """The kernel could not start: a sentence saying why and what to do (a bad interpreter path, no bwrap)."""
+    """The kernel could not start: a sentence saying why and what to do (a bad interpreter path, no bwrap).
+    `retry`: its process exited before it answered, which may pass (kernels/restarts.py decides)."""
+
+    def __init__(self, message: str, *, retry: bool = False) -> None:
+        super().__init__(message)
+        self.retry = retry
 
 
 class ExecutionSink(Protocol):
@@ -113,6 +120,26 @@ def _encrypt(km: Any) -> None:
         km.transport_encryption = "auto"
 
 
+def _context() -> Any:
+    """A zmq context for one kernel's sockets (its client's channels and jupyter_client's control socket),
+    every socket made with SNDTIMEO 0: a send that would block (the kernel reads nothing: it is stopped,
+    stuck or gone, and a queue reached its high-water mark) raises zmq.Again at once. jupyter_client sends
+    synchronously on the event loop (Session.send on the socket underneath the asyncio one), so this is
+    what keeps the loop from ever waiting in a send; each send site handles Again (zmq_again)."""
+    import zmq
+    import zmq.asyncio
+
+    context = zmq.asyncio.Context()
+    context.setsockopt(zmq.SNDTIMEO, 0)  # pyzmq applies a context's options to every socket it makes
+    return context
+
+
+def zmq_again() -> type[Exception]:
+    import zmq
+
+    return zmq.Again
+
+
 class Kernel:
     def __init__(
         self,
@@ -154,6 +181,10 @@ class Kernel:
         self._expect_exit = False
         self._death_task: asyncio.Task[None] | None = None
         self._input_tasks: set[asyncio.Task[None]] = set()
+        self._stderr: KernelStderr | None = None
+        self._context: Any = None  # the zmq context of its sockets (ours: every send is non-blocking)
+        self._exit_cause: str | None = None  # the process exited while starting: why (for _wait_ready)
+        self.death_cause: str | None = None  # why it died last, once it had been running
 
     # ---- life cycle ------------------------------------------------------------------------------
 
@@ -190,7 +221,9 @@ class Kernel:
             self._set_state("dead", str(exc))
             raise
         self._make_cgroup(tag)
+        self._context = _context()
         km = _manager_class()(
+            context=self._context,
             kernel_name=self.choice.name,
             transport=self.transport,
             # tcp: jupyter_client picks free ports on loopback; ipc: socket paths in our 0700 runtime dir,
@@ -206,9 +239,21 @@ class Kernel:
             _encrypt(km)
         km.command_wrapper = self._wrap
         self._km = km
+        if self._stderr is None:
+            self._stderr = KernelStderr(self.language)
+        self._stderr.mark()
+        self._exit_cause = None
+        self._expect_exit = False  # a former start's _kill expected its exit; this process's is news
         try:
-            # stdout is the LSP wire: the kernel (and everything it spawns) must never inherit it.
-            await km.start_kernel(cwd=str(self.cwd), env=self._env, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+            # stdout is the LSP wire: the kernel (and everything it spawns) must never inherit it. Its
+            # stderr is a pipe of its own (kernels/stderr.py), kept for restarts (same launch arguments).
+            await km.start_kernel(
+                cwd=str(self.cwd),
+                env=self._env,
+                stdout=subprocess.DEVNULL,
+                stdin=subprocess.DEVNULL,
+                stderr=self._stderr.fd,
+            )
         except Exception as exc:
             with contextlib.suppress(Exception):
                 await self._kill()  # whatever it made: its zmq context, runtime files, cgroup
@@ -221,10 +266,17 @@ class Kernel:
             # the zmq context would block the server in zmq_ctx_term.
             await self._kill()
             if isinstance(exc, KernelStartError):
+                self._failed_quietly(exc)
                 raise
             raise self._start_failed(exc) from exc
         self.started_at = time.monotonic()
         self._set_state("idle")
+
+    def _failed_quietly(self, exc: KernelStartError) -> None:
+        """A start that may be tried again ends "dead" without a word: the pool says why, once, when it
+        gives up (kernels/restarts.py), not at every try."""
+        if exc.retry:
+            self.state = "dead"
 
     def _start_failed(self, exc: Exception) -> KernelStartError:
         self._set_state("dead", f"could not start: {exc}")
@@ -256,7 +308,7 @@ class Kernel:
 
     def _connect(self) -> None:
         assert self._km is not None
-        kc = self._km.client()
+        kc = self._km.client(context=self._context)
         self._kc = kc  # before its sockets open, so a failure here still closes them (_kill)
         # No heartbeat thread: death is watched through the process. stdin for input() requests.
         kc.start_channels(shell=True, iopub=True, stdin=True, hb=False, control=False)
@@ -319,9 +371,14 @@ class Kernel:
         assert self._kc is not None
         deadline = time.monotonic() + READY_TIMEOUT
         while time.monotonic() < deadline:
-            if self.state == "dead":
-                raise KernelStartError(f"The {self.language} kernel exited while starting")
-            msg_id = self._kc.kernel_info()
+            if self._exit_cause is not None:
+                stderr = self._stderr.tail() if self._stderr is not None else ""
+                raise KernelStartError(start_failure(self.language, self.choice, self._exit_cause, stderr), retry=True)
+            try:
+                msg_id = self._kc.kernel_info()
+            except zmq_again():  # its queue is full (nothing reads it): wait, as for an answer
+                await asyncio.sleep(1.0)
+                continue
             pending = self._register(msg_id, None)
             self._sent("shell")
             try:
@@ -357,6 +414,13 @@ class Kernel:
         oom_killed, self._oom_kills = oom_kills > self._oom_kills, oom_kills
         cause = exit_cause(process.poll() if process is not None else None, self.limits, oom_killed)
         log.warning("%s kernel process exited: %s", self.language, cause)
+        if self.state in ("starting", "restarting"):
+            # Not a death: a start that failed. _wait_ready raises it with the reason (no restart from here:
+            # the pool decides whether to try again).
+            self._exit_cause = cause
+            self._fail_pending("died", cause)
+            return
+        self.death_cause = cause
         self._fail_pending("died", cause)
         self._set_state("dead", cause)
         if self._on_death is not None:
@@ -366,6 +430,7 @@ class Kernel:
         for pending in list(self._pending.values()):
             if not pending.done.done():
                 pending.done.set_result(ExecuteReply(status, {"cause": cause} if cause else {}))
+            pending.replied.set()  # a start waiting for this kernel_info reply looks again at once
         self._pending.clear()
 
     async def _end_descendants(self) -> None:
@@ -375,12 +440,19 @@ class Kernel:
             await asyncio.to_thread(launcher.kill_descendants, pid)
 
     async def restart(self, reason: str = "interrupted") -> None:
-        """Restart the process; runs in flight end with `reason`. Keeps connection paths."""
-        assert self._km is not None
+        """Restart the process; runs in flight end with `reason`. Keeps connection paths. A kernel whose
+        start failed (its sockets, context and stderr are closed) starts afresh instead."""
+        if self._km is None:
+            await self.start()
+            return
         self._expect_exit = True
         self._unwatch_process()
         self._fail_pending(reason)
-        self._set_state("restarting")
+        # A try after a failed start is a start again, not news (no "restarting" line in the editors).
+        self._set_state("starting" if self.state == "dead" else "restarting")
+        if self._stderr is not None:
+            self._stderr.mark()
+        self._exit_cause = None
         try:
             await self._end_descendants()
             await self._km.restart_kernel(now=True)
@@ -390,7 +462,11 @@ class Kernel:
         finally:
             self._expect_exit = False
         self._watch_process()
-        await self._wait_ready()
+        try:
+            await self._wait_ready()
+        except KernelStartError as exc:
+            self._failed_quietly(exc)
+            raise
         self.started_at = time.monotonic()
         self._set_state("idle")
 
@@ -418,10 +494,18 @@ class Kernel:
                 await self._km.shutdown_kernel(now=True)
             with contextlib.suppress(Exception):
                 await self._km._async_cleanup_resources()
+        if self._context is not None:
+            with contextlib.suppress(Exception):
+                self._context.destroy(linger=0)  # closes what is left (no send waits: linger 0)
+            self._context = None
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
         with contextlib.suppress(OSError):
             self._runtime_dir.rmdir()  # empty once jupyter_client removed the connection file and sockets
         cgroups.remove(self.cgroup)
         self.cgroup = None
+        self._km = None  # its sockets and launch arguments (the stderr descriptor) are gone: never reused
 
     async def shutdown(self) -> None:
         await self._kill()
@@ -429,7 +513,10 @@ class Kernel:
 
     async def interrupt(self) -> None:
         if self._km is not None and self.state not in ("dead", "stopped"):
-            await self._km.interrupt_kernel()
+            try:
+                await self._km.interrupt_kernel()
+            except zmq_again():  # a kernel interrupted by message whose control queue is full
+                log.warning("the %s kernel's interrupt could not be sent: it reads nothing", self.language)
 
     def pid(self) -> int | None:
         process = getattr(getattr(self._km, "provisioner", None), "process", None)
@@ -466,14 +553,20 @@ class Kernel:
         reply once the kernel is idle again, or with "died"/"interrupted"."""
         if self._kc is None or self.state in ("dead", "stopped", "restarting"):
             raise KernelDied(f"The {self.language} kernel is not running")
-        msg_id = self._kc.execute(
-            code,
-            silent=silent,
-            store_history=not silent,
-            user_expressions=user_expressions or {},
-            allow_stdin=allow_stdin,
-            stop_on_error=False,
-        )
+        try:
+            msg_id = self._kc.execute(
+                code,
+                silent=silent,
+                store_history=not silent,
+                user_expressions=user_expressions or {},
+                allow_stdin=allow_stdin,
+                stop_on_error=False,
+            )
+        except zmq_again():
+            raise KernelDied(
+                f"The {self.language} kernel is not taking requests: it has not read the ones before "
+                "(stopped or stuck). Interrupt or restart it."
+            ) from None
         # Registered before any await: the router cannot see this msg_id's messages earlier.
         pending = self._register(msg_id, sink)
         self._sent("shell")
@@ -583,5 +676,9 @@ class Kernel:
             # The user cancelled: interrupting ends input() with KeyboardInterrupt, as Ctrl-C would.
             await self.interrupt()
         else:
-            self._kc.input(value)
+            try:
+                self._kc.input(value)
+            except zmq_again():
+                log.warning("the answer to input() could not be sent: the %s kernel reads nothing", self.language)
+                return
             self._sent("stdin")
