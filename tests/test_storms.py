@@ -218,10 +218,13 @@ async def test_the_server_exits_when_its_editor_closes_the_pipe_mid_storm(
     await editor.wait_for_starts(2)
     kernels = descendants(editor.process.pid)
     if when == "late":
-        # Long enough for the old endless restarts to have blocked the loop in a zmq send.
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline:
+        # Until the starts stop (QUIET_WINDOW without one), or for at most 40 s: the old endless restarts
+        # had filled a zmq queue by then, and the loop was blocked in a send.
+        deadline, seen, quiet_since = time.monotonic() + 40, 0, time.monotonic()
+        while time.monotonic() < deadline and time.monotonic() - quiet_since < QUIET_WINDOW:
             kernels |= descendants(editor.process.pid)
+            if (now := starts(editor.kernel_notes())) != seen:
+                seen, quiet_since = now, time.monotonic()
             await asyncio.sleep(0.2)
     since = time.monotonic()
     assert editor.process.stdin is not None
