@@ -7,7 +7,11 @@ only its own) and, on POSIX, runs under launcher.py (resource limits; every proc
 
 Kernels are reached over IPC (Unix sockets in the runtime directory) on Linux and macOS; over TCP on
 127.0.0.1 where IPC is unavailable (Windows) or when the portable paths are forced. Either way every message
-is signed with the connection file's key."""
+is signed with the connection file's key, and no send waits (connection.py: SNDTIMEO 0 on every socket).
+
+A kernel's stderr is a pipe of its own (stderr.py). A process that exits before the kernel answered is a
+start that failed, not a death: the start raises why (restarts.start_failure), and the pool decides whether
+to try again (restarts.py); only a kernel that was running reports its death (`on_death`)."""
 
 from __future__ import annotations
 
@@ -20,13 +24,13 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import UserError
 from ..portable import portable_forced
 from . import cgroups, launcher
+from .connection import StdinWatch, encrypt, manager_class, new_context, zmq_again
 from .launcher import Limits
 from .limits import exit_cause
 from .process_watch import ProcessWatch
@@ -94,52 +98,6 @@ StateCallback = Callable[[str, str | None], None]
 CommandWrapper = Callable[[list[str], Path, list[str]], list[str]]
 
 
-@cache
-def _manager_class() -> type:
-    """AsyncKernelManager whose launch command can be wrapped (the bubblewrap sandbox). jupyter_client
-    and zmq are imported here, on the first kernel start, not while the server answers `initialize`."""
-    from jupyter_client.manager import AsyncKernelManager
-
-    class Manager(AsyncKernelManager):
-        command_wrapper: Callable[[list[str]], list[str]] | None = None
-
-        def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
-            cmd = super().format_kernel_cmd(extra_arguments)
-            return self.command_wrapper(cmd) if self.command_wrapper else cmd
-
-    return Manager
-
-
-def _encrypt(km: Any) -> None:
-    """Over TCP, any local user can connect to the ports: the connection file's key signs every message, and
-    where jupyter_client, pyzmq and the kernelspec allow it the sockets are also encrypted with CurveZMQ
-    ("auto": only kernels whose spec declares it, so an older ipykernel in a workspace venv still starts)."""
-    import zmq
-
-    if km.has_trait("transport_encryption") and zmq.has("curve"):
-        km.transport_encryption = "auto"
-
-
-def _context() -> Any:
-    """A zmq context for one kernel's sockets (its client's channels and jupyter_client's control socket),
-    every socket made with SNDTIMEO 0: a send that would block (the kernel reads nothing: it is stopped,
-    stuck or gone, and a queue reached its high-water mark) raises zmq.Again at once. jupyter_client sends
-    synchronously on the event loop (Session.send on the socket underneath the asyncio one), so this is
-    what keeps the loop from ever waiting in a send; each send site handles Again (zmq_again)."""
-    import zmq
-    import zmq.asyncio
-
-    context = zmq.asyncio.Context()
-    context.setsockopt(zmq.SNDTIMEO, 0)  # pyzmq applies a context's options to every socket it makes
-    return context
-
-
-def zmq_again() -> type[Exception]:
-    import zmq
-
-    return zmq.Again
-
-
 class Kernel:
     def __init__(
         self,
@@ -174,8 +132,7 @@ class Kernel:
         self._kc: AsyncKernelClient | None = None
         self._pending: dict[str, _Pending] = {}
         self._router: asyncio.Task[None] | None = None
-        self._stdin_up: asyncio.Event | None = None  # the stdin channel's handshake with the kernel is done
-        self._stdin_watch: asyncio.Task[None] | None = None
+        self._stdin_watch: StdinWatch | None = None
         self._drains: dict[str, Callable[[], None]] = {}
         self._process_watch: ProcessWatch | None = None
         self._expect_exit = False
@@ -221,8 +178,8 @@ class Kernel:
             self._set_state("dead", str(exc))
             raise
         self._make_cgroup(tag)
-        self._context = _context()
-        km = _manager_class()(
+        self._context = new_context()
+        km = manager_class()(
             context=self._context,
             kernel_name=self.choice.name,
             transport=self.transport,
@@ -236,7 +193,7 @@ class Kernel:
 
             km.kernel_spec_manager = KernelSpecManager(kernel_dirs=list(self.choice.kernel_dirs))
         if self.transport == "tcp":
-            _encrypt(km)
+            encrypt(km)
         km.command_wrapper = self._wrap
         self._km = km
         if self._stderr is None:
@@ -312,58 +269,10 @@ class Kernel:
         self._kc = kc  # before its sockets open, so a failure here still closes them (_kill)
         # No heartbeat thread: death is watched through the process. stdin for input() requests.
         kc.start_channels(shell=True, iopub=True, stdin=True, hb=False, control=False)
-        self._watch_stdin(kc)
+        # The monitor is attached now, before any await: the kernel binds its sockets only once it started.
+        self._stdin_watch = StdinWatch(kc, self.language)
         self._router = asyncio.create_task(self._route(), name=f"kernel-router-{self.language}")
         self._watch_process()
-
-    def _watch_stdin(self, kc: Any) -> None:
-        """Follow the stdin channel's connection. The kernel sends an input() request through a ROUTER
-        socket, which silently drops a message to a peer whose handshake is not done yet; the kernel then
-        waits for an answer for ever. Shell and iopub answering says nothing of stdin (its own socket,
-        its own reconnects), so a start waits for this handshake too (`_wait_ready`). The monitor is
-        attached now, before any await: the kernel binds its sockets only once it has started."""
-        self._stdin_up = asyncio.Event()
-        try:
-            import zmq
-
-            socket = kc.stdin_channel.socket
-            monitor = socket.get_monitor_socket(zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_DISCONNECTED)
-        except Exception as exc:  # no monitor here: start as before, without waiting for the handshake
-            log.info("the stdin channel cannot be monitored (%s)", exc)
-            self._stdin_up.set()
-            return
-        self._stdin_watch = asyncio.create_task(
-            self._follow_stdin(socket, monitor, self._stdin_up), name=f"kernel-stdin-{self.language}"
-        )
-
-    @staticmethod
-    async def _follow_stdin(socket: Any, monitor: Any, up: asyncio.Event) -> None:
-        import zmq
-        from zmq.utils.monitor import parse_monitor_message
-
-        try:
-            while True:
-                event = parse_monitor_message(await monitor.recv_multipart())
-                if event["event"] == zmq.EVENT_HANDSHAKE_SUCCEEDED:
-                    up.set()
-                elif event["event"] == zmq.EVENT_DISCONNECTED:
-                    up.clear()  # the kernel went (a restart): its next start waits for the new handshake
-        except Exception as exc:  # the monitor failed: nothing waits on it any more
-            log.info("watching the stdin channel stopped: %s", exc)
-            up.set()
-        finally:
-            with contextlib.suppress(Exception):
-                socket.disable_monitor()
-            with contextlib.suppress(Exception):
-                monitor.close(linger=0)
-
-    async def _stdin_handshake(self) -> None:
-        if self._stdin_up is None or self._stdin_up.is_set():
-            return
-        try:
-            await asyncio.wait_for(self._stdin_up.wait(), STDIN_WAIT)
-        except asyncio.TimeoutError:
-            log.info("the %s kernel's stdin handshake was not seen within %.0f s; going on", self.language, STDIN_WAIT)
 
     async def _wait_ready(self) -> None:
         """kernel_info round trips until the reply and its iopub status both arrive (the iopub
@@ -386,7 +295,8 @@ class Kernel:
                 # Its idle status follows the reply at once when iopub is connected.
                 await asyncio.wait_for(asyncio.shield(pending.done), 0.25)
                 if pending.saw_iopub:
-                    await self._stdin_handshake()
+                    if self._stdin_watch is not None:
+                        await self._stdin_watch.wait(STDIN_WAIT)
                     return
             except asyncio.TimeoutError:
                 pass
@@ -480,9 +390,7 @@ class Kernel:
                 await self._router
             self._router = None
         if self._stdin_watch is not None:
-            self._stdin_watch.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._stdin_watch
+            await self._stdin_watch.close()
             self._stdin_watch = None
         if self._kc is not None:
             self._kc.stop_channels()

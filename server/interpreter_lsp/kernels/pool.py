@@ -88,6 +88,7 @@ class KernelPool:
         self._gateway_client: GatewayClient | None = None
         self._old_clients: list[GatewayClient] = []
         self._started = 0  # kernels started: each gets a runtime directory of its own
+        self._said_process_limit: str | None = None
 
     def gateway_client(self) -> GatewayClient | None:
         """The client of the configured gateway (None: kernels are local); a new one when settings change."""
@@ -215,7 +216,9 @@ class KernelPool:
         options = self._launch_options()
         cgroup_root = cgroups.delegation().root if os.name == "posix" else None
         if options.limits.processes and cgroup_root is None and (why := process_limit_ignored()):
-            log.warning("kernel.processLimit does not hold: %s (run the server as a normal user)", why)
+            if why != self._said_process_limit:  # once, not at every start
+                self._said_process_limit = why
+                log.warning("kernel.processLimit does not hold: %s (run the server as a normal user)", why)
         self._started += 1
         kernel = Kernel(
             choice,
