@@ -120,6 +120,7 @@ def serve_stdio(server: LanguageServer, stdin: BinaryIO, stdout: BinaryIO) -> in
         return True
 
     loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)  # as asyncio.run does
     try:
         if loop.run_until_complete(serve()):
             log.warning("The client's process is gone; shutting down.")
