@@ -11,13 +11,13 @@ large) is described to the model, never sent; a mislabelled one gets a note unde
 user (`label_problem`).
 
 At most MAX_IMAGES (the most recent) are sent per request, each at most MAX_SIDE pixels on its long side:
-a larger one is downscaled (Pillow) before it is sent, once, off the event loop (`prepare`, which the
-request's preparation awaits; the view then takes the prepared copy). One preparation per image, whoever
-asks (a request, a status refresh): callers that ask while it runs await the same one, and its result (or
-that it could not be read) is kept. The panel and the history keep the original. A PNG still over
-MAX_BYTES, or one Pillow cannot read, is described instead of sent (and the description says so). Tokens
-are estimated from what is sent, the way OpenAI bills images (85 + 170 per 512-pixel tile of the image
-scaled to 2048 and then 768 on its short side).
+a larger one is downscaled (Pillow) before it is sent, once, off the event loop in a thread of its own,
+one image at a time (`prepare`, which the request's preparation awaits; the view then takes the prepared
+copy). One preparation per image, whoever asks (a request, a status refresh): callers that ask while it
+runs await the same one, and its result (or that it could not be read) is kept. The panel and the history
+keep the original. A PNG still over MAX_BYTES, or one Pillow cannot read, is described instead of sent
+(and the description says so). Tokens are estimated from what is sent, the way OpenAI bills images (85 +
+170 per 512-pixel tile of the image scaled to 2048 and then 768 on its short side).
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import concurrent.futures
+import functools
 import hashlib
 import io
 import logging
@@ -227,9 +229,15 @@ def _keep(key: str, copy: str | None) -> None:
         _prepared.popitem(last=False)
 
 
+@functools.cache
+def _decoder() -> concurrent.futures.ThreadPoolExecutor:
+    """One thread decodes, one image at a time, in the order asked: the memory of one decode at most."""
+    return concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="image-prepare")
+
+
 async def _prepare_one(key: str, png: str) -> str | None:
     try:
-        copy = await asyncio.to_thread(shrink, png)
+        copy = await asyncio.get_running_loop().run_in_executor(_decoder(), shrink, png)
     finally:
         _preparing.pop(key, None)
     _keep(key, copy)
