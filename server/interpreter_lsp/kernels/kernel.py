@@ -142,6 +142,7 @@ class Kernel:
         self._context: Any = None  # the zmq context of its sockets (ours: every send is non-blocking)
         self._exit_cause: str | None = None  # the process exited while starting: why (for _wait_ready)
         self.death_cause: str | None = None  # why it died last, once it had been running
+        self._quietly_dead = False  # its last start failed and may be tried again (_failed_quietly)
 
     # ---- life cycle ------------------------------------------------------------------------------
 
@@ -234,6 +235,7 @@ class Kernel:
         gives up (kernels/restarts.py), not at every try."""
         if exc.retry:
             self.state = "dead"
+            self._quietly_dead = True
 
     def _start_failed(self, exc: Exception) -> KernelStartError:
         self._set_state("dead", f"could not start: {exc}")
@@ -359,7 +361,8 @@ class Kernel:
         self._unwatch_process()
         self._fail_pending(reason)
         # A try after a failed start is a start again, not news (no "restarting" line in the editors).
-        self._set_state("starting" if self.state == "dead" else "restarting")
+        self._set_state("starting" if self._quietly_dead else "restarting")
+        self._quietly_dead = False
         if self._stderr is not None:
             self._stderr.mark()
         self._exit_cause = None
