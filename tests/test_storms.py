@@ -90,6 +90,36 @@ async def test_a_kernel_that_cannot_start_is_tried_a_few_times_then_says_why_onc
         await stop_session(s)
 
 
+async def test_a_kernel_that_dies_soon_after_each_start_stays_dead_after_a_few(
+    workspace_root: Path, home: Path, tmp_path: Path
+) -> None:
+    """A crash loop: an IPython startup file ends the kernel a few seconds after it started, every time."""
+    ipython = tmp_path / "ipython dir"
+    startup = ipython / "profile_default" / "startup"
+    startup.mkdir(parents=True)
+    (startup / "00-die.py").write_text("import os, threading\nthreading.Timer(3.0, os._exit, (3,)).start()\n")
+    s = await start_session(workspace_root, home, env={"IPYTHONDIR": str(ipython)})
+    try:
+        notes = s.notes[p.KERNEL_STATUS]
+
+        def gave_up() -> list[str]:
+            return [m.message for m in s.client.messages if "stays" in m.message or "could not start" in m.message]
+
+        await s.wait_for(gave_up, 120, "the kernel to stay dead")
+        await asyncio.sleep(QUIET_WINDOW)  # no start, no message after that
+        print(f"starts: {starts(notes)}; messages: {[m.message[:60] for m in s.client.messages]}")
+        assert starts(notes) <= MAX_STARTS, notes
+        [final] = gave_up()
+        assert "exit code 3" in final, final
+        assert len([m for m in s.client.messages if "died" in m.message]) <= 2  # the first death, the end
+        dead_said = [n["message"] for n in notes if n["state"] == "dead" and n.get("message")]
+        assert len(dead_said) == len(set(dead_said)) <= 2, dead_said  # one per cause
+        status = await s.command(p.STATUS, {})
+        assert [k["state"] for k in status["kernels"]] == ["dead"]
+    finally:
+        await stop_session(s)
+
+
 # ---- the editor goes -------------------------------------------------------------------------------------
 
 

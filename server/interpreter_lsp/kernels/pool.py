@@ -72,6 +72,7 @@ class KernelPool:
         # settings change asks again (kernels/restarts.py).
         self._failures: dict[str, StartFailures] = {}
         self._gave_up: dict[str, str] = {}
+        self._said_dead: dict[str, str] = {}  # the last death said, per language (_state)
         self._kernels: dict[str, KernelBackend] = {}
         self._starting: dict[str, asyncio.Task[KernelBackend]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
@@ -165,6 +166,15 @@ class KernelPool:
                  lang, failures.count, MAX_STARTS, delay, exc)
         return delay
 
+    def _state(self, lang: str, state: str, message: str | None) -> None:
+        """A kernel's state, passed on; a death said just before for the same reason (a kernel dying again
+        and again soon after each start) is not said again: one message per cause."""
+        if state == "dead" and message:
+            if self._failures_of(lang).in_streak() and self._said_dead.get(lang) == message:
+                return
+            self._said_dead[lang] = message
+        self._on_state(lang, state, message)
+
     def _give_up(self, lang: str, why: str) -> None:
         self._gave_up[lang] = why
         self._failures_of(lang).reset()
@@ -204,7 +214,7 @@ class KernelPool:
             remote = GatewayKernel(
                 client.choice(lang),
                 client=client,
-                on_state=lambda state, message: self._on_state(lang, state, message),
+                on_state=lambda state, message: self._state(lang, state, message),
                 on_death=self._restart_after_death,
             )
             self._kernels[lang] = remote
@@ -226,7 +236,7 @@ class KernelPool:
             # Its own directory: a sandboxed kernel sees its connection file, not another kernel's.
             runtime_dir=self._runtime_dir / f"{lang[:8]}-{self._started}",
             env=options.env,
-            on_state=lambda state, message: self._on_state(lang, state, message),
+            on_state=lambda state, message: self._state(lang, state, message),
             on_death=self._restart_after_death,
             command_wrapper=options.command_wrapper,
             limits=options.limits,

@@ -49,6 +49,11 @@ class StartFailures:
             return None
         return FIRST_DELAY * 2 ** (self.count - 1)
 
+    def in_streak(self) -> bool:
+        """Whether failures are being counted now (not since a kernel ran well, or never)."""
+        stable = self.ready_at is not None and time.monotonic() - self.ready_at >= STABLE_AFTER
+        return self.count > 0 and not stable
+
     def reset(self) -> None:
         self.count = 0
         self.ready_at = None
