@@ -121,9 +121,14 @@ async def test_kernel_death_is_reported_and_recovered(session: Session) -> None:
     await session.wait_for(
         lambda: any("died" in m.message for m in session.client.messages), what="the user to be told"
     )
+    # Told once, with why; then restarted (a restart, not a failed start tried again).
+    [told] = [m.message for m in session.client.messages if "died" in m.message]
+    assert "exit code 1" in told, told
     run_id, status = await session.run_and_wait("print('lost' in globals())", timeout=60)
     assert status["state"] == "ok"
     assert session.text(run_id) == "False\n"
+    states = [n["state"] for n in session.notes[p.KERNEL_STATUS]]
+    assert states[states.index("dead"):][:2] == ["dead", "restarting"], states
 
 
 async def test_segfault_is_a_death_too(session: Session) -> None:

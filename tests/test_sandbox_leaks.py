@@ -126,7 +126,8 @@ async def test_no_descriptor_of_the_servers_reaches_the_kernel(
     workspace_root: Path, home: Path, tmp_path: Path, sandboxed: bool
 ) -> None:
     """The server's stderr is a file here (as an editor's log can be). Kernel code writes to fd 2 of the
-    sandbox's first process (/proc/1/fd/2) and of itself: the server's file is untouched. Every descriptor
+    sandbox's first process (/proc/1/fd/2) and of itself: the server's file is untouched (what it wrote goes
+    to the kernel's own stderr pipe, which the server logs redacted). Every descriptor
     of every process in the sandbox (bwrap's init, the launcher, the kernel) is the kernel's own."""
     server_stderr = tmp_path / "server-stderr.log"
     server_stderr.write_text("SERVER-LOG-START\n")
@@ -149,10 +150,10 @@ async def test_no_descriptor_of_the_servers_reaches_the_kernel(
             assert target != str(server_stderr), (pid, fd, found)
             own = target.startswith(PSEUDO) or target.endswith("/stderr.log") or target.startswith("/proc/")
             assert own, f"process {pid} holds {target} as fd {fd}: {found}"
-    # The sandbox's first process (bwrap) and the launcher write to the kernel's own stderr file (the
-    # kernel process itself has ipykernel's pipe as fd 2).
+    # The sandbox's first process (bwrap) and the launcher write to the kernel's own stderr pipe
+    # (kernels/stderr.py; the kernel process itself has ipykernel's pipe as fd 2).
     launcher = found["links"]["1" if sandboxed else next(p for p in found["links"] if p != "self")]
-    assert launcher["2"].endswith("/stderr.log"), found
+    assert launcher["2"].startswith("pipe:"), found
 
 
 SHADOW = """

@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from .agent.images import label_problem
 from .protocol import OUTPUT, OutputParams, to_wire
 
 FLUSH_SECONDS = 0.04
@@ -139,6 +140,10 @@ class RunOutput:
         self._emit(
             OutputParams(self.run_id, self._seq, kind, text=text, data=data)  # type: ignore[arg-type]
         )
+        # Kernel output is data: an image that is not what its label says is never decoded; say so.
+        for mime in ("image/png", "image/jpeg"):
+            if (problem := label_problem(mime, data.get(mime))) is not None:
+                self.note("stderr", problem)
 
     def exception(self, ename: str, evalue: str, traceback: list[str]) -> None:
         self.flush()

@@ -23,7 +23,9 @@ from . import protocol as p
 from .agent.loop import UnknownProposal
 from .arguments import BadArguments
 from .commands import register_commands
+from .errors import UserError
 from .kernels import launcher, runtime
+from .kernels.process_watch import ForeignProcess, ProcessWatch
 from .languages import PYTHON, canonical_language
 from .mcp.listener import AgentListener
 from .safety.envfiles import env_file_secrets
@@ -57,6 +59,9 @@ class InterpreterServer(LanguageServer):
         self._asked: set[str] = set()  # workspace-file digests the user was asked about in this session
         self._stopped = False
         self._replies: dict[str, ProseMasker] = {}  # turnId -> the masker of the reply it streams
+        # Set when the client's process is gone (initialize's processId): the transport ends serving.
+        self.client_gone = asyncio.Event()
+        self._client_watch: ProcessWatch | None = None
         # Secrets (provider keys in the environment, apiKey settings) never reach the wire or the log.
         self.redactor = Redactor(os.environ)
         for handler in logging.getLogger().handlers:
@@ -100,7 +105,10 @@ class InterpreterServer(LanguageServer):
     def _task_done(self, task: asyncio.Task[Any]) -> None:
         self.background.discard(task)
         if not task.cancelled() and (exc := task.exception()) is not None:
-            log.error("background task %s failed: %s", task.get_name(), exc, exc_info=exc)
+            if isinstance(exc, UserError):  # said to the user where it happened (a kernel that stays dead)
+                log.info("background task %s: %s", task.get_name(), exc)
+            else:
+                log.error("background task %s failed: %s", task.get_name(), exc, exc_info=exc)
 
     def context(self) -> ServerContext:
         """The one context every workspace shares (trust is granted to all of them at once)."""
@@ -138,6 +146,20 @@ class InterpreterServer(LanguageServer):
         value = result.get("value") if isinstance(result, dict) else getattr(result, "value", None)
         log.info("run %s: the editor %s", run_id, "answered" if isinstance(value, str) else "cancelled the input")
         return value if isinstance(value, str) else None
+
+    def watch_client(self, pid: int | None) -> None:
+        """The LSP rule: when the process that started the server (initialize's processId) is gone, the
+        server exits, even if the wire stays open (another process may hold the pipe's other end)."""
+        if not pid or pid == os.getpid() or self._client_watch is not None:
+            return
+        try:
+            self._client_watch = ProcessWatch(ForeignProcess(pid), self._client_exited)
+        except Exception as exc:  # no way to watch it: the end of stdin still ends the server
+            log.warning("cannot watch the client's process %s: %s", pid, exc)
+
+    def _client_exited(self) -> None:
+        log.warning("the client's process is gone")
+        self.client_gone.set()
 
     # ---- workspaces ------------------------------------------------------------------------------------
 
@@ -289,6 +311,7 @@ def create_server() -> InterpreterServer:
 
     @ls.feature(t.INITIALIZE)
     def on_initialize(params: t.InitializeParams) -> None:
+        ls.watch_client(params.process_id)
         options = params.initialization_options
         ls.init_options = options if isinstance(options, dict) else {}
         # Only an explicit `true` trusts the workspace; nothing said (or anything else) is untrusted.

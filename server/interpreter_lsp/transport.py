@@ -1,9 +1,16 @@
 """stdio transport on the event loop. pygls reads stdin through a thread pool (three thread hand-offs
-per message); reading the pipe with asyncio's own reader keeps each request on the loop."""
+per message); reading the pipe with asyncio's own reader keeps each request on the loop.
+
+The server never outlives its client: serving ends at stdin's end (EOF), at `exit`, or when the client's
+process is gone (the server's `client_gone` event: initialize's processId, watched by server.py), and the
+loop's own end is bounded (TEARDOWN_SECONDS): tasks still running are cancelled and waited for that long,
+and threads still running (an image being prepared, litellm's import) are not waited for, as the process
+exits right after (__main__._exit_now)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 from typing import BinaryIO
@@ -12,6 +19,8 @@ from pygls.io_ import StdinAsyncReader, run_async
 from pygls.lsp.server import LanguageServer
 
 log = logging.getLogger(__name__)
+
+TEARDOWN_SECONDS = 1.0
 
 
 class PipeReader:
@@ -40,15 +49,28 @@ class PipeReader:
 
 
 def _readable_by_loop(stdin: BinaryIO) -> bool:
-    """connect_read_pipe takes pipes, sockets and character devices, not regular files."""
+    """connect_read_pipe takes pipes, sockets and character devices, not regular files; and only what the
+    loop's selector can watch: epoll refuses /dev/null (EPERM), whose reader then never woke, so
+    `interpreter-lsp < /dev/null` never saw its EOF and never exited. Such input is read in a thread."""
     import os
+    import selectors
     import stat
 
     try:
-        mode = os.fstat(stdin.fileno()).st_mode
+        fd = stdin.fileno()
+        mode = os.fstat(fd).st_mode
     except (OSError, ValueError):
         return False
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)):
+        return False
+    selector = selectors.DefaultSelector()
+    try:
+        selector.register(fd, selectors.EVENT_READ)
+    except (OSError, ValueError):
+        return False
+    finally:
+        selector.close()
+    return True
 
 
 def _quiet_cancellations(loop: asyncio.AbstractEventLoop, context: dict[str, object]) -> None:
@@ -69,18 +91,42 @@ def serve_stdio(server: LanguageServer, stdin: BinaryIO, stdout: BinaryIO) -> in
     server.protocol.set_writer(CoalescingWriter(stdout))
     code = 0
 
-    async def serve() -> None:
-        asyncio.get_running_loop().set_exception_handler(_quiet_cancellations)
-        await run_async(
-            stop_event=server._stop_event,
-            reader=reader,
-            protocol=server.protocol,
-            logger=log,
-            error_handler=server.report_server_error,
-        )
+    gone: asyncio.Event | None = getattr(server, "client_gone", None)
 
+    async def serve() -> bool:
+        """Serve; True when the client's process went (not the wire)."""
+        asyncio.get_running_loop().set_exception_handler(_quiet_cancellations)
+        reading = asyncio.ensure_future(
+            run_async(
+                stop_event=server._stop_event,
+                reader=reader,
+                protocol=server.protocol,
+                logger=log,
+                error_handler=server.report_server_error,
+            )
+        )
+        if gone is None:
+            await reading
+            return False
+        waiting = asyncio.ensure_future(gone.wait())
+        try:
+            await asyncio.wait({reading, waiting}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiting.cancel()
+        if reading.done():
+            reading.result()  # SystemExit (`exit`), BrokenPipeError: as before
+            return False
+        reading.cancel()
+        return True
+
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)  # as asyncio.run does
     try:
-        asyncio.run(serve())
+        if loop.run_until_complete(serve()):
+            log.warning("The client's process is gone; shutting down.")
+            code = 1
+        else:
+            log.info("The client closed the connection; shutting down.")
     except BrokenPipeError:
         log.error("Connection to the client is lost; shutting down.")
     except KeyboardInterrupt:
@@ -88,8 +134,27 @@ def serve_stdio(server: LanguageServer, stdin: BinaryIO, stdout: BinaryIO) -> in
     except SystemExit as exc:  # pygls' `exit` handler: its code says whether `shutdown` came first
         code = exc.code if isinstance(exc.code, int) else 1
     finally:
+        _end_loop(loop)
         server.shutdown()
     return code
+
+
+def _end_loop(loop: asyncio.AbstractEventLoop) -> None:
+    """asyncio.run's ending, bounded: cancel what still runs and give it TEARDOWN_SECONDS to end; do not
+    wait for the default executor's threads (the process exits next)."""
+    try:
+        tasks = [task for task in asyncio.all_tasks(loop) if not task.done()]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            ending = asyncio.gather(*tasks, return_exceptions=True)
+            with contextlib.suppress(BaseException):
+                loop.run_until_complete(asyncio.wait_for(ending, TEARDOWN_SECONDS))
+        with contextlib.suppress(BaseException):
+            loop.run_until_complete(asyncio.wait_for(loop.shutdown_asyncgens(), TEARDOWN_SECONDS))
+    finally:
+        asyncio.set_event_loop(None)
+        loop.close()  # the default executor is shut down without waiting for its threads
 
 
 class CoalescingWriter:

@@ -7,6 +7,7 @@ callbacks it hands down (run finished, kernel state, kernel died).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import os
@@ -54,6 +55,7 @@ Send = Callable[[str, dict[str, Any]], None]
 VARIABLES_FOR_CONTEXT_TIMEOUT = 2.0
 FACTS_TIMEOUT = 10.0  # seconds litellm may take to describe a model (it may ask an Ollama server)
 RATING_BUDGET = 2.0  # seconds a proposal's rating may take before it counts as not understood
+CONTEXT_USE_WAIT = 0.25  # seconds status waits for a fresh context figure before it answers the last one
 
 
 @dataclass
@@ -157,6 +159,7 @@ class Workspace:
             settings_ready=self.settings_ready,
             on_ready=self._kernel_ready,
             gateway=lambda: GatewayConfig.from_settings(self.settings.kernel),
+            on_failed=self._kernel_failed,
         )
         ledger = Ledger()  # the gate mints approvals, the run manager redeems them: nothing else starts a run
         self.runs = RunManager(
@@ -189,6 +192,9 @@ class Workspace:
         self._remote_cwd: str | None = None
         self._sandbox_offer: str | None = None  # the one-line sandbox offer, once bubblewrap was found working
         self._offer_task: asyncio.Future[None] | None = None
+        # Status's context figure: the last one computed, and the task computing the next (context_use).
+        self._context_use: dict[str, Any] | None = None
+        self._context_task: asyncio.Future[None] | None = None
 
     # ---- settings ----------------------------------------------------------------------------------
 
@@ -285,6 +291,8 @@ class Workspace:
         return self.ctx.trusted
 
     def send(self, method: str, params: dict[str, Any]) -> None:
+        if method == p.TURN_STATUS and isinstance(params.get("context"), dict):
+            self._context_use = params["context"]  # a turn's end: the freshest figure, for status
         self.ctx.send(method, params)
 
     def check_language(self, language: str) -> str:
@@ -468,12 +476,27 @@ class Workspace:
         return {"summaryTokens": done.summary_tokens, "droppedTurns": done.turns}
 
     async def context_use(self) -> dict[str, Any] | None:
-        """How full the model's context is (status `context`); None until a model is known."""
+        """How full the model's context is (status `context`); None until a model is known. Status never
+        waits on slow work: the figure is computed by one background task at a time (token counts, and
+        the images a vision model's view needs prepared, are cached there), awaited at most
+        CONTEXT_USE_WAIT; past that the last figure is answered (None before the first)."""
         model = self.settings.model or (self._discovered[0] if self._discovered else None)
         if model is None or not (is_loaded() or self._routed(model)):
             return None  # status answers at once: no discovery, no wait for litellm's import
-        use = await self.loop.context_use()
-        return p.to_wire(use) if use is not None else None
+        task = self._context_task
+        if task is None or task.done():
+            task = self._context_task = asyncio.ensure_future(self._refresh_context_use())
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(asyncio.shield(task), CONTEXT_USE_WAIT)
+        return self._context_use
+
+    async def _refresh_context_use(self) -> None:
+        try:
+            use = await self.loop.context_use()
+        except Exception:
+            log.exception("the context use could not be computed")
+            return
+        self._context_use = p.to_wire(use) if use is not None else None
 
     async def restart_kernel(self, language: str) -> None:
         lang = self.check_language(language)
@@ -613,11 +636,17 @@ class Workspace:
             if getattr(kernel, "remote", False):
                 self._remote_cwd = await _working_directory(kernel)
 
-    def _kernel_died(self, language: str) -> None:
-        text = f"The {language} kernel died; its state (variables, imports) was lost. It is being restarted."
+    def _kernel_died(self, language: str, cause: str | None = None) -> None:
+        why = f" ({cause})" if cause else ""
+        text = f"The {language} kernel died{why}; its state (variables, imports) was lost. It is being restarted."
         self._variables = None
         self.conversation.add(p.KernelEvent(language, "died", text))
         self.ctx.show_message("warning", text)
+
+    def _kernel_failed(self, language: str, why: str) -> None:
+        """It could not be restarted and stays dead (kernels/restarts.py): said once."""
+        self.conversation.add(p.KernelEvent(language, "died", why))
+        self.ctx.show_message("error", why)
 
     def _run_finished(self, result: RunResult) -> None:
         if result.language == PYTHON:

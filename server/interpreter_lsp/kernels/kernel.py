@@ -7,7 +7,11 @@ only its own) and, on POSIX, runs under launcher.py (resource limits; every proc
 
 Kernels are reached over IPC (Unix sockets in the runtime directory) on Linux and macOS; over TCP on
 127.0.0.1 where IPC is unavailable (Windows) or when the portable paths are forced. Either way every message
-is signed with the connection file's key."""
+is signed with the connection file's key, and no send waits (connection.py: SNDTIMEO 0 on every socket).
+
+A kernel's stderr is a pipe of its own (stderr.py). A process that exits before the kernel answered is a
+start that failed, not a death: the start raises why (restarts.start_failure), and the pool decides whether
+to try again (restarts.py); only a kernel that was running reports its death (`on_death`)."""
 
 from __future__ import annotations
 
@@ -20,17 +24,19 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import UserError
 from ..portable import portable_forced
 from . import cgroups, launcher
+from .connection import StdinWatch, encrypt, manager_class, new_context, zmq_again
 from .launcher import Limits
 from .limits import exit_cause
 from .process_watch import ProcessWatch
+from .restarts import start_failure
 from .specs import KernelChoice
+from .stderr import KernelStderr
 
 if TYPE_CHECKING:
     import zmq
@@ -48,19 +54,17 @@ STDIN_WAIT = 10.0
 UNIX_SOCKET_PATH_MAX = 103
 
 
-def open_stderr(runtime_dir: Path) -> Any:
-    """The kernel's own stderr: a file in its runtime directory (what it and its launcher print, e.g. why it
-    could not start). Never the server's: kernel code could write or truncate the server's log through
-    /proc/1/fd/2, and a sandboxed kernel must hold no descriptor of the server's."""
-    return open(runtime_dir / "stderr.log", "ab", buffering=0)
-
-
 class KernelDied(RuntimeError):
     pass
 
 
 class KernelStartError(UserError):
-    """The kernel could not start: a sentence saying why and what to do (a bad interpreter path, no bwrap)."""
+    """The kernel could not start: a sentence saying why and what to do (a bad interpreter path, no bwrap).
+    `retry`: its process exited before it answered, which may pass (kernels/restarts.py decides)."""
+
+    def __init__(self, message: str, *, retry: bool = False) -> None:
+        super().__init__(message)
+        self.retry = retry
 
 
 class ExecutionSink(Protocol):
@@ -92,32 +96,6 @@ class _Pending:
 StateCallback = Callable[[str, str | None], None]
 # (the kernel's command, its runtime directory, the launcher's prefix) -> the command to run (the sandbox)
 CommandWrapper = Callable[[list[str], Path, list[str]], list[str]]
-
-
-@cache
-def _manager_class() -> type:
-    """AsyncKernelManager whose launch command can be wrapped (the bubblewrap sandbox). jupyter_client
-    and zmq are imported here, on the first kernel start, not while the server answers `initialize`."""
-    from jupyter_client.manager import AsyncKernelManager
-
-    class Manager(AsyncKernelManager):
-        command_wrapper: Callable[[list[str]], list[str]] | None = None
-
-        def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
-            cmd = super().format_kernel_cmd(extra_arguments)
-            return self.command_wrapper(cmd) if self.command_wrapper else cmd
-
-    return Manager
-
-
-def _encrypt(km: Any) -> None:
-    """Over TCP, any local user can connect to the ports: the connection file's key signs every message, and
-    where jupyter_client, pyzmq and the kernelspec allow it the sockets are also encrypted with CurveZMQ
-    ("auto": only kernels whose spec declares it, so an older ipykernel in a workspace venv still starts)."""
-    import zmq
-
-    if km.has_trait("transport_encryption") and zmq.has("curve"):
-        km.transport_encryption = "auto"
 
 
 class Kernel:
@@ -154,14 +132,17 @@ class Kernel:
         self._kc: AsyncKernelClient | None = None
         self._pending: dict[str, _Pending] = {}
         self._router: asyncio.Task[None] | None = None
-        self._stdin_up: asyncio.Event | None = None  # the stdin channel's handshake with the kernel is done
-        self._stdin_watch: asyncio.Task[None] | None = None
+        self._stdin_watch: StdinWatch | None = None
         self._drains: dict[str, Callable[[], None]] = {}
         self._process_watch: ProcessWatch | None = None
         self._expect_exit = False
         self._death_task: asyncio.Task[None] | None = None
         self._input_tasks: set[asyncio.Task[None]] = set()
-        self._stderr: Any = None
+        self._stderr: KernelStderr | None = None
+        self._context: Any = None  # the zmq context of its sockets (ours: every send is non-blocking)
+        self._exit_cause: str | None = None  # the process exited while starting: why (for _wait_ready)
+        self.death_cause: str | None = None  # why it died last, once it had been running
+        self._quietly_dead = False  # its last start failed and may be tried again (_failed_quietly)
 
     # ---- life cycle ------------------------------------------------------------------------------
 
@@ -198,7 +179,9 @@ class Kernel:
             self._set_state("dead", str(exc))
             raise
         self._make_cgroup(tag)
-        km = _manager_class()(
+        self._context = new_context()
+        km = manager_class()(
+            context=self._context,
             kernel_name=self.choice.name,
             transport=self.transport,
             # tcp: jupyter_client picks free ports on loopback; ipc: socket paths in our 0700 runtime dir,
@@ -211,14 +194,24 @@ class Kernel:
 
             km.kernel_spec_manager = KernelSpecManager(kernel_dirs=list(self.choice.kernel_dirs))
         if self.transport == "tcp":
-            _encrypt(km)
+            encrypt(km)
         km.command_wrapper = self._wrap
         self._km = km
+        if self._stderr is None:
+            self._stderr = KernelStderr(self.language)
+        self._stderr.mark()
+        self._exit_cause = None
+        self._expect_exit = False  # a former start's _kill expected its exit; this process's is news
         try:
-            # stdout is the LSP wire: the kernel (and everything it spawns) must never inherit it.
-            self._stderr = self._stderr or open_stderr(self._runtime_dir)
-            streams = {"stdout": subprocess.DEVNULL, "stdin": subprocess.DEVNULL, "stderr": self._stderr}
-            await km.start_kernel(cwd=str(self.cwd), env=self._env, **streams)
+            # stdout is the LSP wire: the kernel (and everything it spawns) must never inherit it. Its
+            # stderr is a pipe of its own (kernels/stderr.py), kept for restarts (same launch arguments).
+            await km.start_kernel(
+                cwd=str(self.cwd),
+                env=self._env,
+                stdout=subprocess.DEVNULL,
+                stdin=subprocess.DEVNULL,
+                stderr=self._stderr.fd,
+            )
         except Exception as exc:
             with contextlib.suppress(Exception):
                 await self._kill()  # whatever it made: its zmq context, runtime files, cgroup
@@ -231,10 +224,18 @@ class Kernel:
             # the zmq context would block the server in zmq_ctx_term.
             await self._kill()
             if isinstance(exc, KernelStartError):
+                self._failed_quietly(exc)
                 raise
             raise self._start_failed(exc) from exc
         self.started_at = time.monotonic()
         self._set_state("idle")
+
+    def _failed_quietly(self, exc: KernelStartError) -> None:
+        """A start that may be tried again ends "dead" without a word: the pool says why, once, when it
+        gives up (kernels/restarts.py), not at every try."""
+        if exc.retry:
+            self.state = "dead"
+            self._quietly_dead = True
 
     def _start_failed(self, exc: Exception) -> KernelStartError:
         self._set_state("dead", f"could not start: {exc}")
@@ -266,62 +267,14 @@ class Kernel:
 
     def _connect(self) -> None:
         assert self._km is not None
-        kc = self._km.client()
+        kc = self._km.client(context=self._context)
         self._kc = kc  # before its sockets open, so a failure here still closes them (_kill)
         # No heartbeat thread: death is watched through the process. stdin for input() requests.
         kc.start_channels(shell=True, iopub=True, stdin=True, hb=False, control=False)
-        self._watch_stdin(kc)
+        # The monitor is attached now, before any await: the kernel binds its sockets only once it started.
+        self._stdin_watch = StdinWatch(kc, self.language)
         self._router = asyncio.create_task(self._route(), name=f"kernel-router-{self.language}")
         self._watch_process()
-
-    def _watch_stdin(self, kc: Any) -> None:
-        """Follow the stdin channel's connection. The kernel sends an input() request through a ROUTER
-        socket, which silently drops a message to a peer whose handshake is not done yet; the kernel then
-        waits for an answer for ever. Shell and iopub answering says nothing of stdin (its own socket,
-        its own reconnects), so a start waits for this handshake too (`_wait_ready`). The monitor is
-        attached now, before any await: the kernel binds its sockets only once it has started."""
-        self._stdin_up = asyncio.Event()
-        try:
-            import zmq
-
-            socket = kc.stdin_channel.socket
-            monitor = socket.get_monitor_socket(zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_DISCONNECTED)
-        except Exception as exc:  # no monitor here: start as before, without waiting for the handshake
-            log.info("the stdin channel cannot be monitored (%s)", exc)
-            self._stdin_up.set()
-            return
-        self._stdin_watch = asyncio.create_task(
-            self._follow_stdin(socket, monitor, self._stdin_up), name=f"kernel-stdin-{self.language}"
-        )
-
-    @staticmethod
-    async def _follow_stdin(socket: Any, monitor: Any, up: asyncio.Event) -> None:
-        import zmq
-        from zmq.utils.monitor import parse_monitor_message
-
-        try:
-            while True:
-                event = parse_monitor_message(await monitor.recv_multipart())
-                if event["event"] == zmq.EVENT_HANDSHAKE_SUCCEEDED:
-                    up.set()
-                elif event["event"] == zmq.EVENT_DISCONNECTED:
-                    up.clear()  # the kernel went (a restart): its next start waits for the new handshake
-        except Exception as exc:  # the monitor failed: nothing waits on it any more
-            log.info("watching the stdin channel stopped: %s", exc)
-            up.set()
-        finally:
-            with contextlib.suppress(Exception):
-                socket.disable_monitor()
-            with contextlib.suppress(Exception):
-                monitor.close(linger=0)
-
-    async def _stdin_handshake(self) -> None:
-        if self._stdin_up is None or self._stdin_up.is_set():
-            return
-        try:
-            await asyncio.wait_for(self._stdin_up.wait(), STDIN_WAIT)
-        except asyncio.TimeoutError:
-            log.info("the %s kernel's stdin handshake was not seen within %.0f s; going on", self.language, STDIN_WAIT)
 
     async def _wait_ready(self) -> None:
         """kernel_info round trips until the reply and its iopub status both arrive (the iopub
@@ -329,9 +282,14 @@ class Kernel:
         assert self._kc is not None
         deadline = time.monotonic() + READY_TIMEOUT
         while time.monotonic() < deadline:
-            if self.state == "dead":
-                raise KernelStartError(f"The {self.language} kernel exited while starting")
-            msg_id = self._kc.kernel_info()
+            if self._exit_cause is not None:
+                stderr = self._stderr.tail() if self._stderr is not None else ""
+                raise KernelStartError(start_failure(self.language, self.choice, self._exit_cause, stderr), retry=True)
+            try:
+                msg_id = self._kc.kernel_info()
+            except zmq_again():  # its queue is full (nothing reads it): wait, as for an answer
+                await asyncio.sleep(1.0)
+                continue
             pending = self._register(msg_id, None)
             self._sent("shell")
             try:
@@ -339,7 +297,8 @@ class Kernel:
                 # Its idle status follows the reply at once when iopub is connected.
                 await asyncio.wait_for(asyncio.shield(pending.done), 0.25)
                 if pending.saw_iopub:
-                    await self._stdin_handshake()
+                    if self._stdin_watch is not None:
+                        await self._stdin_watch.wait(STDIN_WAIT)
                     return
             except asyncio.TimeoutError:
                 pass
@@ -367,6 +326,13 @@ class Kernel:
         oom_killed, self._oom_kills = oom_kills > self._oom_kills, oom_kills
         cause = exit_cause(process.poll() if process is not None else None, self.limits, oom_killed)
         log.warning("%s kernel process exited: %s", self.language, cause)
+        if self.state in ("starting", "restarting"):
+            # Not a death: a start that failed. _wait_ready raises it with the reason (no restart from here:
+            # the pool decides whether to try again).
+            self._exit_cause = cause
+            self._fail_pending("died", cause)
+            return
+        self.death_cause = cause
         self._fail_pending("died", cause)
         self._set_state("dead", cause)
         if self._on_death is not None:
@@ -376,6 +342,7 @@ class Kernel:
         for pending in list(self._pending.values()):
             if not pending.done.done():
                 pending.done.set_result(ExecuteReply(status, {"cause": cause} if cause else {}))
+            pending.replied.set()  # a start waiting for this kernel_info reply looks again at once
         self._pending.clear()
 
     async def _end_descendants(self) -> None:
@@ -385,12 +352,20 @@ class Kernel:
             await asyncio.to_thread(launcher.kill_descendants, pid)
 
     async def restart(self, reason: str = "interrupted") -> None:
-        """Restart the process; runs in flight end with `reason`. Keeps connection paths."""
-        assert self._km is not None
+        """Restart the process; runs in flight end with `reason`. Keeps connection paths. A kernel whose
+        start failed (its sockets, context and stderr are closed) starts afresh instead."""
+        if self._km is None:
+            await self.start()
+            return
         self._expect_exit = True
         self._unwatch_process()
         self._fail_pending(reason)
-        self._set_state("restarting")
+        # A try after a failed start is a start again, not news (no "restarting" line in the editors).
+        self._set_state("starting" if self._quietly_dead else "restarting")
+        self._quietly_dead = False
+        if self._stderr is not None:
+            self._stderr.mark()
+        self._exit_cause = None
         try:
             await self._end_descendants()
             await self._km.restart_kernel(now=True)
@@ -400,7 +375,11 @@ class Kernel:
         finally:
             self._expect_exit = False
         self._watch_process()
-        await self._wait_ready()
+        try:
+            await self._wait_ready()
+        except KernelStartError as exc:
+            self._failed_quietly(exc)
+            raise
         self.started_at = time.monotonic()
         self._set_state("idle")
 
@@ -414,9 +393,7 @@ class Kernel:
                 await self._router
             self._router = None
         if self._stdin_watch is not None:
-            self._stdin_watch.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._stdin_watch
+            await self._stdin_watch.close()
             self._stdin_watch = None
         if self._kc is not None:
             self._kc.stop_channels()
@@ -428,15 +405,18 @@ class Kernel:
                 await self._km.shutdown_kernel(now=True)
             with contextlib.suppress(Exception):
                 await self._km._async_cleanup_resources()
+        if self._context is not None:
+            with contextlib.suppress(Exception):
+                self._context.destroy(linger=0)  # closes what is left (no send waits: linger 0)
+            self._context = None
         if self._stderr is not None:
             self._stderr.close()
             self._stderr = None
-            with contextlib.suppress(OSError):
-                (self._runtime_dir / "stderr.log").unlink()
         with contextlib.suppress(OSError):
             self._runtime_dir.rmdir()  # empty once jupyter_client removed the connection file and sockets
         cgroups.remove(self.cgroup)
         self.cgroup = None
+        self._km = None  # its sockets and launch arguments (the stderr descriptor) are gone: never reused
 
     async def shutdown(self) -> None:
         await self._kill()
@@ -444,7 +424,10 @@ class Kernel:
 
     async def interrupt(self) -> None:
         if self._km is not None and self.state not in ("dead", "stopped"):
-            await self._km.interrupt_kernel()
+            try:
+                await self._km.interrupt_kernel()
+            except zmq_again():  # a kernel interrupted by message whose control queue is full
+                log.warning("the %s kernel's interrupt could not be sent: it reads nothing", self.language)
 
     def pid(self) -> int | None:
         process = getattr(getattr(self._km, "provisioner", None), "process", None)
@@ -481,14 +464,20 @@ class Kernel:
         reply once the kernel is idle again, or with "died"/"interrupted"."""
         if self._kc is None or self.state in ("dead", "stopped", "restarting"):
             raise KernelDied(f"The {self.language} kernel is not running")
-        msg_id = self._kc.execute(
-            code,
-            silent=silent,
-            store_history=not silent,
-            user_expressions=user_expressions or {},
-            allow_stdin=allow_stdin,
-            stop_on_error=False,
-        )
+        try:
+            msg_id = self._kc.execute(
+                code,
+                silent=silent,
+                store_history=not silent,
+                user_expressions=user_expressions or {},
+                allow_stdin=allow_stdin,
+                stop_on_error=False,
+            )
+        except zmq_again():
+            raise KernelDied(
+                f"The {self.language} kernel is not taking requests: it has not read the ones before "
+                "(stopped or stuck). Interrupt or restart it."
+            ) from None
         # Registered before any await: the router cannot see this msg_id's messages earlier.
         pending = self._register(msg_id, sink)
         self._sent("shell")
@@ -598,5 +587,9 @@ class Kernel:
             # The user cancelled: interrupting ends input() with KeyboardInterrupt, as Ctrl-C would.
             await self.interrupt()
         else:
-            self._kc.input(value)
+            try:
+                self._kc.input(value)
+            except zmq_again():
+                log.warning("the answer to input() could not be sent: the %s kernel reads nothing", self.language)
+                return
             self._sent("stdin")

@@ -22,6 +22,7 @@ from .kernel import CommandWrapper, Kernel, KernelStartError
 from .launcher import Limits
 from .limits import describe, limit_reached, process_limit_ignored
 from .readonly import release_placeholders
+from .restarts import MAX_STARTS, StartFailures, crash_loop
 from .specs import KernelChoice, choose_kernel
 
 log = logging.getLogger(__name__)
@@ -53,11 +54,12 @@ class KernelPool:
         launch_options: Callable[[], LaunchOptions],
         python_setting: Callable[[], str | None],
         on_state: KernelStateListener,
-        on_died: Callable[[str], None],
+        on_died: Callable[[str, str | None], None],
         refuse: Callable[[], str | None] = lambda: None,
         settings_ready: Callable[[], Awaitable[None]] | None = None,
         on_ready: Callable[[KernelBackend], Awaitable[None]] | None = None,
         gateway: Callable[[], GatewayConfig | None] = lambda: None,
+        on_failed: Callable[[str, str], None] = lambda language, message: None,
     ) -> None:
         self.root = root
         self._runtime_dir = runtime_dir
@@ -65,7 +67,13 @@ class KernelPool:
         self._launch_options = launch_options
         self._python_setting = python_setting
         self._on_state = on_state
-        self._on_died = on_died
+        self._on_died = on_died  # (language, cause): a running kernel died; it is being restarted
+        self._on_failed = on_failed  # (language, why): it could not be restarted, and stays dead
+        # Failed starts in a row, and the languages whose kernel stays dead (why) until a run, a restart or a
+        # settings change asks again (kernels/restarts.py).
+        self._failures: dict[str, StartFailures] = {}
+        self._gave_up: dict[str, str] = {}
+        self._said_dead: dict[str, str] = {}  # the last death said, per language (_state)
         self._kernels: dict[str, KernelBackend] = {}
         self._starting: dict[str, asyncio.Task[KernelBackend]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
@@ -82,6 +90,7 @@ class KernelPool:
         self._gateway_client: GatewayClient | None = None
         self._old_clients: list[GatewayClient] = []
         self._started = 0  # kernels started: each gets a runtime directory of its own
+        self._said_process_limit: str | None = None
 
     def gateway_client(self) -> GatewayClient | None:
         """The client of the configured gateway (None: kernels are local); a new one when settings change."""
@@ -110,8 +119,11 @@ class KernelPool:
         return cached
 
     def forget_choices(self) -> None:
-        """Settings changed (kernel.python): resolve languages afresh."""
+        """Settings changed (kernel.python): resolve languages afresh, and start afresh a kernel that stays
+        dead."""
         self._choices.clear()
+        self._gave_up.clear()
+        self._failures.clear()
 
     def run_lock(self, language: str) -> asyncio.Lock:
         """Runs on one kernel take turns in arrival order (asyncio.Lock wakes waiters FIFO)."""
@@ -133,8 +145,55 @@ class KernelPool:
             kernel = self._kernels.get(lang)
             if kernel is not None and kernel.state not in ("dead", "stopped"):
                 return kernel
-            task = self._track(lang, self._start(lang))
+            if (why := self._gave_up.get(lang)) is not None:
+                raise KernelStartError(why)  # it stays dead until a restart or a settings change
+            task = self._track(lang, self._start_tries(lang))
         return await asyncio.shield(task)
+
+    def _failures_of(self, lang: str) -> StartFailures:
+        return self._failures.setdefault(lang, StartFailures())
+
+    def _try_again(self, lang: str, exc: KernelStartError) -> float | None:
+        """After a failed start: the delay before the next try, or None (the error stands; when tries ran
+        out, said once, as the kernel's state)."""
+        if not exc.retry:
+            return None
+        failures = self._failures_of(lang)
+        delay = failures.failed()
+        if delay is None:
+            self._give_up(lang, str(exc))
+            return None
+        log.info("the %s kernel did not start (try %d of %d); trying again in %.1f s: %s",
+                 lang, failures.count, MAX_STARTS, delay, exc)
+        return delay
+
+    def _state(self, lang: str, state: str, message: str | None) -> None:
+        """A kernel's state, passed on; a death said just before for the same reason (a kernel dying again
+        and again soon after each start) is not said again: one message per cause."""
+        if state == "dead" and message:
+            if self._failures_of(lang).in_streak() and self._said_dead.get(lang) == message:
+                return
+            self._said_dead[lang] = message
+        self._on_state(lang, state, message)
+
+    def _give_up(self, lang: str, why: str) -> None:
+        self._gave_up[lang] = why
+        self._failures_of(lang).reset()
+        log.error("%s", why)
+        self._on_state(lang, "dead", why)
+
+    async def _start_tries(self, lang: str) -> KernelBackend:
+        """Start the kernel, trying again with backoff when its process exits before it answers."""
+        while True:
+            try:
+                kernel = await self._start(lang)
+            except KernelStartError as exc:
+                if (delay := self._try_again(lang, exc)) is None:
+                    raise
+                await asyncio.sleep(delay)
+            else:
+                self._failures_of(lang).ready()
+                return kernel
 
     def _track(self, lang: str, coro: Awaitable[KernelBackend]) -> asyncio.Task[KernelBackend]:
         task = asyncio.ensure_future(coro)
@@ -156,7 +215,7 @@ class KernelPool:
             remote = GatewayKernel(
                 client.choice(lang),
                 client=client,
-                on_state=lambda state, message: self._on_state(lang, state, message),
+                on_state=lambda state, message: self._state(lang, state, message),
                 on_death=self._restart_after_death,
             )
             self._kernels[lang] = remote
@@ -168,7 +227,9 @@ class KernelPool:
         options = self._launch_options()
         cgroup_root = cgroups.delegation().root if os.name == "posix" else None
         if options.limits.processes and cgroup_root is None and (why := process_limit_ignored()):
-            log.warning("kernel.processLimit does not hold: %s (run the server as a normal user)", why)
+            if why != self._said_process_limit:  # once, not at every start
+                self._said_process_limit = why
+                log.warning("kernel.processLimit does not hold: %s (run the server as a normal user)", why)
         self._started += 1
         kernel = Kernel(
             choice,
@@ -176,7 +237,7 @@ class KernelPool:
             # Its own directory: a sandboxed kernel sees its connection file, not another kernel's.
             runtime_dir=self._runtime_dir / f"{lang[:8]}-{self._started}",
             env=options.env,
-            on_state=lambda state, message: self._on_state(lang, state, message),
+            on_state=lambda state, message: self._state(lang, state, message),
             on_death=self._restart_after_death,
             command_wrapper=options.command_wrapper,
             limits=options.limits,
@@ -196,24 +257,58 @@ class KernelPool:
                 log.exception("preparing the %s kernel failed", kernel.language)
 
     async def _restart_after_death(self, kernel: KernelBackend) -> None:
+        """A running kernel died: say so (once per streak of early deaths) and restart it, with backoff and
+        a limit (kernels/restarts.py); when it cannot be restarted, say why, once."""
         if self._closed:
             return
-        self._on_died(kernel.language)
-        task = self._track(kernel.language, self._restart_kernel(kernel, "died"))
+        lang = kernel.language
+        cause = getattr(kernel, "death_cause", None)
+        failures = self._failures_of(lang)
+        delay = failures.failed()
+        if failures.count == 1:
+            self._on_died(lang, cause)
+        if delay is None:
+            why = crash_loop(lang, cause or "no cause known", MAX_STARTS)
+            self._give_up(lang, why)
+            self._on_failed(lang, why)
+            return
+        task = self._track(lang, self._restart_kernel(kernel, "died", delay if failures.count > 1 else 0.0))
         try:
             await task
+        except KernelStartError as exc:
+            if lang in self._gave_up:
+                self._on_failed(lang, str(exc))
+            else:
+                log.error("%s", exc)
         except Exception as exc:
             log.error("%s", exc)
 
-    async def _restart_kernel(self, kernel: KernelBackend, reason: str) -> KernelBackend:
-        await kernel.restart(reason=reason)
-        await self._ready(kernel)
-        return kernel
+    async def _restart_kernel(self, kernel: KernelBackend, reason: str, delay: float = 0.0) -> KernelBackend:
+        """Restart the kernel, trying again with backoff when its process exits before it answers."""
+        while True:
+            if delay:
+                await asyncio.sleep(delay)
+            try:
+                await kernel.restart(reason=reason)
+            except KernelStartError as exc:
+                next_delay = self._try_again(kernel.language, exc)
+                if next_delay is None:
+                    raise
+                delay = next_delay
+                continue
+            await self._ready(kernel)
+            self._failures_of(kernel.language).ready()
+            return kernel
 
     async def restart(self, language: str) -> None:
         lang = canonical_language(language)
         kernel = self._kernels.get(lang)
-        if kernel is None or lang in self._starting:
+        if lang in self._starting:  # a start (or its tries) under way: that is the restart asked for
+            await self.kernel(lang)
+            return
+        self._gave_up.pop(lang, None)  # the user asks: a new series of tries
+        self._failures_of(lang).reset()
+        if kernel is None:
             await self.kernel(lang)
             return
         await self._track(lang, self._restart_kernel(kernel, "interrupted"))

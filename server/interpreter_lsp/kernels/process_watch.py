@@ -32,6 +32,29 @@ class Process(Protocol):
     def poll(self) -> int | None: ...
 
 
+class ForeignProcess:
+    """A process that is not our child (the editor: initialize's processId), for ProcessWatch. Only its pid
+    is known; `poll` says whether it still runs (a zombie has exited), without reaping anything."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+
+    def poll(self) -> int | None:
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return 0
+        except PermissionError:
+            pass  # it exists (another user's)
+        try:
+            with open(f"/proc/{self.pid}/stat", "rb") as stat:
+                if stat.read().rsplit(b")", 1)[-1].split()[0] == b"Z":
+                    return 0
+        except (OSError, IndexError):
+            pass
+        return None
+
+
 def available_modes() -> list[Mode]:
     """The ways this OS offers, best first ("poll" always works)."""
     modes: list[Mode] = []
