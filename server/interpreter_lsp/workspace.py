@@ -45,6 +45,7 @@ from .runs import Run, RunManager, RunResult
 from .safety import policy
 from .safety.secrets import kernel_environment
 from .settings import Settings
+from .undo import FileUndo, undo_note, undo_scope
 
 log = logging.getLogger(__name__)
 
@@ -144,6 +145,7 @@ class Workspace:
         self.settings_errors: list[str] = []
         self._settings_report = settings_mod.SettingsReport(self.settings)
         self.file_changes = FileChanges(root)
+        self.file_undo = FileUndo(root)  # pre-images of the workspace's files, per run (undo.py)
         self.pool = KernelPool(
             root,
             ctx.runtime_dir,
@@ -167,6 +169,7 @@ class Workspace:
             default_timeout=lambda: self.settings.run_timeout,
             files=self.file_changes,
             ledger=ledger,
+            before_run=lambda run_id: self.file_undo.before_run(run_id),
         )
         self.conversation = Conversation(History(history_file(root), ctx.redact_shown), root)
         self.gate = Gate(self, self.conversation.record, self._start_checked, ledger)
@@ -436,10 +439,33 @@ class Workspace:
         await self.loop.interrupt("Stopped: the conversation was reset.")
         self.conversation.reset()
 
-    async def undo(self) -> None:
+    async def undo(self, *, dry_run: bool = False, confirm: bool = False) -> dict[str, Any]:
+        """Take back the last request (or the user's own run after it): the conversation and the workspace
+        files its runs wrote, created or deleted. `dry_run`: only say what would be restored and what not.
+        `confirm`: also overwrite files changed again after the run (a dry run lists them); without it they
+        are kept and named. Whatever cannot come back is named in the result and told to the model."""
+        nothing = "Nothing to undo: the conversation has no message or run of yours."
+        if dry_run:
+            events = self.conversation.to_undo()
+            if events is None:
+                raise UserError(nothing)
+            plan = self.file_undo.plan(events, remote=bool(self.settings.kernel.gateway_url), force=True)
+            return {"dryRun": True, **undo_scope(events), **plan.to_wire()}
         await self.loop.interrupt("Stopped: the last message was undone.")
-        if not self.conversation.undo():
-            raise UserError("Nothing to undo: the conversation has no message from you.")
+        events = self.conversation.to_undo()
+        if events is None:
+            raise UserError(nothing)
+        plan = self.file_undo.plan(events, remote=bool(self.settings.kernel.gateway_url), force=confirm)
+        restored, removed, failed = await self.file_undo.apply(plan)
+        dropped = self.conversation.undo() or []
+        run_ids = [str(e.get("runId")) for e in dropped if e.get("type") == "run"]
+        self.file_undo.forget(run_ids)
+        lost = [*plan.lost, *failed]
+        if run_ids:
+            self._variables = None
+            text, for_model = undo_note(restored, removed, lost)
+            self.conversation.add(p.NoteEvent(text, for_model=for_model))
+        return {**undo_scope(dropped), "restored": restored, "removed": removed, "notRestorable": lost}
 
     def history(self) -> list[dict[str, Any]]:
         return self.conversation.events
@@ -584,6 +610,7 @@ class Workspace:
         self.ctx.show_message("warning", text)
 
     def _run_finished(self, result: RunResult) -> None:
+        self.file_undo.run_finished(result.run_id, result.files, result.message)
         if result.language == PYTHON:
             self._variables = None  # the next chat asks the kernel again
         for touched in result.files:
