@@ -176,3 +176,25 @@ async def test_undo_arguments_are_checked(seeded: Session) -> None:
         await seeded.command(p.UNDO, {"dryRun": "yes"})
     with pytest.raises(JsonRpcException, match="Nothing to undo"):
         await seeded.command(p.UNDO, {"dryRun": True})
+
+
+def test_undo_of_a_users_run_is_replayed_from_the_log(tmp_path: Path) -> None:
+    from interpreter_lsp.agent.conversation import Conversation
+    from interpreter_lsp.history import History
+
+    def run(run_id: str, turn_id: str | None = None) -> p.RunEvent:
+        return p.RunEvent(run_id=run_id, origin="user" if turn_id is None else "model", language="python",
+                          code="1", state="ok", duration_ms=1, output_for_model="", turn_id=turn_id)
+
+    c = Conversation(History(tmp_path / "h.jsonl"))
+    c.add(p.UserEvent("t-1", "a", "a"))
+    c.add(run("r-model", "t-1"))  # the model's run belongs to its turn
+    c.add(run("r-mine"))  # the user's own run after it: its own unit
+    c.add(run("r-again"))
+    dropped = c.undo()
+    assert [e.get("runId") for e in dropped or []] == ["r-again"]
+    assert [e.get("runId") for e in c.undo() or []] == ["r-mine"]
+    assert [e["type"] for e in c.events] == ["user", "run"]
+    c.close()
+    replayed = Conversation(History(tmp_path / "h.jsonl")).events
+    assert [(e["type"], e.get("runId")) for e in replayed] == [("user", None), ("run", "r-model")]
