@@ -10,10 +10,11 @@ Which files a run changed comes from the files tracker (files.py) when the run e
 the ones of the run's own snapshot.
 
 The store lives beside the conversation's history, in the server's per-workspace state (never inside the
-workspace, where code and the model could read or change it): `<state>/undo/<workspace>-<digest>/`, one
-blob per distinct content, named by its sha256. It is bounded (`limit` bytes): past it a file is not copied
-and undo names it as not restorable, with the reason. It holds this session's pre-images only: it is
-emptied when the server starts again (the runs it knew about are then named as not restorable).
+workspace, where code and the model could read or change it): `<state>/undo/<workspace>-<digest>/<pid>/`
+(0700), one blob per distinct content, named by its sha256. It is bounded (`limit` bytes): past it a file is not copied
+and undo names it as not restorable, with the reason; nearing it, blobs no run still needs are freed. It
+holds this session's pre-images only: a server's store is removed by the next server that finds its
+process gone (runs of an earlier session are named as not restorable).
 ext4 has no reflink; where the file system has one (btrfs, XFS) the copy is a FICLONE.
 """
 
@@ -40,9 +41,28 @@ Signature = tuple[int, int, int, int, int]  # mtime_ns, ctime_ns, size, inode, m
 
 
 def store_dir(root: Path) -> Path:
-    """Beside the workspace's history file (history.py), never inside the workspace."""
+    """Beside the workspace's history file (history.py), never inside the workspace; one directory per
+    server process (two editors on one folder each keep their own)."""
     history = history_file(root)
-    return history.parent.parent / "undo" / history.stem
+    return history.parent.parent / "undo" / history.stem / str(os.getpid())
+
+
+def _remove_stale(parent: Path, mine: Path) -> None:
+    """The stores of servers that ended (their pid is gone): their runs are out of reach."""
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(parent):
+            if entry.name.isdigit() and entry.path != str(mine) and not _alive(int(entry.name)):
+                shutil.rmtree(entry.path, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # someone else's: not ours to remove
+    return True
 
 
 @dataclass
@@ -75,8 +95,10 @@ class PreimageStore:
         if not self._prepared:
             # Pre-images of an earlier session belong to runs this one does not know: start empty.
             shutil.rmtree(self.directory, ignore_errors=True)
+            _remove_stale(self.directory.parent, self.directory)
             self.blobs.mkdir(parents=True, exist_ok=True, mode=0o700)
-            os.chmod(self.directory, 0o700)
+            for directory in (self.directory.parent, self.directory):
+                os.chmod(directory, 0o700)
             self._prepared = True
         files: dict[str, tuple[Signature, str | None]] = {}
         uncopied: dict[str, str] = {}
@@ -153,6 +175,21 @@ class PreimageStore:
             with contextlib.suppress(OSError):
                 temporary.unlink()
             return None, f"{relative} could not be copied before the run ({exc.strerror or exc})"
+
+    def collect(self, needed: set[str]) -> None:
+        """Free the blobs nothing needs: neither a kept run's pre-image nor the workspace's current content
+        (the next run's pre-image)."""
+        keep = needed | {digest for _sig, digest in self._index.values() if digest is not None}
+        try:
+            entries = list(os.scandir(self.blobs))
+        except OSError:
+            return
+        for entry in entries:
+            if entry.name not in keep and not entry.name.startswith(".in-"):
+                with contextlib.suppress(OSError):
+                    size = entry.stat(follow_symlinks=False).st_size
+                    os.unlink(entry.path)
+                    self.used -= size
 
     # ---- restore -------------------------------------------------------------------------------------
 

@@ -61,11 +61,37 @@ class FileUndo:
         self.store = store or PreimageStore(root)
         self._runs: dict[str, _RunFiles] = {}
         self._lock = asyncio.Lock()
+        self._warming: asyncio.Future[Snapshot] | None = None
+
+    def warm(self) -> None:
+        """Copy what changed now, off any run's path (after a run, when a local kernel is ready): the next
+        run's own snapshot then only walks the workspace, unless something changed meanwhile."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # no loop (a unit test): the next run's snapshot does it
+        if self._warming is None or self._warming.done():
+            self._warming = loop.create_task(self._snapshot())
+            self._warming.add_done_callback(lambda task: task.cancelled() or task.exception())
+
+    async def _snapshot(self) -> Snapshot:
+        async with self._lock:  # one snapshot at a time: they share the store's index
+            if self.store.used > self.store.limit * 0.8:
+                await asyncio.to_thread(self.store.collect, self._needed())
+            return await asyncio.to_thread(self.store.snapshot)
+
+    def _needed(self) -> set[str]:
+        """Blobs an undo may still ask for: the pre-images of the changes of the runs still known."""
+        return {
+            digest
+            for record in self._runs.values()
+            for path in record.changes
+            if (entry := record.before.files.get(path)) is not None and (digest := entry[1]) is not None
+        }
 
     async def before_run(self, run_id: str) -> None:
         try:
-            async with self._lock:  # one snapshot at a time: they share the store's index
-                snapshot = await asyncio.to_thread(self.store.snapshot)
+            snapshot = await self._snapshot()
         except Exception as exc:  # the run goes ahead; undo names what it changed as not restorable
             log.warning("no pre-images for run %s: %s", run_id, exc)
             why = f"the workspace could not be copied before the run ({exc})"
@@ -81,9 +107,11 @@ class FileUndo:
         record.after = {path: self.store.current(path) for path in record.changes}
         if note and "may be incomplete" in note:
             record.incomplete = note
+        self.warm()
 
-    def forget(self, run_ids: list[str]) -> None:
-        for run_id in run_ids:
+    def forget(self, run_ids: list[str] | None = None) -> None:
+        """Runs no undo can reach any more (undone; all of them: the conversation was reset)."""
+        for run_id in list(self._runs) if run_ids is None else run_ids:
             self._runs.pop(run_id, None)
 
     def plan(self, events: list[dict[str, Any]], *, remote: bool, force: bool) -> Plan:
@@ -173,12 +201,17 @@ class FileUndo:
                 failed.append({"name": path, "why": f"could not be written back: {exc}"})
         for path in sorted(plan.remove):
             try:
-                target = resolve_inside(self.root, path)
-                if stat.S_ISREG(os.lstat(target).st_mode):
-                    os.unlink(target)
+                # The file itself is never followed (unlink removes a link, not its target); its directory
+                # must be the workspace's own.
+                parent = resolve_inside(self.root, os.path.dirname(path) or ".")
+                target = parent / os.path.basename(path)
+                mode = os.lstat(target).st_mode
+                if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+                    raise IsADirectoryError(f"{path} is no longer a file")
+                os.unlink(target)
                 removed.append(path)
             except FileNotFoundError:
-                removed.append(path)
+                removed.append(path)  # gone already: what undo wanted
             except Exception as exc:
                 failed.append({"name": path, "why": f"could not be removed: {exc}"})
         return restored, removed, failed

@@ -438,6 +438,7 @@ class Workspace:
     async def reset(self) -> None:
         await self.loop.interrupt("Stopped: the conversation was reset.")
         self.conversation.reset()
+        self.file_undo.forget()  # no undo reaches those runs any more: their pre-images may go
 
     async def undo(self, *, dry_run: bool = False, confirm: bool = False) -> dict[str, Any]:
         """Take back the last request (or the user's own run after it): the conversation and the workspace
@@ -594,6 +595,8 @@ class Workspace:
         self.ctx.send(p.KERNEL_STATUS, p.to_wire(params))
 
     async def _kernel_ready(self, kernel: Any) -> None:
+        if not getattr(kernel, "remote", False):
+            self.file_undo.warm()  # the session's first copy of the workspace, off the first run's path
         if kernel.language == PYTHON:
             from .kernels.figures import REGISTER
 
