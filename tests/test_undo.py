@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from pygls.exceptions import JsonRpcException
 
-from harness import Session, start_session, stop_session
+from harness import Session, needs_bwrap, start_session, stop_session
 from interpreter_lsp import protocol as p
 from scripted_model import ScriptedModel
 from test_loop import model_settings, next_proposal, py, turn_end
@@ -198,3 +198,21 @@ def test_undo_of_a_users_run_is_replayed_from_the_log(tmp_path: Path) -> None:
     c.close()
     replayed = Conversation(History(tmp_path / "h.jsonl")).events
     assert [(e["type"], e.get("runId")) for e in replayed] == [("user", None), ("run", "r-model")]
+
+
+@needs_bwrap
+async def test_undo_restores_what_a_sandboxed_run_wrote(workspace_root: Path, home: Path) -> None:
+    seed(workspace_root)
+    s = await start_session(workspace_root, home, configuration={"sandbox": "bubblewrap"})
+    try:
+        run_id, status = await s.run_and_wait(
+            "!sed -i 's/line/LINE/' a.txt && rm c.txt && echo new > d.txt\n"
+            "import subprocess; subprocess.run(['sh', '-c', 'printf x >> \"sub dir/b.bin\"'], check=True)"
+        )
+        assert status["state"] == "ok", s.text(run_id)
+        assert contents(workspace_root) != ORIGINAL
+        result = await s.command(p.UNDO, {})
+        assert (result["restored"], result["removed"]) == (["a.txt", "c.txt", "sub dir/b.bin"], ["d.txt"])
+        assert_original(workspace_root)
+    finally:
+        await stop_session(s)

@@ -157,6 +157,8 @@ class FileUndo:
             else:
                 target = (before[1], stat.S_IMODE(before[0][4]))
             now = self.store.current(path)
+            if before is not None and now == before[0]:
+                continue  # as it was before the run (a change attributed to it that was not its own)
             if now != last[path].after.get(path):
                 plan.changed_since.append(path)
                 if not force:
