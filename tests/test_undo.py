@@ -216,3 +216,16 @@ async def test_undo_restores_what_a_sandboxed_run_wrote(workspace_root: Path, ho
         assert_original(workspace_root)
     finally:
         await stop_session(s)
+
+
+async def test_undo_stops_a_run_in_progress_and_takes_it_back(seeded: Session) -> None:
+    s, root = seeded, seeded.root
+    run_id = await s.run("import time\nopen('a.txt', 'w').write('half done')\nprint('written', flush=True)\n"
+                         "time.sleep(120)")
+    await s.wait_for(lambda: "written" in s.text(run_id), what="the run's first write")
+    preview = await s.command(p.UNDO, {"dryRun": True})
+    assert preview["running"] == [run_id]
+    result = await s.command(p.UNDO, {})
+    assert (await s.finished(run_id))["state"] == "interrupted"
+    assert result["runs"] == [run_id] and result["restored"] == ["a.txt"]
+    assert_original(root)

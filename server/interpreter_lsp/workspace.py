@@ -53,6 +53,7 @@ Send = Callable[[str, dict[str, Any]], None]
 
 VARIABLES_FOR_CONTEXT_TIMEOUT = 2.0
 FACTS_TIMEOUT = 10.0  # seconds litellm may take to describe a model (it may ask an Ollama server)
+UNDO_STOP_WAIT = 30.0  # seconds an undo waits for the runs it stopped to end (a restart ends any in 10 s)
 RATING_BUDGET = 2.0  # seconds a proposal's rating may take before it counts as not understood
 
 
@@ -447,12 +448,19 @@ class Workspace:
         are kept and named. Whatever cannot come back is named in the result and told to the model."""
         nothing = "Nothing to undo: the conversation has no message or run of yours."
         if dry_run:
+            # Runs in progress: an undo stops them first; then what they changed is in what it takes back.
+            running = sorted(self.runs.runs)
             events = self.conversation.to_undo()
-            if events is None:
+            if events is None and not running:
                 raise UserError(nothing)
-            plan = self.file_undo.plan(events, remote=bool(self.settings.kernel.gateway_url), force=True)
-            return {"dryRun": True, **undo_scope(events), **plan.to_wire()}
+            plan = self.file_undo.plan(events or [], remote=bool(self.settings.kernel.gateway_url), force=True)
+            return {"dryRun": True, **undo_scope(events or []), **plan.to_wire(), "running": running}
         await self.loop.interrupt("Stopped: the last message was undone.")
+        if still := [run.result for run in self.runs.runs.values()]:
+            # Code still running (the user's own, another agent's) is stopped and recorded first: what it
+            # changed is then part of what this undo takes back, never half of it.
+            await self.runs.interrupt()
+            await asyncio.wait(still, timeout=UNDO_STOP_WAIT)
         events = self.conversation.to_undo()
         if events is None:
             raise UserError(nothing)
