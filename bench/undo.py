@@ -6,6 +6,10 @@ awaits before a local run starts (undo.FileUndo.before_run: a stat walk of the w
 every file changed since the previous snapshot); restore is plan + apply of an undo of that run.
 
 Workspaces: 1,000 files of 4 KB in 20 directories; and one 100 MB file beside 10 small ones.
+"capture" is measured right after the previous run changed the files (the worst case: the copy of what it
+changed is on this run's path); "after a pause" is a run's capture once the copy the server starts when a run
+or an undo ends has finished (the walk only).
+
 Cells: write 1 file; write 50 files (`open(..., "w")`); `!sed -i` one file; rewrite the 100 MB file
 (its next snapshot copies it: that run's capture is reported too).
 
@@ -92,7 +96,7 @@ async def scenario(name: str, root: Path, cells: dict[str, tuple[str, list[str]]
     try:
         run_cell(client, "1")
         for cell, (code, changed) in cells.items():
-            bare, captured, capture, restore = [], [], [], []
+            bare, captured, capture, restore, idle = [], [], [], [], []
             used_before = undo.store.used
             for i in range(repeats):
                 bare.append(run_cell(client, code))
@@ -109,11 +113,20 @@ async def scenario(name: str, root: Path, cells: dict[str, tuple[str, list[str]]
                 restored, _removed, failed = await undo.apply(plan)
                 restore.append(time.perf_counter() - t2)
                 assert not failed and sorted(restored) == sorted(changed), (restored, failed)
+                # The server copies what changed as soon as a run or an undo ends (FileUndo.warm): a run
+                # that comes after a pause pays the walk only.
+                undo.warm()
+                if undo._warming is not None:
+                    await undo._warming
+                t3 = time.perf_counter()
+                await undo.before_run(f"idle{i}")
+                idle.append(time.perf_counter() - t3)
             overhead = [c / b - 1 for c, b in zip(captured, bare, strict=True)]
             print(
                 f"{cell:34s} run {statistics.median(bare) * 1000:7.1f} ms | capture p50 "
                 f"{statistics.median(capture) * 1000:6.1f} ms p95 {pct(capture, 0.95) * 1000:6.1f} ms | "
-                f"overhead p50 {statistics.median(overhead) * 100:+6.1f} % | restore p50 "
+                f"overhead p50 {statistics.median(overhead) * 100:+6.1f} % | after a pause "
+                f"{statistics.median(idle) * 1000:5.1f} ms | restore p50 "
                 f"{statistics.median(restore) * 1000:6.1f} ms p95 {pct(restore, 0.95) * 1000:6.1f} ms | "
                 f"store +{(undo.store.used - used_before) / 1e6:.1f} MB"
             )

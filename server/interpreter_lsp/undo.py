@@ -5,7 +5,7 @@ back, with everything that cannot come back named before anything is changed.
 `run_finished` learns from the files tracker which files the run created, wrote or deleted. `plan` says,
 for the runs an undo takes back, which files would be written back or removed and what is not restorable
 and why (a file it could not copy, a file changed again after the run, a run on a remote kernel, a run of
-an earlier session, writes outside the workspace the rating saw); `apply` carries out a plan.
+an earlier session, paths outside the workspace its code names); `apply` carries out a plan.
 """
 
 from __future__ import annotations
@@ -61,7 +61,8 @@ class FileUndo:
         self.store = store or PreimageStore(root)
         self._runs: dict[str, _RunFiles] = {}
         self._lock = asyncio.Lock()
-        self._warming: asyncio.Future[Snapshot] | None = None
+        self._warming: asyncio.Future[None] | None = None
+        self._stale = False
 
     def warm(self) -> None:
         """Copy what changed now, off any run's path (after a run, when a local kernel is ready): the next
@@ -70,9 +71,15 @@ class FileUndo:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return  # no loop (a unit test): the next run's snapshot does it
+        self._stale = True  # a copy under way may have started before this change: one more after it
         if self._warming is None or self._warming.done():
-            self._warming = loop.create_task(self._snapshot())
+            self._warming = loop.create_task(self._warm())
             self._warming.add_done_callback(lambda task: task.cancelled() or task.exception())
+
+    async def _warm(self) -> None:
+        while self._stale:
+            self._stale = False
+            await self._snapshot()
 
     async def _snapshot(self) -> Snapshot:
         async with self._lock:  # one snapshot at a time: they share the store's index

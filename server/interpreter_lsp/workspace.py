@@ -466,6 +466,7 @@ class Workspace:
             raise UserError(nothing)
         plan = self.file_undo.plan(events, remote=bool(self.settings.kernel.gateway_url), force=confirm)
         restored, removed, failed = await self.file_undo.apply(plan)
+        self.file_undo.warm()  # the files put back are the next run's pre-images: copied now, off its path
         dropped = self.conversation.undo() or []
         run_ids = [str(e.get("runId")) for e in dropped if e.get("type") == "run"]
         self.file_undo.forget(run_ids)
