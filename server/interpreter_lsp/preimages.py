@@ -26,6 +26,7 @@ import logging
 import os
 import shutil
 import stat
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,6 +37,7 @@ log = logging.getLogger(__name__)
 
 STORE_LIMIT = 2 * 1024**3  # bytes of pre-images kept per workspace and session
 FICLONE = 0x40049409  # linux/fs.h
+RACY_NS = 50_000_000  # a file changed this close before a walk is read again at the next one (> a tick)
 
 Signature = tuple[int, int, int, int, int]  # mtime_ns, ctime_ns, size, inode, mode
 
@@ -86,6 +88,7 @@ class PreimageStore:
         self.limit = limit
         self.used = 0
         self._index: dict[str, tuple[Signature, str | None]] = {}
+        self._racy: set[str] = set()  # changed too close to the last walk for its signature to tell
         self._prepared = False
 
     # ---- capture (blocking: called in a worker thread) -----------------------------------------------
@@ -102,17 +105,23 @@ class PreimageStore:
             self._prepared = True
         files: dict[str, tuple[Signature, str | None]] = {}
         uncopied: dict[str, str] = {}
+        # File times are coarse (a clock tick of some ms): a file written just before this walk can be
+        # written again with the same size and times. Such a file is read again next time ("racy git").
+        racy_after = time.time_ns() - RACY_NS
+        racy: set[str] = set()
         for relative, st in self._walk():
             sig = signature(st)
             known = self._index.get(relative)
-            if known is not None and known[0] == sig and known[1] is not None:
+            if known is not None and known[0] == sig and known[1] is not None and relative not in self._racy:
                 files[relative] = known
                 continue
             digest, why = self._copy(relative, st.st_size)
             files[relative] = (sig, digest)
             if why:
                 uncopied[relative] = why
-        self._index = files
+            if max(st.st_mtime_ns, st.st_ctime_ns) >= racy_after:
+                racy.add(relative)
+        self._index, self._racy = files, racy
         return Snapshot(dict(files), uncopied)
 
     def _walk(self) -> list[tuple[str, os.stat_result]]:
@@ -204,3 +213,8 @@ class PreimageStore:
 
     def stored_bytes(self) -> int:
         return self.used
+
+    @property
+    def racy(self) -> bool:
+        """Some file changed too close to the last walk: the next one reads it again."""
+        return bool(self._racy)

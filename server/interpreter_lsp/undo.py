@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 _QUOTED = re.compile(r"""(['"])(~?/[^'"\n]*)\1""")
 _BARE = re.compile(r"""(?:^|(?<=[\s=(,>]))(~?/[^\s'"`;|&<>(),]+)""")
 _HARMLESS = ("/dev/", "/proc/", "/sys/")
+RACY_WAIT = 0.1  # seconds: past preimages.RACY_NS
 
 
 @dataclass
@@ -80,6 +81,11 @@ class FileUndo:
         while self._stale:
             self._stale = False
             await self._snapshot()
+            if self.store.racy and not self._stale:
+                # Files written just before the walk are read again once their clock tick has passed
+                # (preimages.RACY_NS), here rather than on the next run's path.
+                await asyncio.sleep(RACY_WAIT)
+                self._stale = True
 
     async def _snapshot(self) -> Snapshot:
         async with self._lock:  # one snapshot at a time: they share the store's index
