@@ -93,12 +93,12 @@ def test_usage_adds_up(tmp_path: Path) -> None:
 
 def test_undo_drops_the_last_user_message_and_what_followed(tmp_path: Path) -> None:
     c = Conversation(History(tmp_path / "h.jsonl"))
-    assert c.undo() is False
+    assert c.undo() is None
     c.add(p.UserEvent("t-1", "a", "a"))
     c.add(p.AssistantEvent("t-1", "A"))
     c.add(p.UserEvent("t-2", "b", "b"))
     c.add(p.AssistantEvent("t-2", "B"))
-    assert c.undo() is True
+    assert c.undo()
     assert [e.get("text") for e in c.events] == ["a", "A"]
     c.close()
     assert [e.get("text") for e in Conversation(History(tmp_path / "h.jsonl")).events] == ["a", "A"]

@@ -122,8 +122,10 @@ async def reset(ls: InterpreterServer, args: Args) -> dict[str, Any]:
 
 
 async def undo(ls: InterpreterServer, args: Args) -> dict[str, Any]:
-    await ls.workspace_for(args.string("uri")).undo()
-    return {}
+    dry_run, confirm = args.flag("dryRun"), args.flag("confirm")
+    if dry_run and confirm:
+        raise BadArguments("Give either 'dryRun' (see what undo would do) or 'confirm' (do it), not both")
+    return await ls.workspace_for(args.string("uri")).undo(dry_run=dry_run, confirm=confirm)
 
 
 async def history(ls: InterpreterServer, args: Args) -> dict[str, Any]:

@@ -35,7 +35,7 @@ def replay(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if kind == "reset":
             live.clear()
         elif kind == "undo":
-            drop_last_user_message(live)
+            drop_undone(live, event.get("runId"))
         else:
             live.append(event)
     return live
@@ -46,6 +46,28 @@ def _outlives_undo(event: dict[str, Any]) -> bool:
     restart or death. Undo cannot take those back, so it keeps them (the model must still know them)."""
     kind = event.get("type")
     return kind == "kernel" or (kind == "run" and event.get("origin") == "user" and not event.get("turnId"))
+
+
+def undo_start(live: list[dict[str, Any]]) -> int | None:
+    """Where an undo cuts: the last user message, or a user's own run (outside a turn) made after it."""
+    for i in range(len(live) - 1, -1, -1):
+        event = live[i]
+        if event.get("type") == "user":
+            return i
+        if event.get("type") == "run" and event.get("origin") == "user" and not event.get("turnId"):
+            return i
+    return None
+
+
+def drop_undone(live: list[dict[str, Any]], run_id: str | None) -> None:
+    """An `undo` event: from the user's run it names, else from the last user message."""
+    if run_id:
+        for i in range(len(live) - 1, -1, -1):
+            if live[i].get("type") == "run" and live[i].get("runId") == run_id:
+                del live[i:]
+                return
+        return
+    drop_last_user_message(live)
 
 
 def drop_last_user_message(live: list[dict[str, Any]]) -> bool:

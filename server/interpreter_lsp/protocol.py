@@ -570,9 +570,11 @@ class ResetEvent:
 
 @attrs.define
 class UndoEvent:
-    """In the log only: the last user message and everything after it are dropped."""
+    """In the log only: the last user message and everything after it are dropped (`run_id`: from that
+    user's own run on, when it came after the last message)."""
 
     type: ClassVar[str] = "undo"
+    run_id: str | None = None
 
 
 HistoryEvent = (

@@ -152,6 +152,7 @@ class RunManager:
         default_timeout: Callable[[], float] = lambda: 0.0,
         files: FileChanges | None = None,
         ledger: Ledger | None = None,
+        before_run: Callable[[str], Awaitable[None]] | None = None,
     ) -> None:
         self._pool = pool
         # Approvals are redeemed here, before anything is queued: only the gate (gate.py) mints them.
@@ -163,6 +164,8 @@ class RunManager:
         self._default_timeout = default_timeout
         self.runs: dict[str, Run] = {}
         self._files = files
+        # Awaited before a local run's code reaches the kernel: undo's pre-images of the workspace (undo.py).
+        self._before_run = before_run
 
     def _status(
         self,
@@ -240,6 +243,8 @@ class RunManager:
                 watch_files = self._files is not None and not self._pool.is_remote(run.language)
                 if watch_files:
                     await self._files.begin(run.run_id)
+                    if self._before_run is not None:
+                        await self._before_run(run.run_id)
                 execution = kernel.submit(run.code, sink, allow_stdin=self.ask_input is not None)
                 timed_out = False
                 if run.timeout > 0:

@@ -47,6 +47,7 @@ from .runs import Run, RunManager, RunResult
 from .safety import policy
 from .safety.secrets import kernel_environment
 from .settings import Settings
+from .undo import FileUndo, undo_note, undo_scope
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +55,7 @@ Send = Callable[[str, dict[str, Any]], None]
 
 VARIABLES_FOR_CONTEXT_TIMEOUT = 2.0
 FACTS_TIMEOUT = 10.0  # seconds litellm may take to describe a model (it may ask an Ollama server)
+UNDO_STOP_WAIT = 30.0  # seconds an undo waits for the runs it stopped to end (a restart ends any in 10 s)
 RATING_BUDGET = 2.0  # seconds a proposal's rating may take before it counts as not understood
 CONTEXT_USE_WAIT = 0.25  # seconds status waits for a fresh context figure before it answers the last one
 
@@ -147,6 +149,7 @@ class Workspace:
         self.settings_errors: list[str] = []
         self._settings_report = settings_mod.SettingsReport(self.settings)
         self.file_changes = FileChanges(root)
+        self.file_undo = FileUndo(root)  # pre-images of the workspace's files, per run (undo.py)
         self.pool = KernelPool(
             root,
             ctx.runtime_dir,
@@ -171,6 +174,7 @@ class Workspace:
             default_timeout=lambda: self.settings.run_timeout,
             files=self.file_changes,
             ledger=ledger,
+            before_run=lambda run_id: self.file_undo.before_run(run_id),
         )
         self.conversation = Conversation(History(history_file(root), ctx.redact_shown), root)
         self.gate = Gate(self, self.conversation.record, self._start_checked, ledger)
@@ -461,11 +465,43 @@ class Workspace:
     async def reset(self) -> None:
         await self.loop.interrupt("Stopped: the conversation was reset.")
         self.conversation.reset()
+        self.file_undo.forget()  # no undo reaches those runs any more: their pre-images may go
 
-    async def undo(self) -> None:
+    async def undo(self, *, dry_run: bool = False, confirm: bool = False) -> dict[str, Any]:
+        """Take back the last request (or the user's own run after it): the conversation and the workspace
+        files its runs wrote, created or deleted. `dry_run`: only say what would be restored and what not.
+        `confirm`: also overwrite files changed again after the run (a dry run lists them); without it they
+        are kept and named. Whatever cannot come back is named in the result and told to the model."""
+        nothing = "Nothing to undo: the conversation has no message or run of yours."
+        if dry_run:
+            # Runs in progress: an undo stops them first; then what they changed is in what it takes back.
+            running = sorted(self.runs.runs)
+            events = self.conversation.to_undo()
+            if events is None and not running:
+                raise UserError(nothing)
+            plan = self.file_undo.plan(events or [], remote=bool(self.settings.kernel.gateway_url), force=True)
+            return {"dryRun": True, **undo_scope(events or []), **plan.to_wire(), "running": running}
         await self.loop.interrupt("Stopped: the last message was undone.")
-        if not self.conversation.undo():
-            raise UserError("Nothing to undo: the conversation has no message from you.")
+        if still := [run.result for run in self.runs.runs.values()]:
+            # Code still running (the user's own, another agent's) is stopped and recorded first: what it
+            # changed is then part of what this undo takes back, never half of it.
+            await self.runs.interrupt()
+            await asyncio.wait(still, timeout=UNDO_STOP_WAIT)
+        events = self.conversation.to_undo()
+        if events is None:
+            raise UserError(nothing)
+        plan = self.file_undo.plan(events, remote=bool(self.settings.kernel.gateway_url), force=confirm)
+        restored, removed, failed = await self.file_undo.apply(plan)
+        self.file_undo.warm()  # the files put back are the next run's pre-images: copied now, off its path
+        dropped = self.conversation.undo() or []
+        run_ids = [str(e.get("runId")) for e in dropped if e.get("type") == "run"]
+        self.file_undo.forget(run_ids)
+        lost = [*plan.lost, *failed]
+        if run_ids:
+            self._variables = None
+            text, for_model = undo_note(restored, removed, lost)
+            self.conversation.add(p.NoteEvent(text, for_model=for_model))
+        return {**undo_scope(dropped), "restored": restored, "removed": removed, "notRestorable": lost}
 
     def history(self) -> list[dict[str, Any]]:
         return self.conversation.events
@@ -627,6 +663,8 @@ class Workspace:
         self.ctx.send(p.KERNEL_STATUS, p.to_wire(params))
 
     async def _kernel_ready(self, kernel: Any) -> None:
+        if not getattr(kernel, "remote", False):
+            self.file_undo.warm()  # the session's first copy of the workspace, off the first run's path
         if kernel.language == PYTHON:
             from .kernels.figures import REGISTER
 
@@ -649,6 +687,7 @@ class Workspace:
         self.ctx.show_message("error", why)
 
     def _run_finished(self, result: RunResult) -> None:
+        self.file_undo.run_finished(result.run_id, result.files, result.message)
         if result.language == PYTHON:
             self._variables = None  # the next chat asks the kernel again
         for touched in result.files:

@@ -522,14 +522,10 @@ class Extension implements vscode.Disposable {
   }
 
   private async undo(): Promise<void> {
-    await this.client.command(Commands.undo);
+    const result = await this.client.command<UndoResult>(Commands.undo);
     const history = await this.client.command<HistoryResult>(Commands.history);
     this.panel.push({ type: "history", messages: history.messages ?? [] });
-    this.panel.push({
-      type: "notice",
-      level: "info",
-      text: "Undone: your last message and the model's answer to it are gone from the conversation (the kernel keeps its variables; your own runs stay).",
-    });
+    this.panel.push({ type: "notice", level: "info", text: undoNotice(result) });
     this.statusBar.clearContext();
     await this.refreshStatus();
   }
@@ -593,4 +589,30 @@ export function activate(context: vscode.ExtensionContext): void {
 export function deactivate(): void {
   extension?.dispose();
   extension = undefined;
+}
+
+/** What `interpreter.undo` answers (docs/protocol.md, "Undo"). */
+interface UndoResult {
+  request?: string | null;
+  runs?: string[];
+  restored?: string[];
+  removed?: string[];
+  notRestorable?: { name: string; why: string }[];
+}
+
+/** The panel's notice after an undo: what went, which files came back, and what could not. */
+export function undoNotice(result: UndoResult | undefined): string {
+  const what =
+    result?.request !== null && result?.request !== undefined
+      ? "your last message and what followed it are gone from the conversation"
+      : "your last run is gone from the conversation";
+  const files: string[] = [];
+  if (result?.restored?.length) files.push(`restored ${result.restored.join(", ")}`);
+  if (result?.removed?.length) files.push(`removed ${result.removed.join(", ")}`);
+  const lost = (result?.notRestorable ?? []).map((item) => item.name);
+  return (
+    `Undone: ${what}` +
+    (files.length ? `; files ${files.join("; ")}` : "") +
+    (lost.length ? `. Not restored: ${lost.join(", ")}.` : ".")
+  );
 }

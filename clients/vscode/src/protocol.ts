@@ -464,6 +464,13 @@ export interface CompactionEvent {
   failed?: string;
 }
 
+/** In the server's log only (`interpreter.history` returns the history with it applied): an undo from the
+ * last user message on, or (`runId`) from that user's own run on. */
+export interface UndoEvent {
+  type: "undo";
+  runId?: string;
+}
+
 /**
  * One event of `interpreter.history` ({messages: [event, ...]}): the server's record of the conversation.
  * Every event has `ts` (seconds); unknown types are skipped. (`reset` and `undo` are in the server's log

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import protocol as p
-from ..history import History, drop_last_user_message, replay
+from ..history import History, replay, undo_start
 from . import images, prompt, runtool
 from .codeblocks import CodeBlock
 
@@ -60,12 +60,23 @@ class Conversation:
         self._history.append(p.to_wire(p.ResetEvent()))
         self.events.clear()
 
-    def undo(self) -> bool:
-        if not any(e.get("type") == "user" for e in self.events):
-            return False
-        self._history.append(p.to_wire(p.UndoEvent()))
-        drop_last_user_message(self.events)
-        return True
+    def to_undo(self) -> list[dict[str, Any]] | None:
+        """The events an undo would drop: from the last user message, or from a user's own run made after
+        it (history.undo_start); None when there is nothing to undo."""
+        start = undo_start(self.events)
+        return None if start is None else self.events[start:]
+
+    def undo(self) -> list[dict[str, Any]] | None:
+        """Drop what `to_undo` names; returns those events."""
+        start = undo_start(self.events)
+        if start is None:
+            return None
+        first = self.events[start]
+        run_id = first.get("runId") if first.get("type") == "run" else None
+        self._history.append(p.to_wire(p.UndoEvent(run_id)))
+        dropped = self.events[start:]
+        del self.events[start:]
+        return dropped
 
     def close(self) -> None:
         self._history.close()

@@ -81,6 +81,7 @@ M.FIELDS = {
   TurnEndEvent = { turnId = "string", state = "string", message = "string?" },
   KernelEvent = { language = "string", state = "string", message = "string" },
   CompactionEvent = { summary = "string", upTo = "string", summaryTokens = "number?", turns = "number?", failed = "string?" },
+  UndoEvent = { runId = "string?" },
 }
 
 return M

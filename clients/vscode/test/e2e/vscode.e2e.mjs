@@ -539,7 +539,7 @@ suite("VS Code, trusted workspace", { timeout: 9 * 60_000 }, () => {
 
   test("undo drops the last message and what followed; reset empties the panel", async () => {
     const panel = await vscode.panel();
-    await vscode.command("Interpreter: Undo Last Message");
+    await vscode.command("Interpreter: Undo Last Step");
     await panel.locator(".entry.user", { hasText: "Make area() exact" }).waitFor({ state: "detached", timeout: STEP });
     assert.equal(await proposalCard(panel, "math.pi").count(), 0);
     await panel.locator(".entry.user", { hasText: "Write a function that doubles a number" }).waitFor();
@@ -1081,7 +1081,7 @@ suite("VS Code, panel truths", { timeout: 15 * 60_000 }, () => {
     await page.keyboard.press("Escape");
   });
 
-  test("Undo says what it did and keeps the user's own runs and the kernel's restart", async () => {
+  test("Undo takes back the last step and says what it did: the user's own run, then the message", async () => {
     const panel = await vscode.panel();
     model.replies.length = 0;
     model.reply("An answer to undo.");
@@ -1094,22 +1094,16 @@ suite("VS Code, panel truths", { timeout: 15 * 60_000 }, () => {
     const runs = runWithStdout(panel, "cell one ran");
     const count = await runs.count();
     await runs.nth(count - 1).locator(".run-state", { hasText: "done" }).waitFor({ timeout: STEP });
-    await vscode.command("Interpreter: Undo Last Message");
-    await panel.locator(".entry.notice", { hasText: /^Undone:/ }).waitFor({ timeout: STEP });
+    // The last step is the user's own run: it goes first, and the message stays.
+    await vscode.command("Interpreter: Undo Last Step");
+    await panel.locator(".entry.notice", { hasText: /^Undone: your last run/ }).waitFor({ timeout: STEP });
+    await panel.locator(".entry.user", { hasText: "A message to undo" }).waitFor({ timeout: STEP });
+    assert.equal(await runs.count(), count - 1, "the undone run left the panel");
+    // The next undo takes back the message and the answer.
+    await vscode.command("Interpreter: Undo Last Step");
+    await panel.locator(".entry.notice", { hasText: /^Undone: your last message/ }).waitFor({ timeout: STEP });
     assert.equal(await panel.locator(".entry.user", { hasText: "A message to undo" }).count(), 0);
     assert.equal(await panel.locator(".entry.assistant", { hasText: "An answer to undo." }).count(), 0);
-    if ((await runs.count()) !== count) {
-      const { execFileSync } = await import("node:child_process");
-      const files = execFileSync("find", [vscode.env.XDG_STATE_HOME, "-name", "*.jsonl"], { encoding: "utf8" }).trim().split("\n").filter(Boolean);
-      for (const file of files) {
-        const events = readFileSync(file, "utf8").trim().split("\n").map((l) => JSON.parse(l));
-        log(`${file}: ${events.map((e) => `${e.type}${e.runId ? `:${e.runId}:${e.origin}:${e.turnId ?? "-"}` : ""}${e.text ? `:${String(e.text).slice(0, 20)}` : ""}`).join(" | ")}`);
-      }
-      for (const file of execFileSync("find", [vscode.userData, "-name", "*Interpreter*"], { encoding: "utf8" }).trim().split("\n").filter(Boolean)) {
-        log(`${file}:\n${readFileSync(file, "utf8").split("\n").slice(-60).join("\n")}`);
-      }
-    }
-    assert.equal(await runs.count(), count, "Undo removed the user's own run");
   });
 
   test("a tool call written as JSON shows as its proposal, not as raw JSON", async () => {

@@ -1,0 +1,154 @@
+"""Undo of files: what capturing pre-images costs a run, and how long a restore takes.
+
+A real ipykernel (jupyter_client) runs each cell in a temporary workspace; the baseline is the same cell
+run without capture, in the same process, interleaved with the captured runs. Capture is what the server
+awaits before a local run starts (undo.FileUndo.before_run: a stat walk of the workspace plus a copy of
+every file changed since the previous snapshot); restore is plan + apply of an undo of that run.
+
+Workspaces: 1,000 files of 4 KB in 20 directories; and one 100 MB file beside 10 small ones.
+"capture" is measured right after the previous run changed the files (the worst case: the copy of what it
+changed is on this run's path); "after a pause" is a run's capture once the copy the server starts when a run
+or an undo ends has finished (the walk only).
+
+Cells: write 1 file; write 50 files (`open(..., "w")`); `!sed -i` one file; rewrite the 100 MB file
+(its next snapshot copies it: that run's capture is reported too).
+
+Run: .venv/bin/python bench/undo.py [repeats]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "server"))
+
+from jupyter_client.manager import start_new_kernel
+
+from interpreter_lsp.preimages import PreimageStore
+from interpreter_lsp.undo import FileUndo
+
+
+def make_small(root: Path) -> None:
+    for d in range(20):
+        folder = root / f"dir {d}"
+        folder.mkdir()
+        for f in range(50):
+            (folder / f"file{f}.txt").write_bytes(os.urandom(2048).hex().encode())
+
+
+def make_big(root: Path) -> None:
+    with open(root / "big.bin", "wb") as out:
+        for _ in range(100):
+            out.write(os.urandom(1 << 20))
+    for f in range(10):
+        (root / f"small{f}.txt").write_text(f"small {f}\n")
+
+
+CELLS = {
+    "write 1 file": ("open('dir 0/file0.txt', 'w').write('x' * 4096)", ["dir 0/file0.txt"]),
+    "write 50 files": (
+        "for i in range(50): open(f'dir 1/file{i}.txt', 'w').write(str(i) * 4096)",
+        [f"dir 1/file{i}.txt" for i in range(50)],
+    ),
+    "!sed -i 1 file": ("get_ipython().system(\"sed -i 's/a/b/g' 'dir 2/file0.txt'\")", ["dir 2/file0.txt"]),
+}
+BIG_CELLS = {
+    "write 1 small file beside 100 MB": ("open('small0.txt', 'w').write('changed')", ["small0.txt"]),
+    "rewrite the 100 MB file": (
+        "f = open('big.bin', 'r+b'); f.write(b'changed'); f.close()",
+        ["big.bin"],
+    ),
+}
+
+
+def run_cell(client, code: str) -> float:
+    started = time.perf_counter()
+    reply = client.execute_interactive(code, timeout=120, output_hook=lambda _msg: None)
+    assert reply["content"]["status"] == "ok", reply["content"]
+    return time.perf_counter() - started
+
+
+def size_of(root: Path) -> int:
+    return sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(root) for f in files)
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+async def scenario(name: str, root: Path, cells: dict[str, tuple[str, list[str]]], repeats: int) -> None:
+    store_dir = Path(tempfile.mkdtemp(prefix="undo-store-"))
+    undo = FileUndo(root, PreimageStore(root, store_dir))
+    live = size_of(root)
+    started = time.perf_counter()
+    await undo.before_run("first")
+    first = time.perf_counter() - started
+    print(f"\n== {name}: {live / 1e6:.1f} MB live; first snapshot of the session {first * 1000:.0f} ms, "
+          f"store {undo.store.used / 1e6:.1f} MB")
+    manager, client = start_new_kernel(kernel_name="python3", cwd=str(root))
+    try:
+        run_cell(client, "1")
+        for cell, (code, changed) in cells.items():
+            bare, captured, capture, restore, idle = [], [], [], [], []
+            used_before = undo.store.used
+            for i in range(repeats):
+                bare.append(run_cell(client, code))
+                # Undo needs the run's pre-images: the file is put back between the two runs.
+                t0 = time.perf_counter()
+                await undo.before_run(f"r{i}")
+                t1 = time.perf_counter()
+                ran = run_cell(client, code)
+                capture.append(t1 - t0)
+                captured.append(t1 - t0 + ran)
+                undo.run_finished(f"r{i}", [{"path": p, "change": "modified"} for p in changed], None)
+                t2 = time.perf_counter()
+                plan = undo.plan([{"type": "run", "runId": f"r{i}"}], remote=False, force=True)
+                restored, _removed, failed = await undo.apply(plan)
+                restore.append(time.perf_counter() - t2)
+                assert not failed and sorted(restored) == sorted(changed), (restored, failed)
+                # The server copies what changed as soon as a run or an undo ends (FileUndo.warm): a run
+                # that comes after a pause pays the walk only.
+                undo.warm()
+                if undo._warming is not None:
+                    await undo._warming
+                t3 = time.perf_counter()
+                await undo.before_run(f"idle{i}")
+                idle.append(time.perf_counter() - t3)
+            overhead = [c / b - 1 for c, b in zip(captured, bare, strict=True)]
+            print(
+                f"{cell:34s} run {statistics.median(bare) * 1000:7.1f} ms | capture p50 "
+                f"{statistics.median(capture) * 1000:6.1f} ms p95 {pct(capture, 0.95) * 1000:6.1f} ms | "
+                f"overhead p50 {statistics.median(overhead) * 100:+6.1f} % | after a pause "
+                f"{statistics.median(idle) * 1000:5.1f} ms | restore p50 "
+                f"{statistics.median(restore) * 1000:6.1f} ms p95 {pct(restore, 0.95) * 1000:6.1f} ms | "
+                f"store +{(undo.store.used - used_before) / 1e6:.1f} MB"
+            )
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+    print(f"store after {name}: {undo.store.used / 1e6:.1f} MB for {live / 1e6:.1f} MB live "
+          f"({undo.store.used / live:.2f}x)")
+
+
+async def main() -> None:
+    repeats = int(sys.argv[1]) if len(sys.argv) > 1 else 10
+    with tempfile.TemporaryDirectory(prefix="undo bench ") as tmp:
+        small = Path(tmp) / "1000 files"
+        small.mkdir()
+        make_small(small)
+        await scenario("1,000 files of 4 KB", small, CELLS, repeats)
+        big = Path(tmp) / "100 MB"
+        big.mkdir()
+        make_big(big)
+        await scenario("one 100 MB file + 10 small", big, BIG_CELLS, max(3, repeats // 3))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,286 @@
+"""Undo of files: what each local run changed in the workspace (its pre-images, preimages.py) and putting it
+back, with everything that cannot come back named before anything is changed.
+
+`before_run` snapshots the workspace before a run's code reaches the kernel (runs.py awaits it);
+`run_finished` learns from the files tracker which files the run created, wrote or deleted. `plan` says,
+for the runs an undo takes back, which files would be written back or removed and what is not restorable
+and why (a file it could not copy, a file changed again after the run, a run on a remote kernel, a run of
+an earlier session, paths outside the workspace its code names); `apply` carries out a plan.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .preimages import PreimageStore, Signature, Snapshot
+
+log = logging.getLogger(__name__)
+
+# A path written in a run's code, absolute or under ~: quoted (spaces allowed), or bare up to a space or a
+# shell operator.
+_QUOTED = re.compile(r"""(['"])(~?/[^'"\n]*)\1""")
+_BARE = re.compile(r"""(?:^|(?<=[\s=(,>]))(~?/[^\s'"`;|&<>(),]+)""")
+_HARMLESS = ("/dev/", "/proc/", "/sys/")
+RACY_WAIT = 0.1  # seconds: past preimages.RACY_NS
+
+
+@dataclass
+class _RunFiles:
+    before: Snapshot
+    changes: dict[str, str] = field(default_factory=dict)  # relative path -> created | modified | deleted
+    after: dict[str, Signature | None] = field(default_factory=dict)
+    incomplete: str | None = None
+    broken: str | None = None  # why there is no snapshot of this run
+
+
+@dataclass
+class Plan:
+    write: dict[str, tuple[str, int]] = field(default_factory=dict)  # path -> (sha256, mode)
+    remove: list[str] = field(default_factory=list)
+    changed_since: list[str] = field(default_factory=list)  # changed after the run: overwritten only if forced
+    lost: list[dict[str, str]] = field(default_factory=list)  # [{name, why}]
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "restore": sorted(self.write),
+            "remove": sorted(self.remove),
+            "changedSince": sorted(self.changed_since),
+            "notRestorable": self.lost,
+        }
+
+
+class FileUndo:
+    def __init__(self, root: Path, store: PreimageStore | None = None) -> None:
+        self.root = root
+        self.store = store or PreimageStore(root)
+        self._runs: dict[str, _RunFiles] = {}
+        self._lock = asyncio.Lock()
+        self._warming: asyncio.Future[None] | None = None
+        self._stale = False
+
+    def warm(self) -> None:
+        """Copy what changed now, off any run's path (after a run, when a local kernel is ready): the next
+        run's own snapshot then only walks the workspace, unless something changed meanwhile."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # no loop (a unit test): the next run's snapshot does it
+        self._stale = True  # a copy under way may have started before this change: one more after it
+        if self._warming is None or self._warming.done():
+            self._warming = loop.create_task(self._warm())
+            self._warming.add_done_callback(lambda task: task.cancelled() or task.exception())
+
+    async def _warm(self) -> None:
+        while self._stale:
+            self._stale = False
+            await self._snapshot()
+            if self.store.racy and not self._stale:
+                # Files written just before the walk are read again once their clock tick has passed
+                # (preimages.RACY_NS), here rather than on the next run's path.
+                await asyncio.sleep(RACY_WAIT)
+                self._stale = True
+
+    async def _snapshot(self) -> Snapshot:
+        async with self._lock:  # one snapshot at a time: they share the store's index
+            if self.store.used > self.store.limit * 0.8:
+                await asyncio.to_thread(self.store.collect, self._needed())
+            return await asyncio.to_thread(self.store.snapshot)
+
+    def _needed(self) -> set[str]:
+        """Blobs an undo may still ask for: the pre-images of the changes of the runs still known."""
+        return {
+            digest
+            for record in self._runs.values()
+            for path in record.changes
+            if (entry := record.before.files.get(path)) is not None and (digest := entry[1]) is not None
+        }
+
+    async def before_run(self, run_id: str) -> None:
+        try:
+            snapshot = await self._snapshot()
+        except Exception as exc:  # the run goes ahead; undo names what it changed as not restorable
+            log.warning("no pre-images for run %s: %s", run_id, exc)
+            why = f"the workspace could not be copied before the run ({exc})"
+            self._runs[run_id] = _RunFiles(Snapshot({}), broken=why)
+            return
+        self._runs[run_id] = _RunFiles(snapshot)
+
+    def run_finished(self, run_id: str, files: list[dict[str, str]], note: str | None) -> None:
+        record = self._runs.get(run_id)
+        if record is None:
+            return
+        record.changes = {f["path"]: f["change"] for f in files if "path" in f}
+        record.after = {path: self.store.current(path) for path in record.changes}
+        if note and "may be incomplete" in note:
+            record.incomplete = note
+        self.warm()
+
+    def forget(self, run_ids: list[str] | None = None) -> None:
+        """Runs no undo can reach any more (undone; all of them: the conversation was reset)."""
+        for run_id in list(self._runs) if run_ids is None else run_ids:
+            self._runs.pop(run_id, None)
+
+    def plan(self, events: list[dict[str, Any]], *, remote: bool, force: bool) -> Plan:
+        """What undoing `events` (the conversation's dropped events, in order) does to the files."""
+        plan = Plan()
+        runs = [e for e in events if e.get("type") == "run"]
+        first: dict[str, tuple[_RunFiles, str]] = {}  # path -> the earliest run that changed it
+        last: dict[str, _RunFiles] = {}
+        for event in runs:
+            run_id = str(event.get("runId"))
+            record = self._runs.get(run_id)
+            if record is None:
+                if remote and event.get("language"):
+                    plan.lost.append({
+                        "name": f"files run {run_id} changed",
+                        "why": "it ran on a remote kernel (a gateway): the server cannot see or restore that "
+                        "machine's files",
+                    })
+                for touched in event.get("files") or []:
+                    plan.lost.append({
+                        "name": str(touched.get("path")),
+                        "why": "its pre-image is not kept: the run was in an earlier session of the server",
+                    })
+                continue
+            if record.incomplete:
+                plan.lost.append({"name": f"files run {run_id} changed beyond those listed", "why": record.incomplete})
+            for path in record.changes:
+                if record.broken:
+                    plan.lost.append({"name": path, "why": record.broken})
+                    continue
+                first.setdefault(path, (record, run_id))
+                last[path] = record
+        for path, (record, _run_id) in first.items():
+            before = record.before.files.get(path)
+            if before is None:
+                if path in record.before.uncopied:
+                    plan.lost.append({"name": path, "why": record.before.uncopied[path]})
+                    continue
+                target: tuple[str, int] | None = None  # did not exist: remove it
+            elif before[1] is None:
+                plan.lost.append({"name": path, "why": record.before.uncopied.get(path, "it was not copied")})
+                continue
+            else:
+                target = (before[1], stat.S_IMODE(before[0][4]))
+            now = self.store.current(path)
+            if before is not None and now == before[0]:
+                continue  # as it was before the run (a change attributed to it that was not its own)
+            if now != last[path].after.get(path):
+                plan.changed_since.append(path)
+                if not force:
+                    plan.lost.append({
+                        "name": path,
+                        "why": "it changed again after the run (kept as it is now; undo with confirm: true "
+                        "restores it anyway)",
+                    })
+                    continue
+            if target is None:
+                if now is not None:
+                    plan.remove.append(path)
+            else:
+                plan.write[path] = target
+        for shown in _outside_paths(runs, self.root):
+            plan.lost.append({
+                "name": shown,
+                "why": f"outside the workspace: undo restores files in {self.root} only; if a run wrote it, "
+                "it stays as the run left it",
+            })
+        if runs:
+            plan.lost.append(dict(KERNEL_STATE))
+        return plan
+
+    async def apply(self, plan: Plan) -> tuple[list[str], list[str], list[dict[str, str]]]:
+        """(restored, removed, failed) — blocking work in a worker thread."""
+        return await asyncio.to_thread(self._apply, plan)
+
+    def _apply(self, plan: Plan) -> tuple[list[str], list[str], list[dict[str, str]]]:
+        from .safety.paths import resolve_inside, write_inside
+
+        restored: list[str] = []
+        removed: list[str] = []
+        failed: list[dict[str, str]] = []
+        for path, (digest, mode) in sorted(plan.write.items()):
+            try:
+                target = write_inside(self.root, path, self.store.content(digest), overwrite=True)
+                if not os.path.islink(target):
+                    os.chmod(target, mode)
+                restored.append(path)
+            except Exception as exc:  # UserError (a link in the way) or OSError: said, never silent
+                failed.append({"name": path, "why": f"could not be written back: {exc}"})
+        for path in sorted(plan.remove):
+            try:
+                # The file itself is never followed (unlink removes a link, not its target); its directory
+                # must be the workspace's own.
+                parent = resolve_inside(self.root, os.path.dirname(path) or ".")
+                target = parent / os.path.basename(path)
+                mode = os.lstat(target).st_mode
+                if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+                    raise IsADirectoryError(f"{path} is no longer a file")
+                os.unlink(target)
+                removed.append(path)
+            except FileNotFoundError:
+                removed.append(path)  # gone already: what undo wanted
+            except Exception as exc:
+                failed.append({"name": path, "why": f"could not be removed: {exc}"})
+        return restored, removed, failed
+
+
+
+def undo_scope(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """What of the conversation an undo takes back: the request's text (or the user's run) and its runs."""
+    first = events[0] if events else {}
+    runs = [str(e.get("runId")) for e in events if e.get("type") == "run"]
+    if first.get("type") == "user":
+        return {"request": str(first.get("text", "")), "runs": runs}
+    return {"request": None, "runs": runs}
+
+
+KERNEL_STATE = {
+    "name": "kernel variables",
+    "why": "undo does not restore kernel state yet: variables these runs set, changed or deleted stay as they are",
+}
+
+
+def undo_note(restored: list[str], removed: list[str], lost: list[dict[str, str]]) -> tuple[str, str]:
+    """The panel's note and what the model reads after an undo that took back runs."""
+    parts = []
+    if restored:
+        parts.append(f"restored {', '.join(restored)}")
+    if removed:
+        parts.append(f"removed {', '.join(removed)} (created by the undone runs)")
+    if not parts:
+        parts.append("no workspace file needed restoring")
+    not_back = [f"{item['name']} ({item['why']})" for item in lost] or ["nothing"]
+    text = f"↶ Undone. Files: {'; '.join(parts)}. Not restored: {'; '.join(not_back)}."
+    for_model = (
+        "The user undid the last request and the runs that followed it. Workspace files: "
+        f"{'; '.join(parts)}. Not restored: {'; '.join(not_back)}. Files outside the workspace are never "
+        "restored. Take this state as it is now."
+    )
+    return text, for_model
+
+
+def _outside_paths(runs: list[dict[str, Any]], root: Path) -> list[str]:
+    """Paths outside the workspace that the runs' code names (what they wrote there is not restorable).
+    Only named: the server cannot see writes outside the workspace, and a path built at run time is not
+    in the code (the note says so in general)."""
+    real_root = os.path.realpath(root)
+    found: list[str] = []
+    for event in runs:
+        code = str(event.get("code", ""))
+        named = [m.group(2) for m in _QUOTED.finditer(code)] + _BARE.findall(_QUOTED.sub(" ", code))
+        for text in named:
+            path = os.path.realpath(os.path.expanduser(text))
+            if path == real_root or path.startswith(real_root + os.sep) or path.startswith(_HARMLESS):
+                continue
+            if os.path.isdir(path) or text in found:
+                continue
+            found.append(text)
+    return found

@@ -1,0 +1,231 @@
+"""Undo restores the workspace files a run wrote, created or deleted, whoever wrote them (python, `!cmd`,
+the shell kernel, a subprocess), and names before it commits what it cannot bring back: end to end over
+LSP, with real kernels and the scripted model."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from pygls.exceptions import JsonRpcException
+
+from harness import Session, needs_bwrap, start_session, stop_session
+from interpreter_lsp import protocol as p
+from scripted_model import ScriptedModel
+from test_loop import model_settings, next_proposal, py, turn_end
+
+ORIGINAL_A = b"first line\nsecond line x\n"
+ORIGINAL_B = bytes(range(256)) * 4 + b"\nxxx\n"  # binary: restored byte for byte
+ORIGINAL_C = b"to be deleted\n"
+
+
+def seed(root: Path) -> None:
+    (root / "a.txt").write_bytes(ORIGINAL_A)
+    (root / "sub dir").mkdir()
+    (root / "sub dir" / "b.bin").write_bytes(ORIGINAL_B)
+    (root / "c.txt").write_bytes(ORIGINAL_C)
+
+
+ORIGINAL = {"a.txt": ORIGINAL_A, "sub dir/b.bin": ORIGINAL_B, "c.txt": ORIGINAL_C}
+
+
+def contents(root: Path) -> dict[str, bytes]:
+    """Every file of the workspace, by relative path (the tracker's barrier files aside)."""
+    return {
+        path.relative_to(root).as_posix(): path.read_bytes()
+        for path in root.rglob("*")
+        if path.is_file() and not path.name.startswith(".interpreter-lsp-sync-")
+    }
+
+
+def assert_original(root: Path) -> None:
+    assert contents(root) == ORIGINAL
+
+
+@pytest.fixture
+async def seeded(workspace_root: Path, home: Path) -> AsyncIterator[Session]:
+    seed(workspace_root)
+    s = await start_session(workspace_root, home)
+    try:
+        yield s
+    finally:
+        await stop_session(s)
+
+
+CASES = {
+    "python open(..., 'w')": ("open('a.txt', 'w').write('clobbered')", "python", {"restored": ["a.txt"]}),
+    "python !sed -i": ("!sed -i 's/x/y/g' 'sub dir/b.bin'", "python", {"restored": ["sub dir/b.bin"]}),
+    "shell sed -i": ("sed -i 's/line/LINE/' a.txt", "shell", {"restored": ["a.txt"]}),
+    "python deletes a file": ("import os; os.remove('c.txt')", "python", {"restored": ["c.txt"]}),
+    "a subprocess writes and creates": (
+        "import subprocess, sys\n"
+        "subprocess.run([sys.executable, '-c', "
+        "\"open('a.txt', 'wb').write(b'by a child'); open('d.txt', 'w').write('new')\"], check=True)",
+        "python",
+        {"restored": ["a.txt"], "removed": ["d.txt"]},
+    ),
+    "shell rm and a background child": (
+        "rm c.txt; (echo child > d.txt) & wait", "shell", {"restored": ["c.txt"], "removed": ["d.txt"]}
+    ),
+}
+
+
+async def test_undo_of_a_users_run_restores_each_file_byte_for_byte(seeded: Session) -> None:
+    s, root = seeded, seeded.root
+    for name, (code, language, expected) in CASES.items():
+        _run_id, status = await s.run_and_wait(code, language)
+        assert status["state"] == "ok", (name, s.text(_run_id))
+        changed = contents(root)
+        assert changed != ORIGINAL, name  # the run did change something
+        preview = await s.command(p.UNDO, {"dryRun": True})
+        assert preview["dryRun"] is True and preview["request"] is None
+        assert preview["restore"] + preview["remove"] == expected.get("restored", []) + expected.get("removed", [])
+        assert contents(root) == changed  # a dry run changes nothing
+        result = await s.command(p.UNDO, {})
+        assert result["restored"] == expected.get("restored", []), name
+        assert result["removed"] == expected.get("removed", []), name
+        assert_original(root)
+        assert any(item["name"] == "kernel variables" for item in result["notRestorable"])
+    # Every run was taken back: the conversation holds only the undo notes.
+    events = (await s.command(p.HISTORY, {}))["messages"]
+    assert [e["type"] for e in events] == ["note"] * len(CASES)
+    with pytest.raises(JsonRpcException, match="Nothing to undo"):
+        await s.command(p.UNDO, {})
+
+
+@pytest.fixture
+def model() -> Iterator[ScriptedModel]:
+    with ScriptedModel() as m:
+        yield m
+
+
+async def test_undo_of_a_turn_lists_before_it_commits_and_tells_the_model(
+    workspace_root: Path, home: Path, tmp_path: Path, model: ScriptedModel
+) -> None:
+    seed(workspace_root)
+    outside = tmp_path / "outside dir" / "notes.txt"
+    outside.parent.mkdir()
+    outside.write_text("outside before\n")
+    s = await start_session(workspace_root, home, configuration=model_settings(model))
+    try:
+        code = (
+            "open('a.txt', 'w').write('model was here')\n"
+            "import os; os.remove('c.txt')\n"
+            f"open({str(outside)!r}, 'w').write('outside after')"
+        )
+        model.reply(py(code))
+        model.reply("Done.")
+        turn = (await s.command(p.CHAT, {"text": "mess with my files"}))["turnId"]
+        proposal = await next_proposal(s, turn)
+        await s.command(p.APPROVE, {"proposalId": proposal["proposalId"]})
+        await turn_end(s, turn)
+        assert (workspace_root / "a.txt").read_bytes() == b"model was here"
+
+        preview = await s.command(p.UNDO, {"dryRun": True})
+        assert preview["request"] == "mess with my files"
+        assert preview["restore"] == ["a.txt", "c.txt"] and preview["remove"] == []
+        lost = {item["name"]: item["why"] for item in preview["notRestorable"]}
+        assert any(str(outside) in name for name in lost), lost
+        # Nothing happened yet: the files, the outside file and the conversation are as the turn left them.
+        assert (workspace_root / "a.txt").read_bytes() == b"model was here"
+        assert not (workspace_root / "c.txt").exists()
+        assert any(e["type"] == "user" for e in (await s.command(p.HISTORY, {}))["messages"])
+
+        result = await s.command(p.UNDO, {"confirm": True})
+        assert result["restored"] == ["a.txt", "c.txt"]
+        assert_original(workspace_root)
+        assert outside.read_text() == "outside after"  # named, never touched
+        events = (await s.command(p.HISTORY, {}))["messages"]
+        assert [e["type"] for e in events] == ["note"]
+        assert str(outside) in events[0]["text"]
+
+        model.reply("Understood.")
+        turn = (await s.command(p.CHAT, {"text": "what happened?"}))["turnId"]
+        await turn_end(s, turn)
+        sent = json.dumps(model.wait_requests(3, 60)[2]["messages"])
+        assert "The user undid the last request" in sent and "restored a.txt, c.txt" in sent
+        assert str(outside) in sent and "mess with my files" not in sent
+    finally:
+        await stop_session(s)
+
+
+async def test_a_file_changed_again_after_the_run_is_kept_unless_confirmed(seeded: Session) -> None:
+    s, root = seeded, seeded.root
+    await s.run_and_wait("open('a.txt', 'w').write('by the run')")
+    (root / "a.txt").write_bytes(b"the user's later edit")
+    preview = await s.command(p.UNDO, {"dryRun": True})
+    assert preview["changedSince"] == ["a.txt"] and preview["restore"] == ["a.txt"]
+    result = await s.command(p.UNDO, {})
+    assert result["restored"] == []
+    assert any(item["name"] == "a.txt" and "changed again" in item["why"] for item in result["notRestorable"])
+    assert (root / "a.txt").read_bytes() == b"the user's later edit"
+
+    await s.run_and_wait("open('a.txt', 'w').write('by the run')")
+    (root / "a.txt").write_bytes(b"another later edit")
+    result = await s.command(p.UNDO, {"confirm": True})
+    assert result["restored"] == ["a.txt"]
+    assert (root / "a.txt").read_bytes() == b"the user's later edit"  # the second run's pre-image
+
+
+async def test_undo_arguments_are_checked(seeded: Session) -> None:
+    with pytest.raises(JsonRpcException, match="either 'dryRun'"):
+        await seeded.command(p.UNDO, {"dryRun": True, "confirm": True})
+    with pytest.raises(JsonRpcException, match="'dryRun' must be true or false"):
+        await seeded.command(p.UNDO, {"dryRun": "yes"})
+    with pytest.raises(JsonRpcException, match="Nothing to undo"):
+        await seeded.command(p.UNDO, {"dryRun": True})
+
+
+def test_undo_of_a_users_run_is_replayed_from_the_log(tmp_path: Path) -> None:
+    from interpreter_lsp.agent.conversation import Conversation
+    from interpreter_lsp.history import History
+
+    def run(run_id: str, turn_id: str | None = None) -> p.RunEvent:
+        return p.RunEvent(run_id=run_id, origin="user" if turn_id is None else "model", language="python",
+                          code="1", state="ok", duration_ms=1, output_for_model="", turn_id=turn_id)
+
+    c = Conversation(History(tmp_path / "h.jsonl"))
+    c.add(p.UserEvent("t-1", "a", "a"))
+    c.add(run("r-model", "t-1"))  # the model's run belongs to its turn
+    c.add(run("r-mine"))  # the user's own run after it: its own unit
+    c.add(run("r-again"))
+    dropped = c.undo()
+    assert [e.get("runId") for e in dropped or []] == ["r-again"]
+    assert [e.get("runId") for e in c.undo() or []] == ["r-mine"]
+    assert [e["type"] for e in c.events] == ["user", "run"]
+    c.close()
+    replayed = Conversation(History(tmp_path / "h.jsonl")).events
+    assert [(e["type"], e.get("runId")) for e in replayed] == [("user", None), ("run", "r-model")]
+
+
+@needs_bwrap
+async def test_undo_restores_what_a_sandboxed_run_wrote(workspace_root: Path, home: Path) -> None:
+    seed(workspace_root)
+    s = await start_session(workspace_root, home, configuration={"sandbox": "bubblewrap"})
+    try:
+        run_id, status = await s.run_and_wait(
+            "!sed -i 's/line/LINE/' a.txt && rm c.txt && echo new > d.txt\n"
+            "import subprocess; subprocess.run(['sh', '-c', 'printf x >> \"sub dir/b.bin\"'], check=True)"
+        )
+        assert status["state"] == "ok", s.text(run_id)
+        assert contents(workspace_root) != ORIGINAL
+        result = await s.command(p.UNDO, {})
+        assert (result["restored"], result["removed"]) == (["a.txt", "c.txt", "sub dir/b.bin"], ["d.txt"])
+        assert_original(workspace_root)
+    finally:
+        await stop_session(s)
+
+
+async def test_undo_stops_a_run_in_progress_and_takes_it_back(seeded: Session) -> None:
+    s, root = seeded, seeded.root
+    run_id = await s.run("import time\nopen('a.txt', 'w').write('half done')\nprint('written', flush=True)\n"
+                         "time.sleep(120)")
+    await s.wait_for(lambda: "written" in s.text(run_id), what="the run's first write")
+    preview = await s.command(p.UNDO, {"dryRun": True})
+    assert preview["running"] == [run_id]
+    result = await s.command(p.UNDO, {})
+    assert (await s.finished(run_id))["state"] == "interrupted"
+    assert result["runs"] == [run_id] and result["restored"] == ["a.txt"]
+    assert_original(root)

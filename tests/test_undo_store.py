@@ -1,0 +1,125 @@
+"""The pre-image store (preimages.py) and the undo plan (undo.py), without kernels: the size bound and its
+message, freeing what no run needs, and a file changed through a link never followed out."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+from interpreter_lsp.preimages import PreimageStore, store_dir
+from interpreter_lsp.undo import FileUndo
+
+
+def test_the_store_is_outside_the_workspace_and_private(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    root = tmp_path / "my ws"
+    root.mkdir()
+    (root / "a.txt").write_text("a")
+    store = PreimageStore(root)
+    assert root not in store.directory.parents and store.directory == store_dir(root)
+    store.snapshot()
+    assert oct(store.directory.stat().st_mode & 0o777) == "0o700"
+    assert [p.name for p in root.iterdir()] == ["a.txt"]  # nothing of ours in the workspace
+
+
+def test_past_the_limit_a_file_is_named_with_the_reason(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "small.txt").write_bytes(b"s" * 100)
+    (root / "big.bin").write_bytes(b"b" * 5000)
+    store = PreimageStore(root, tmp_path / "store", limit=1000)
+    undo = FileUndo(root, store)
+    asyncio.run(undo.before_run("r-1"))
+    assert store.used == 100  # small.txt only
+    (root / "big.bin").write_bytes(b"changed")
+    (root / "small.txt").write_bytes(b"changed")
+    undo.run_finished("r-1", [{"path": "big.bin", "change": "modified"}, {"path": "small.txt", "change": "modified"}],
+                      None)
+    plan = undo.plan([{"type": "run", "runId": "r-1"}], remote=False, force=False)
+    assert list(plan.write) == ["small.txt"]
+    assert any(item["name"] == "big.bin" and "store is full" in item["why"] for item in plan.lost)
+
+
+def test_blobs_no_run_needs_are_freed(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    store = PreimageStore(root, tmp_path / "store")
+    for version in range(5):
+        (root / "f.txt").write_bytes(str(version).encode() * 100)
+        store.snapshot()
+    assert store.used == 500 and len(os.listdir(store.blobs)) == 5
+    store.collect(needed=set())
+    assert store.used == 100 and len(os.listdir(store.blobs)) == 1  # the current content stays
+
+
+def test_removing_a_created_file_never_follows_a_link_out(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    victim = tmp_path / "outside.txt"
+    victim.write_text("keep me")
+
+    async def scenario() -> tuple[list[str], list[str], list[dict[str, str]]]:
+        undo = FileUndo(root, PreimageStore(root, tmp_path / "store"))
+        await undo.before_run("r-1")
+        os.symlink(victim, root / "link.txt")  # the run made a link to a file outside
+        undo.run_finished("r-1", [{"path": "link.txt", "change": "created"}], None)
+        plan = undo.plan([{"type": "run", "runId": "r-1"}], remote=False, force=False)
+        if undo._warming is not None:
+            await undo._warming  # the copy run_finished starts for the next run
+        return await undo.apply(plan)
+
+    _restored, removed, failed = asyncio.run(scenario())
+    assert removed == ["link.txt"] and not failed
+    assert not os.path.lexists(root / "link.txt")
+    assert victim.read_text() == "keep me"
+
+
+def test_a_turn_of_several_runs_goes_back_to_before_its_first(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "a.txt").write_bytes(b"v0")
+
+    async def scenario() -> dict[str, bytes]:
+        undo = FileUndo(root, PreimageStore(root, tmp_path / "store"))
+        await undo.before_run("r-1")
+        (root / "a.txt").write_bytes(b"v1")
+        (root / "new.txt").write_bytes(b"made by r-1")
+        undo.run_finished("r-1", [{"path": "a.txt", "change": "modified"}, {"path": "new.txt", "change": "created"}],
+                          None)
+        await undo.before_run("r-2")
+        (root / "a.txt").write_bytes(b"v2")
+        (root / "new.txt").write_bytes(b"changed by r-2")
+        undo.run_finished("r-2", [{"path": "a.txt", "change": "modified"}, {"path": "new.txt", "change": "modified"}],
+                          None)
+        plan = undo.plan([{"type": "run", "runId": "r-1"}, {"type": "run", "runId": "r-2"}], remote=False, force=False)
+        assert not plan.changed_since
+        await undo.apply(plan)
+        if undo._warming is not None:
+            await undo._warming
+        return {p.name: p.read_bytes() for p in root.iterdir()}
+
+    assert asyncio.run(scenario()) == {"a.txt": b"v0"}
+
+
+def test_a_file_written_again_within_a_clock_tick_is_read_again(tmp_path: Path, monkeypatch) -> None:
+    """File times are coarse: a rewrite of the same size right after a walk can keep every time the walk
+    saw (simulated here: mtime put back, ctime not compared). Its new content must still be the next
+    pre-image."""
+    from interpreter_lsp import preimages
+
+    monkeypatch.setattr(
+        preimages, "signature", lambda st: (st.st_mtime_ns, 0, st.st_size, st.st_ino, st.st_mode)
+    )
+    root = tmp_path / "ws"
+    root.mkdir()
+    target = root / "a.txt"
+    target.write_bytes(b"v1")
+    store = PreimageStore(root, tmp_path / "store")
+    store.snapshot()
+    st = os.stat(target)
+    with open(target, "r+b") as f:  # same inode, same size
+        f.write(b"v2")
+    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
+    snapshot = store.snapshot()
+    assert store.content(snapshot.files["a.txt"][1] or "") == b"v2"
