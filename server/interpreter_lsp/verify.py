@@ -1,0 +1,346 @@
+"""Verified export: the exported notebook re-run top to bottom in a fresh kernel (nbclient), each code cell
+stamped with a verdict in `metadata.interpreter_lsp.verify`, and the notebook with what a reader needs to
+reproduce it (`metadata.interpreter_lsp.verify`: interpreter and package versions from the fresh kernel,
+the seeds the cells set, sha-256 of the workspace input files the cells name).
+
+The fresh kernel is the session's kernelspec (kernels/specs.py's choice for python: the workspace venv or
+interpreter.kernel.python), started in the workspace with the session's kernel environment and, when the
+session is sandboxed, through the same bubblewrap wrapper (the workspace's LaunchOptions), so what was
+approved to run sandboxed never runs outside it. Verdicts: `identical`; `equivalent` (normalise.py names what
+was forgiven); `differs: <cause>`; `not run` (an error the session did not have stopped the run).
+
+Everything here is one asyncio task per verification (Workspace holds it by id, `interpreter.interrupt`
+cancels it); comparisons, image decoding and hashing run in a worker thread.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import contextlib
+import copy
+import hashlib
+import json
+import re
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import normalise
+from .errors import UserError
+from .kernels.figures import REGISTER
+
+STARTUP_TIMEOUT = 120.0  # a fresh kernel on a busy machine
+VERSIONS_TIMEOUT = 30.0
+
+_SEED = re.compile(
+    r"\b(?:(?:np|numpy)\.random\.seed|random\.seed|(?:np\.random\.)?default_rng|torch\.manual_seed"
+    r"|tf\.random\.set_seed|set_seed)\(\s*[^)\s][^)]*\)"
+)
+# Unseeded draws, per generator family, and the seed call that would fix each.
+_UNSEEDED = (
+    (re.compile(r"(?<![\w.])random\.(?!seed\b|Random\()\w+\(|(?<![\w.])from random import"),
+     re.compile(r"(?<![\w.])random\.seed\(\s*[^)\s]")),
+    (re.compile(r"\b(?:np|numpy)\.random\.(?!seed\b|default_rng\b|RandomState\b|Generator\b)\w+\("),
+     re.compile(r"\b(?:np|numpy)\.random\.seed\(\s*[^)\s]")),
+    (re.compile(r"\bdefault_rng\(\s*\)|\bRandomState\(\s*\)|\btorch\.rand"), re.compile(r"(?!x)x")),
+)
+_CLOCK = re.compile(r"\b(?:time\.(?:time|perf_counter|monotonic|time_ns)|datetime\.(?:now|today|utcnow)|date\.today)\(")
+_NETWORK = re.compile(r"\b(?:requests|urllib|httpx|socket|aiohttp|urlopen)\b")
+_NAME_ERROR_CAUSE = "NameError"
+
+_VERSIONS = (
+    "(lambda json, sys, md: json.dumps({'python': sys.version, 'executable': sys.executable, 'packages': "
+    "{m: v for m, v in ((m, next((md.version(d) for d in md.packages_distributions().get(m, [m]) "
+    "if _ok(md, d)), None)) for m in MODULES) if v}}))"
+    "(__import__('json'), __import__('sys'), __import__('importlib.metadata').metadata)"
+)
+
+
+@dataclass
+class CellReport:
+    cell: int  # the execution count in the notebook (In [n]): the n-th code cell
+    verdict: str
+    normalisations: list[str] = field(default_factory=list)
+    diff: str = ""
+
+
+@dataclass
+class Session:
+    """What the verification needs from the workspace, gathered on the event loop before it starts."""
+
+    root: Path
+    runs: list[dict[str, Any]]  # the surviving run events, in order (one per code cell)
+    kernel_name: str
+    kernel_dirs: tuple[str, ...]
+    env: dict[str, str]
+    wrapper: Any  # (cmd) -> cmd, or None: the sandbox's
+    runtime_dir: Path
+    sandbox: str | None
+    timeout: float | None
+    dropped_runs: list[dict[str, Any]] = field(default_factory=list)  # dropped_runs(): undone or reset runs
+
+
+def dropped_runs(history_path: Path) -> list[dict[str, Any]]:
+    """Runs the conversation no longer shows (undone or reset) since the python kernel last restarted or
+    died: their variables may still have been in the session's kernel when later cells ran."""
+    from .history import History, replay
+
+    raw = History(history_path).load()
+    kept = {e.get("runId") for e in replay(list(raw)) if e.get("type") == "run"}
+    dropped: list[dict[str, Any]] = []
+    for event in raw:
+        if event.get("type") == "kernel" and event.get("language") == "python":
+            dropped = []
+        elif event.get("type") == "run" and event.get("runId") not in kept:
+            dropped.append(event)
+    return dropped
+
+
+def _code_cells(nb: Any) -> list[Any]:
+    return [c for c in nb.cells if c.cell_type == "code"]
+
+
+def seeds(sources: list[str]) -> list[str]:
+    return [m.group(0) for src in sources for m in _SEED.finditer(src)]
+
+
+def imported_modules(sources: list[str]) -> list[str]:
+    found: set[str] = set()
+    for src in sources:
+        try:
+            tree = ast.parse(src)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                found.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                found.add(node.module.split(".")[0])
+    return sorted(found)
+
+
+def named_files(source: str, root: Path) -> list[str]:
+    """Workspace paths named as string literals in a cell (relative to the root), existing or not: what it
+    may read. A literal that is not a plausible path (spaces and newlines, too long) is skipped."""
+    names: list[str] = []
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return names
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value
+            if not text or len(text) > 400 or "\n" in text or "." not in Path(text).name:
+                continue
+            path = Path(text) if Path(text).is_absolute() else root / text
+            try:
+                rel = path.resolve().relative_to(root.resolve())
+            except (ValueError, OSError):
+                continue
+            names.append(str(rel))
+    return sorted(set(names))
+
+
+def _hash(path: Path) -> str | None:
+    try:
+        digest = hashlib.sha256()
+        with path.open("rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        return digest.hexdigest()
+    except OSError:
+        return None
+
+
+def _cause(
+    index: int, comparison: normalise.Comparison, sources: list[str], session: Session, root: Path
+) -> str:
+    """Why cell `index` (0-based among code cells) differs, as precisely as the history lets us say."""
+    source, earlier = sources[index], sources[: index + 1]
+    run = session.runs[index] if index < len(session.runs) else {}
+    new_error = comparison.new_error or {}
+    for name in named_files(source, root):
+        if not (root / name).exists():
+            return f"missing input file {name}"
+        for later in session.runs[index + 1 :]:
+            if any(f.get("path") == name and f.get("change") != "created" for f in later.get("files", [])):
+                return f"changed input file {name} (a later run changed it after this cell read it)"
+    if new_error.get("ename") in ("FileNotFoundError", "IsADirectoryError"):
+        return f"missing input file ({new_error.get('evalue', '')})"[:200]
+    if new_error.get("ename") == _NAME_ERROR_CAUSE and session.dropped_runs:
+        return f"hidden state from an undone run ({new_error.get('evalue', '')})"[:200]
+    agents = [r for r in session.runs[:index] if r.get("origin") == "agent"]
+    if run.get("origin") == "agent":
+        return f"an outside agent's run ({run.get('agent') or 'agent'})"
+    if comparison.error_change:
+        return comparison.error_change
+    if any(draw.search(source) and not any(seed.search(s) for s in earlier) for draw, seed in _UNSEEDED):
+        return "seed not set"
+    if _CLOCK.search(source):
+        return "clock"
+    if _NETWORK.search("\n".join(earlier)):
+        return "network"
+    if session.dropped_runs:
+        return "hidden state from an undone run"
+    if agents:
+        return f"an outside agent's run before it ({agents[-1].get('agent') or 'agent'})"
+    return f"output: {comparison.diff}" if comparison.diff else "output"
+
+
+async def _start(session: Session, nb: Any) -> Any:
+    from jupyter_client.kernelspec import KernelSpecManager
+    from nbclient import NotebookClient
+
+    from .kernels.kernel import _manager_class  # the session's manager: its launch command can be wrapped
+
+    session.runtime_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    km = _manager_class()(
+        kernel_name=session.kernel_name,
+        transport="ipc",  # sockets in our own 0700 runtime directory, reachable inside the sandbox too
+        ip=str(session.runtime_dir / "k"),
+        connection_file=str(session.runtime_dir / "k.json"),
+    )
+    if session.kernel_dirs:
+        km.kernel_spec_manager = KernelSpecManager(kernel_dirs=list(session.kernel_dirs))
+    km.command_wrapper = session.wrapper
+    client = NotebookClient(
+        nb, km=km, timeout=session.timeout, startup_timeout=int(STARTUP_TIMEOUT), allow_errors=True,
+        record_timing=False, kernel_name=session.kernel_name,
+    )
+    # stdout is the LSP wire: the kernel never inherits it.
+    try:
+        await km.start_kernel(
+            cwd=str(session.root), env=session.env, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+            extra_arguments=[],
+        )
+        await client.async_start_new_kernel_client()
+    except BaseException as exc:
+        with contextlib.suppress(Exception):
+            await km.shutdown_kernel(now=True)
+        if isinstance(exc, Exception):
+            raise UserError(f"The fresh kernel for verification could not start: {exc}. The notebook was written "
+                            "without verdicts.") from exc
+        raise
+    return client
+
+
+async def _stop(client: Any) -> None:
+    km, kc = client.km, client.kc
+    with contextlib.suppress(Exception):
+        if kc is not None:
+            kc.stop_channels()
+    with contextlib.suppress(Exception):
+        if km is not None and km.has_kernel:
+            await km.shutdown_kernel(now=True)
+    with contextlib.suppress(Exception):
+        if km is not None:
+            km.cleanup_resources()
+
+
+async def _silent(client: Any, code: str, expression: str | None = None) -> str | None:
+    reply = await asyncio.wait_for(
+        client.kc.execute_interactive(
+            code, silent=True, store_history=False, user_expressions={"v": expression} if expression else None,
+            timeout=VERSIONS_TIMEOUT,
+        ),
+        VERSIONS_TIMEOUT + 5,
+    )
+    if not expression:
+        return None
+    value = reply["content"].get("user_expressions", {}).get("v", {}).get("data", {}).get("text/plain")
+    return ast.literal_eval(value) if isinstance(value, str) else None
+
+
+async def verify(nb: Any, session: Session, history_path: Path | None = None) -> dict[str, Any]:
+    """Re-run `nb` (the export, which it stamps in place) and return the summary for the command's result."""
+    started = time.monotonic()
+    if history_path is not None:
+        session.dropped_runs = await asyncio.to_thread(dropped_runs, history_path)
+    cells = _code_cells(nb)
+    sources = [str(c.source) for c in cells]
+    fresh = copy.deepcopy(nb)
+    fresh_cells = _code_cells(fresh)
+    root_text = (str(session.root), str(session.root.resolve()))
+    reports: list[CellReport] = []
+    environment: dict[str, Any] = {}
+    client = await _start(session, fresh)
+    try:
+        await _silent(client, REGISTER)  # the session's kernels show figures of any backend: so does this one
+        stopped = False
+        for index, cell in enumerate(fresh_cells):
+            number = index + 1
+            if stopped:
+                reports.append(CellReport(number, "not run"))
+                continue
+            cell.outputs = []
+            await client.async_execute_cell(cell, fresh.cells.index(cell), execution_count=number)
+            comparison = await asyncio.to_thread(
+                normalise.compare, list(cells[index].outputs), list(cell.outputs), root_text
+            )
+            if comparison.verdict == "differs":
+                cause = _cause(index, comparison, sources, session, session.root)
+                reports.append(CellReport(number, f"differs: {cause}", diff=comparison.diff))
+                if comparison.new_error is not None:
+                    stopped = True  # like Run All: an error the session did not have ends the run
+            else:
+                reports.append(CellReport(number, comparison.verdict, comparison.normalisations))
+        modules = imported_modules(sources)
+        probe = "def _ok(md, d):\n    try:\n        md.version(d)\n        return True\n    except Exception:\n" \
+                "        return False\nMODULES = " + repr(modules)
+        with contextlib.suppress(Exception):
+            await _silent(client, probe)
+            environment = json.loads(await _silent(client, "", _VERSIONS) or "{}")
+        with contextlib.suppress(Exception):
+            await _silent(client, "del _ok, MODULES")
+    finally:
+        await _stop(client)
+    seconds = time.monotonic() - started
+    inputs = await asyncio.to_thread(_input_hashes, sources, session.root)
+    for cell, report in zip(cells, reports, strict=False):
+        stamp: dict[str, Any] = {"verdict": report.verdict}
+        if report.normalisations:
+            stamp["normalisations"] = report.normalisations
+        if report.diff:
+            stamp["diff"] = report.diff
+        cell.metadata.setdefault("interpreter_lsp", {})["verify"] = stamp
+    differs = [
+        {"cell": r.cell, "cause": r.verdict.removeprefix("differs: ")}
+        for r in reports
+        if r.verdict.startswith("differs")
+    ]
+    summary = {
+        "cells": len(reports),
+        "identical": sum(r.verdict == "identical" for r in reports),
+        "equivalent": sum(r.verdict == "equivalent" for r in reports),
+        "differs": differs,
+        "notRun": sum(r.verdict == "not run" for r in reports),
+        "seconds": round(seconds, 3),
+        "sessionSeconds": round(sum(int(r.get("duration_ms", r.get("durationMs", 0)) or 0) for r in session.runs)
+                                / 1000, 3),
+        "sandbox": session.sandbox or "off (the session's kernels were not sandboxed)",
+    }
+    nb.metadata.setdefault("interpreter_lsp", {})["verify"] = {
+        "python": environment.get("python"),
+        "executable": environment.get("executable"),
+        "packages": environment.get("packages", {}),
+        "seeds": seeds(sources),
+        "inputFiles": inputs,
+        "inputFilesFrom": "workspace files named as string literals in the cells (the files tracker records "
+        "writes, not reads)",
+        "tolerance": {"rtol": [normalise.RTOL_TIGHT, normalise.RTOL_LOOSE]},
+        "summary": summary,
+    }
+    return summary
+
+
+def _input_hashes(sources: list[str], root: Path) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for source in sources:
+        for name in named_files(source, root):
+            path = root / name
+            if path.is_file() and name not in found and (digest := _hash(path)) is not None:
+                found[name] = f"sha256:{digest}"
+    return found

@@ -1,0 +1,136 @@
+"""Verified export (interpreter.exportNotebook with verify): through the server (a real LSP client, the real
+server, the session's real kernel and a fresh real kernel run by nbclient), each code cell of the exported
+notebook gets the verdict a reader should see, with the normalisation or cause named, and the command's
+result carries the summary the editors show."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import io
+import json
+from pathlib import Path
+
+import pytest
+from pygls.exceptions import JsonRpcException
+
+from harness import Session
+from interpreter_lsp import normalise
+from interpreter_lsp import protocol as p
+
+VERIFY_WAIT = 240.0  # a fresh kernel and numpy/matplotlib imports on a busy 2-core machine
+
+CELLS = [
+    # 1: deterministic (a seeded generator)
+    "import numpy as np\nrng = np.random.default_rng(0)\nprint(sum(range(10)), rng.integers(0, 100, 5).tolist())",
+    # 2: a repr with 0x… and an object id
+    "class Thing:\n    pass\nprint(Thing(), id(object()))",
+    # 3: the clock and a uuid
+    "import time, uuid\nprint(time.time(), uuid.uuid4())",
+    # 4: unseeded stdlib randomness (numpy was seeded above: that does not seed `random`)
+    "import random\nprint(random.random())",
+    # 5: a plot, shown by the figure hook as a PNG
+    "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [1, 4, 9])\nplt.show()",
+    # 6: reads a workspace file that cell 7 deletes
+    "print(open('data.csv').read())",
+    # 7
+    "import os\nos.remove('data.csv')\nprint('removed')",
+]
+
+
+def _stamps(nb: dict) -> list[dict]:
+    return [c["metadata"]["interpreter_lsp"]["verify"] for c in nb["cells"] if c["cell_type"] == "code"]
+
+
+async def test_verified_export_stamps_each_cell(session: Session) -> None:
+    (session.root / "data.csv").write_text("a,b\n1,2\n")
+    for code in CELLS:
+        _run, status = await session.run_and_wait(code)
+        assert status["state"] == "ok", (code, session.text(_run))
+    plain = await session.command(p.EXPORT_NOTEBOOK, {"path": "plain.ipynb"})  # without verify: as before
+    assert set(plain) == {"path"}
+
+    result = await session.command(p.EXPORT_NOTEBOOK, {"path": "verified.ipynb", "verify": True}, VERIFY_WAIT)
+
+    summary = result["verification"]
+    nb = json.loads(Path(result["path"]).read_text())
+    stamps = _stamps(nb)
+    verdicts = [s["verdict"] for s in stamps]
+    assert verdicts[0] == "identical", stamps[0]
+    assert verdicts[1] == "equivalent" and {"memory addresses", "object ids"} <= set(stamps[1]["normalisations"])
+    assert verdicts[2] == "equivalent" and {"timestamps (epoch seconds)", "UUIDs"} <= set(stamps[2]["normalisations"])
+    assert verdicts[3] == "differs: seed not set", stamps[3]
+    assert verdicts[4] in ("identical", "equivalent"), stamps[4]
+    assert any("image/png" in o.get("data", {}) for o in nb["cells"][4]["outputs"])  # a plot was compared
+    assert verdicts[5] == "differs: missing input file data.csv", stamps[5]
+    assert verdicts[6] == "not run"
+    assert summary["cells"] == 7 and summary["identical"] + summary["equivalent"] == 4
+    assert summary["differs"] == [{"cell": 4, "cause": "seed not set"}, {"cell": 6, "cause": "missing input file data.csv"}]
+    assert summary["notRun"] == 1 and summary["id"].startswith("verify-")
+    record = nb["metadata"]["interpreter_lsp"]["verify"]
+    assert record["python"] and "numpy" in record["packages"] and "matplotlib" in record["packages"]
+    assert record["seeds"] == ["np.random.default_rng(0)"]
+    # data.csv was deleted by the session: no hash; nothing else the cells name exists in the workspace.
+    assert record["inputFiles"] == {}
+    assert record["summary"]["cells"] == 7
+
+
+async def test_input_files_are_hashed_and_a_seeded_session_is_identical(session: Session) -> None:
+    (session.root / "in put.txt").write_text("3\n")  # a path with a space
+    for code in ("import random\nrandom.seed(7)\nprint(random.random())",
+                 "n = int(open('in put.txt').read())\nprint([random.randint(0, 9) for _ in range(n)])"):
+        await session.run_and_wait(code)
+    result = await session.command(p.EXPORT_NOTEBOOK, {"path": "v.ipynb", "verify": True}, VERIFY_WAIT)
+    assert result["verification"]["identical"] == 2 and result["verification"]["differs"] == []
+    record = json.loads(Path(result["path"]).read_text())["metadata"]["interpreter_lsp"]["verify"]
+    import hashlib
+
+    assert record["inputFiles"] == {"in put.txt": "sha256:" + hashlib.sha256(b"3\n").hexdigest()}
+    assert record["seeds"] == ["random.seed(7)"]
+
+
+async def test_interrupt_cancels_a_verification(session: Session) -> None:
+    await session.run_and_wait("import time\ntime.sleep(3)\nprint('slept')")
+    export = asyncio.ensure_future(session.command(p.EXPORT_NOTEBOOK, {"path": "v.ipynb", "verify": True}, VERIFY_WAIT))
+    await session.command(p.INTERRUPT, {})
+    with pytest.raises(JsonRpcException, match="interrupted"):
+        await export
+    nb = json.loads((session.root / "v.ipynb").read_text())  # written, without verdicts
+    assert "interpreter_lsp" not in nb["cells"][0]["metadata"]
+
+
+async def test_bad_verify_arguments_are_refused(session: Session) -> None:
+    with pytest.raises(JsonRpcException, match="'verify' must be true or false"):
+        await session.command(p.EXPORT_NOTEBOOK, {"path": "v.ipynb", "verify": "yes"})
+    with pytest.raises(JsonRpcException, match="'verifyTimeout' must be a number"):
+        await session.command(p.EXPORT_NOTEBOOK, {"path": "v.ipynb", "verify": True, "verifyTimeout": 0})
+    assert not (session.root / "v.ipynb").exists()
+
+
+def _png(pixels: list[tuple[int, int, int]], level: int) -> str:
+    from PIL import Image
+
+    image = Image.new("RGB", (len(pixels), 1))
+    image.putdata(pixels)
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG", compress_level=level)
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+def test_images_compare_by_decoded_pixels() -> None:
+    pixels = [(i * 3 % 256, i * 7 % 256, i * 11 % 256) for i in range(300)]
+    a, b = _png(pixels, 0), _png(pixels, 9)
+    assert a != b  # different bytes, same pixels
+    shown = lambda png: [{"output_type": "display_data", "data": {"image/png": png, "text/plain": "<Figure>"}}]  # noqa: E731
+    same = normalise.compare(shown(a), shown(b))
+    assert same.verdict == "equivalent" and same.normalisations == ["images by decoded pixels"]
+    other = normalise.compare(shown(a), shown(_png([(255, 255, 255), *pixels[1:]], 9)))
+    assert other.verdict == "differs" and "pixels differ" in other.diff
+
+
+def test_floats_report_the_tolerance_that_took() -> None:
+    out = lambda text: [{"output_type": "stream", "name": "stdout", "text": text}]  # noqa: E731
+    assert normalise.compare(out("0.1234567891\n"), out("0.1234567892\n")).normalisations == ["floats (rtol 1e-9)"]
+    assert normalise.compare(out("0.12345671\n"), out("0.12345672\n")).normalisations == ["floats (rtol 1e-6)"]
+    assert normalise.compare(out("0.2\n"), out("0.7\n")).verdict == "differs"
+    assert normalise.compare(out("9%\r50%\r100%\n"), out("10%\r100%\n")).normalisations == ["progress-bar redraws"]
