@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import hashlib
 import io
 import json
 from pathlib import Path
@@ -14,9 +15,10 @@ from pathlib import Path
 import pytest
 from pygls.exceptions import JsonRpcException
 
-from harness import Session
+from harness import Session, start_session, stop_session
 from interpreter_lsp import normalise
 from interpreter_lsp import protocol as p
+from interpreter_lsp.kernels.sandbox import bwrap_available
 
 VERIFY_WAIT = 240.0  # a fresh kernel and numpy/matplotlib imports on a busy 2-core machine
 
@@ -30,12 +32,17 @@ CELLS = [
     # 4: unseeded stdlib randomness (numpy was seeded above: that does not seed `random`)
     "import random\nprint(random.random())",
     # 5: a plot, shown by the figure hook as a PNG
-    "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [1, 4, 9])\nplt.show()",
+    "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
+    "plt.plot([1, 2, 3], [1, 4, 9])\nplt.show()",
     # 6: reads a workspace file that cell 7 deletes
     "print(open('data.csv').read())",
     # 7
     "import os\nos.remove('data.csv')\nprint('removed')",
 ]
+
+
+def _read(path: str | Path) -> dict:
+    return json.loads(Path(path).read_text())
 
 
 def _stamps(nb: dict) -> list[dict]:
@@ -53,7 +60,7 @@ async def test_verified_export_stamps_each_cell(session: Session) -> None:
     result = await session.command(p.EXPORT_NOTEBOOK, {"path": "verified.ipynb", "verify": True}, VERIFY_WAIT)
 
     summary = result["verification"]
-    nb = json.loads(Path(result["path"]).read_text())
+    nb = _read(result["path"])
     stamps = _stamps(nb)
     verdicts = [s["verdict"] for s in stamps]
     assert verdicts[0] == "identical", stamps[0]
@@ -65,7 +72,10 @@ async def test_verified_export_stamps_each_cell(session: Session) -> None:
     assert verdicts[5] == "differs: missing input file data.csv", stamps[5]
     assert verdicts[6] == "not run"
     assert summary["cells"] == 7 and summary["identical"] + summary["equivalent"] == 4
-    assert summary["differs"] == [{"cell": 4, "cause": "seed not set"}, {"cell": 6, "cause": "missing input file data.csv"}]
+    assert summary["differs"] == [
+        {"cell": 4, "cause": "seed not set"},
+        {"cell": 6, "cause": "missing input file data.csv"},
+    ]
     assert summary["notRun"] == 1 and summary["id"].startswith("verify-")
     record = nb["metadata"]["interpreter_lsp"]["verify"]
     assert record["python"] and "numpy" in record["packages"] and "matplotlib" in record["packages"]
@@ -82,9 +92,7 @@ async def test_input_files_are_hashed_and_a_seeded_session_is_identical(session:
         await session.run_and_wait(code)
     result = await session.command(p.EXPORT_NOTEBOOK, {"path": "v.ipynb", "verify": True}, VERIFY_WAIT)
     assert result["verification"]["identical"] == 2 and result["verification"]["differs"] == []
-    record = json.loads(Path(result["path"]).read_text())["metadata"]["interpreter_lsp"]["verify"]
-    import hashlib
-
+    record = _read(result["path"])["metadata"]["interpreter_lsp"]["verify"]
     assert record["inputFiles"] == {"in put.txt": "sha256:" + hashlib.sha256(b"3\n").hexdigest()}
     assert record["seeds"] == ["random.seed(7)"]
 
@@ -95,7 +103,7 @@ async def test_interrupt_cancels_a_verification(session: Session) -> None:
     await session.command(p.INTERRUPT, {})
     with pytest.raises(JsonRpcException, match="interrupted"):
         await export
-    nb = json.loads((session.root / "v.ipynb").read_text())  # written, without verdicts
+    nb = _read(session.root / "v.ipynb")  # written, without verdicts
     assert "interpreter_lsp" not in nb["cells"][0]["metadata"]
 
 
@@ -134,3 +142,23 @@ def test_floats_report_the_tolerance_that_took() -> None:
     assert normalise.compare(out("0.12345671\n"), out("0.12345672\n")).normalisations == ["floats (rtol 1e-6)"]
     assert normalise.compare(out("0.2\n"), out("0.7\n")).verdict == "differs"
     assert normalise.compare(out("9%\r50%\r100%\n"), out("10%\r100%\n")).normalisations == ["progress-bar redraws"]
+
+
+_BWRAP = bwrap_available()
+
+
+@pytest.mark.skipif(_BWRAP is not None and "not installed" in _BWRAP, reason=f"{_BWRAP}")
+async def test_a_sandboxed_session_is_verified_in_the_sandbox(workspace_root: Path, home: Path) -> None:
+    """The fresh kernel runs through the session's bubblewrap wrapper: a file outside the workspace that the
+    sandbox hides stays hidden (unsandboxed, the cell would print True and differ)."""
+    outside = home / "outside.txt"
+    outside.write_text("visible only unsandboxed")
+    s = await start_session(workspace_root, home, configuration={"sandbox": "bubblewrap"})
+    try:
+        run_id, status = await s.run_and_wait(f"import os\nprint(os.path.exists({str(outside)!r}))")
+        assert status["state"] == "ok" and s.text(run_id).strip() == "False"
+        result = await s.command(p.EXPORT_NOTEBOOK, {"path": "v.ipynb", "verify": True}, VERIFY_WAIT)
+    finally:
+        await stop_session(s)
+    assert result["verification"]["sandbox"].startswith("bubblewrap")
+    assert result["verification"]["identical"] == 1, result

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from . import normalise
+from . import protocol as p
 from .errors import UserError
 from .kernels.figures import REGISTER
 
@@ -305,7 +306,7 @@ async def verify(nb: Any, session: Session, history_path: Path | None = None) ->
             stamp["normalisations"] = report.normalisations
         if report.diff:
             stamp["diff"] = report.diff
-        cell.metadata.setdefault("interpreter_lsp", {})["verify"] = stamp
+        cell.metadata.setdefault(p.VERIFY_METADATA, {})["verify"] = stamp
     differs = [
         {"cell": r.cell, "cause": r.verdict.removeprefix("differs: ")}
         for r in reports
@@ -322,7 +323,7 @@ async def verify(nb: Any, session: Session, history_path: Path | None = None) ->
                                 / 1000, 3),
         "sandbox": session.sandbox or "off (the session's kernels were not sandboxed)",
     }
-    nb.metadata.setdefault("interpreter_lsp", {})["verify"] = {
+    nb.metadata.setdefault(p.VERIFY_METADATA, {})["verify"] = {
         "python": environment.get("python"),
         "executable": environment.get("executable"),
         "packages": environment.get("packages", {}),
