@@ -22,6 +22,7 @@ import copy
 import hashlib
 import json
 import re
+import shutil
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -52,12 +53,35 @@ _CLOCK = re.compile(r"\b(?:time\.(?:time|perf_counter|monotonic|time_ns)|datetim
 _NETWORK = re.compile(r"\b(?:requests|urllib|httpx|socket|aiohttp|urlopen)\b")
 _NAME_ERROR_CAUSE = "NameError"
 
-_VERSIONS = (
-    "(lambda json, sys, md: json.dumps({'python': sys.version, 'executable': sys.executable, 'packages': "
-    "{m: v for m, v in ((m, next((md.version(d) for d in md.packages_distributions().get(m, [m]) "
-    "if _ok(md, d)), None)) for m in MODULES) if v}}))"
-    "(__import__('json'), __import__('sys'), __import__('importlib.metadata').metadata)"
-)
+# Run in the fresh kernel in a namespace of its own (nothing is left in the user's): the interpreter, and the
+# versions of the modules the cells import. packages_distributions() reads every installed distribution's
+# file list (~0.5 s), so it is asked only for modules whose name is not their distribution's.
+_VERSIONS = """
+import importlib.metadata as md, json, sys
+found, missing = {}, []
+for m in MODULES:
+    if m in getattr(sys, "stdlib_module_names", ()) or m in sys.builtin_module_names:
+        continue
+    try:
+        found[m] = md.version(m)
+    except Exception:
+        missing.append(m)
+if missing:
+    dists = md.packages_distributions()
+    for m in missing:
+        for d in dists.get(m, []):
+            try:
+                found[m] = md.version(d)
+                break
+            except Exception:
+                pass
+result = json.dumps({"python": sys.version, "executable": sys.executable, "packages": found})
+"""
+
+
+def _versions_expression(modules: list[str]) -> str:
+    code = f"MODULES = {modules!r}\n{_VERSIONS}"
+    return f"(lambda ns: (exec({code!r}, ns), ns['result'])[1])({{}})"
 
 
 @dataclass
@@ -236,9 +260,6 @@ async def _stop(client: Any) -> None:
     with contextlib.suppress(Exception):
         if km is not None and km.has_kernel:
             await km.shutdown_kernel(now=True)
-    with contextlib.suppress(Exception):
-        if km is not None:
-            km.cleanup_resources()
 
 
 async def _silent(client: Any, code: str, expression: str | None = None) -> str | None:
@@ -268,6 +289,7 @@ async def verify(nb: Any, session: Session, history_path: Path | None = None) ->
     reports: list[CellReport] = []
     environment: dict[str, Any] = {}
     client = await _start(session, fresh)
+    start_seconds = time.monotonic() - started
     try:
         await _silent(client, REGISTER)  # the session's kernels show figures of any backend: so does this one
         stopped = False
@@ -288,16 +310,11 @@ async def verify(nb: Any, session: Session, history_path: Path | None = None) ->
                     stopped = True  # like Run All: an error the session did not have ends the run
             else:
                 reports.append(CellReport(number, comparison.verdict, comparison.normalisations))
-        modules = imported_modules(sources)
-        probe = "def _ok(md, d):\n    try:\n        md.version(d)\n        return True\n    except Exception:\n" \
-                "        return False\nMODULES = " + repr(modules)
         with contextlib.suppress(Exception):
-            await _silent(client, probe)
-            environment = json.loads(await _silent(client, "", _VERSIONS) or "{}")
-        with contextlib.suppress(Exception):
-            await _silent(client, "del _ok, MODULES")
+            environment = json.loads(await _silent(client, "", _versions_expression(imported_modules(sources))) or "{}")
     finally:
         await _stop(client)
+        await asyncio.to_thread(shutil.rmtree, session.runtime_dir, True)
     seconds = time.monotonic() - started
     inputs = await asyncio.to_thread(_input_hashes, sources, session.root)
     for cell, report in zip(cells, reports, strict=False):
@@ -319,6 +336,7 @@ async def verify(nb: Any, session: Session, history_path: Path | None = None) ->
         "differs": differs,
         "notRun": sum(r.verdict == "not run" for r in reports),
         "seconds": round(seconds, 3),
+        "startSeconds": round(start_seconds, 3),
         "sessionSeconds": round(sum(int(r.get("duration_ms", r.get("durationMs", 0)) or 0) for r in session.runs)
                                 / 1000, 3),
         "sandbox": session.sandbox or "off (the session's kernels were not sandboxed)",
