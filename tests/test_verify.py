@@ -98,8 +98,17 @@ async def test_input_files_are_hashed_and_a_seeded_session_is_identical(session:
 
 
 async def test_interrupt_cancels_a_verification(session: Session) -> None:
-    await session.run_and_wait("import time\ntime.sleep(3)\nprint('slept')")
+    """Interrupted while the fresh kernel runs a cell (nbclient would report a cancelled cell as a dead kernel)."""
+    await session.run_and_wait("import time\nopen('started.txt', 'w').write('1')\ntime.sleep(4)")
+    started = session.root / "started.txt"
+    started.unlink()
     export = asyncio.ensure_future(session.command(p.EXPORT_NOTEBOOK, {"path": "v.ipynb", "verify": True}, VERIFY_WAIT))
+    # The fresh kernel writes the file when it runs the cell (no notification says so: a bounded wait on it).
+    for _ in range(3000):
+        if started.exists() or export.done():
+            break
+        await asyncio.sleep(0.02)
+    assert started.exists() and not export.done()
     await session.command(p.INTERRUPT, {})
     with pytest.raises(JsonRpcException, match="interrupted"):
         await export
@@ -162,3 +171,48 @@ async def test_a_sandboxed_session_is_verified_in_the_sandbox(workspace_root: Pa
         await stop_session(s)
     assert result["verification"]["sandbox"].startswith("bubblewrap")
     assert result["verification"]["identical"] == 1, result
+
+
+async def test_a_cell_that_needed_an_undone_turn_differs_with_that_cause(workspace_root: Path, home: Path) -> None:
+    """Undo takes the turn out of the conversation (and so of the export), not out of the kernel: a later cell
+    that used its variable ran in the session and fails in the fresh kernel, and the verdict says why."""
+    from scripted_model import ScriptedModel
+
+    with ScriptedModel() as model:
+        model.reply("Setting it.\n```python\nhidden = 41\n```\n")
+        model.reply("Done.")
+        s = await start_session(
+            workspace_root, home,
+            configuration={"model": "openai/scripted", "apiBase": model.base_url, "maxRetries": 0},
+        )
+        try:
+            turn = (await s.command(p.CHAT, {"text": "set hidden"}))["turnId"]
+            shown = await s.wait_for(lambda: next(iter(s.notes[p.PROPOSAL]), None), VERIFY_WAIT, "the proposal")
+            run_id = (await s.command(p.APPROVE, {"proposalId": shown["proposalId"]}))["runId"]
+            assert (await s.finished(run_id))["state"] == "ok"
+            await s.wait_for(
+                lambda: any(n["turnId"] == turn and n["state"] in p.FINAL_TURN_STATES for n in s.notes[p.TURN_STATUS]),
+                VERIFY_WAIT, "the turn to end",
+            )
+            await s.command(p.UNDO, {})
+            run_id, _status = await s.run_and_wait("print(hidden + 1)")
+            assert s.text(run_id).strip() == "42"
+            result = await s.command(p.EXPORT_NOTEBOOK, {"path": "v.ipynb", "verify": True}, VERIFY_WAIT)
+        finally:
+            await stop_session(s)
+    [differs] = result["verification"]["differs"]
+    assert differs == {"cell": 1, "cause": "hidden state from an undone run (name 'hidden' is not defined)"}
+
+
+async def test_an_interrupted_cell_is_not_run_again(session: Session) -> None:
+    run_id = await session.run("import time\nwhile True:\n    time.sleep(0.05)")
+    await session.wait_for(
+        lambda: any(st["state"] == "running" for st in session.statuses(run_id)), VERIFY_WAIT, "the loop to run"
+    )
+    await session.command(p.INTERRUPT, {})
+    assert (await session.finished(run_id))["state"] == "interrupted"
+    await session.run_and_wait("print('after')")
+    result = await session.command(p.EXPORT_NOTEBOOK, {"path": "v.ipynb", "verify": True}, VERIFY_WAIT)
+    stamps = _stamps(_read(result["path"]))
+    assert [s["verdict"] for s in stamps] == ["not run: the session's run ended interrupted", "identical"]
+    assert result["verification"]["notRun"] == 1

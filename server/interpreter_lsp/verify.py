@@ -34,6 +34,7 @@ from . import protocol as p
 from .errors import UserError
 from .kernels.figures import REGISTER
 
+UNFINISHED = ("interrupted", "timeout", "died")  # session runs that did not end by themselves
 STARTUP_TIMEOUT = 120.0  # a fresh kernel on a busy machine
 VERSIONS_TIMEOUT = 30.0
 
@@ -262,6 +263,20 @@ async def _stop(client: Any) -> None:
             await km.shutdown_kernel(now=True)
 
 
+async def _execute(client: Any, cell: Any, index: int, number: int) -> None:
+    """nbclient turns a cancellation of the cell's execution into DeadKernelError ("Kernel died"): it runs
+    shielded, so cancelling the verification raises CancelledError here, and the execution is then dropped
+    (the kernel is shut down next)."""
+    execution = asyncio.ensure_future(client.async_execute_cell(cell, index, execution_count=number))
+    try:
+        await asyncio.shield(execution)
+    except asyncio.CancelledError:
+        execution.cancel()
+        with contextlib.suppress(BaseException):
+            await execution
+        raise
+
+
 async def _silent(client: Any, code: str, expression: str | None = None) -> str | None:
     reply = await asyncio.wait_for(
         client.kc.execute_interactive(
@@ -298,8 +313,13 @@ async def verify(nb: Any, session: Session, history_path: Path | None = None) ->
             if stopped:
                 reports.append(CellReport(number, "not run"))
                 continue
+            state = session.runs[index].get("state") if index < len(session.runs) else "ok"
+            if state in UNFINISHED:
+                # An interrupted loop would run until a timeout again: it is not re-run, and says why.
+                reports.append(CellReport(number, f"not run: the session's run ended {state}"))
+                continue
             cell.outputs = []
-            await client.async_execute_cell(cell, fresh.cells.index(cell), execution_count=number)
+            await _execute(client, cell, fresh.cells.index(cell), number)
             comparison = await asyncio.to_thread(
                 normalise.compare, list(cells[index].outputs), list(cell.outputs), root_text
             )
@@ -334,7 +354,7 @@ async def verify(nb: Any, session: Session, history_path: Path | None = None) ->
         "identical": sum(r.verdict == "identical" for r in reports),
         "equivalent": sum(r.verdict == "equivalent" for r in reports),
         "differs": differs,
-        "notRun": sum(r.verdict == "not run" for r in reports),
+        "notRun": sum(r.verdict.startswith("not run") for r in reports),
         "seconds": round(seconds, 3),
         "startSeconds": round(start_seconds, 3),
         "sessionSeconds": round(sum(int(r.get("duration_ms", r.get("durationMs", 0)) or 0) for r in session.runs)
