@@ -122,6 +122,20 @@ async def test_bad_verify_arguments_are_refused(session: Session) -> None:
     with pytest.raises(JsonRpcException, match="'verifyTimeout' must be a number"):
         await session.command(p.EXPORT_NOTEBOOK, {"path": "v.ipynb", "verify": True, "verifyTimeout": 0})
     assert not (session.root / "v.ipynb").exists()
+    with pytest.raises(JsonRpcException, match="nothing to verify"):
+        await session.command(p.EXPORT_NOTEBOOK, {"path": "v.ipynb", "verify": True})
+
+
+async def test_a_cell_past_the_run_timeout_differs_and_ends_the_run(workspace_root: Path, home: Path) -> None:
+    s = await start_session(workspace_root, home, configuration={"runTimeout": 3})
+    try:
+        await s.run_and_wait("import os, time\nif os.path.exists('slow'):\n    time.sleep(60)\nprint('quick')")
+        await s.run_and_wait("print('next')")
+        (workspace_root / "slow").write_text("")  # the fresh run finds it: the cell now runs past runTimeout
+        result = await s.command(p.EXPORT_NOTEBOOK, {"path": "v.ipynb", "verify": True}, VERIFY_WAIT)
+    finally:
+        await stop_session(s)
+    assert [x["verdict"] for x in _stamps(_read(result["path"]))] == ["differs: timeout (past runTimeout)", "not run"]
 
 
 def _png(pixels: list[tuple[int, int, int]], level: int) -> str:

@@ -293,11 +293,16 @@ async def _silent(client: Any, code: str, expression: str | None = None) -> str 
 
 async def verify(nb: Any, session: Session, history_path: Path | None = None) -> dict[str, Any]:
     """Re-run `nb` (the export, which it stamps in place) and return the summary for the command's result."""
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
     started = time.monotonic()
     if history_path is not None:
         session.dropped_runs = await asyncio.to_thread(dropped_runs, history_path)
     cells = _code_cells(nb)
     sources = [str(c.source) for c in cells]
+    if not cells:
+        raise UserError("There is nothing to verify: the conversation has no code that ran. The notebook was "
+                        "written.")
     fresh = copy.deepcopy(nb)
     fresh_cells = _code_cells(fresh)
     root_text = (str(session.root), str(session.root.resolve()))
@@ -319,7 +324,17 @@ async def verify(nb: Any, session: Session, history_path: Path | None = None) ->
                 reports.append(CellReport(number, f"not run: the session's run ended {state}"))
                 continue
             cell.outputs = []
-            await _execute(client, cell, fresh.cells.index(cell), number)
+            try:
+                await _execute(client, cell, fresh.cells.index(cell), number)
+            except (CellTimeoutError, DeadKernelError) as exc:
+                why = "timeout (past runTimeout)" if isinstance(exc, CellTimeoutError) else "the fresh kernel died"
+                reports.append(CellReport(number, f"differs: {why}"))
+                stopped = True
+                if isinstance(exc, DeadKernelError):
+                    break
+                with contextlib.suppress(Exception):  # the cell still runs: stop it before the versions probe
+                    await client.km.interrupt_kernel()
+                continue
             comparison = await asyncio.to_thread(
                 normalise.compare, list(cells[index].outputs), list(cell.outputs), root_text
             )
@@ -335,6 +350,7 @@ async def verify(nb: Any, session: Session, history_path: Path | None = None) ->
     finally:
         await _stop(client)
         await asyncio.to_thread(shutil.rmtree, session.runtime_dir, True)
+    reports += [CellReport(n, "not run") for n in range(len(reports) + 1, len(cells) + 1)]
     seconds = time.monotonic() - started
     inputs = await asyncio.to_thread(_input_hashes, sources, session.root)
     for cell, report in zip(cells, reports, strict=False):
