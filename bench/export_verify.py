@@ -59,7 +59,10 @@ CORPUS: list[tuple[str, bool, list[str]]] = [
 
 async def one(s: Session, name: str, cells: list[str]) -> dict[str, Any]:
     await s.command(p.RESET, {})
-    await s.command(p.RESTART_KERNEL, {"language": "python"})
+    idle = lambda: sum(n["state"] == "idle" for n in s.notes[p.KERNEL_STATUS] if n["language"] == "python")  # noqa: E731
+    before = idle()
+    await s.command(p.RESTART_KERNEL, {"language": "python"})  # answers at once: wait for the kernel to be back
+    await s.wait_for(lambda: idle() > before or None, 120, "the python kernel to restart")
     for code in cells:
         run_id, status = await s.run_and_wait(code, timeout=300)
         if status["state"] != "ok":
