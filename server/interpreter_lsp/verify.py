@@ -25,6 +25,7 @@ import re
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -107,6 +108,9 @@ class Session:
     sandbox: str | None
     timeout: float | None
     dropped_runs: list[dict[str, Any]] = field(default_factory=list)  # dropped_runs(): undone or reset runs
+    # The masking the session's outputs went through (ctx.redact_shown): the fresh outputs go through it too,
+    # before they are compared and before any of their text (a diff) is written or answered.
+    mask: Callable[[Any], Any] = lambda value: value
 
 
 def dropped_runs(history_path: Path) -> list[dict[str, Any]]:
@@ -336,7 +340,9 @@ async def verify(nb: Any, session: Session, history_path: Path | None = None) ->
                     await client.km.interrupt_kernel()
                 continue
             comparison = await asyncio.to_thread(
-                normalise.compare, list(cells[index].outputs), list(cell.outputs), root_text
+                lambda old=list(cells[index].outputs), new=list(cell.outputs): normalise.compare(
+                    old, session.mask(new), root_text
+                )
             )
             if comparison.verdict == "differs":
                 cause = _cause(index, comparison, sources, session, session.root)

@@ -554,7 +554,7 @@ class Workspace:
         return verify.Session(
             root=self.root, runs=runs, kernel_name=choice.name, kernel_dirs=choice.kernel_dirs,
             env=options.env, wrapper=wrapper, runtime_dir=runtime_dir, sandbox=options.sandbox,
-            timeout=self.settings.run_timeout or None,
+            timeout=self.settings.run_timeout or None, mask=self.ctx.redact_shown,
         )
 
     def cancel_verifications(self) -> int:
