@@ -233,3 +233,22 @@ async def test_an_interrupted_cell_is_not_run_again(session: Session) -> None:
     stamps = _stamps(_read(result["path"]))
     assert [s["verdict"] for s in stamps] == ["not run: the session's run ended interrupted", "identical"]
     assert result["verification"]["notRun"] == 1
+
+
+async def test_an_outside_agents_cell_that_differs_names_the_agent(workspace_root: Path, home: Path) -> None:
+    from test_mcp import agent, next_proposal, socket_ready
+
+    s = await start_session(workspace_root, home)
+    try:
+        await socket_ready(workspace_root)
+        async with agent(workspace_root, home, "Claude Code") as client:
+            # Differs for no reason the history names (a hash of a fresh object's id, not an id itself).
+            call = asyncio.create_task(client.call_tool("run_code", {"code": "print(hash(str(id(object()))) % 10**9)"}))
+            card = await next_proposal(s, 0)
+            await s.command(p.APPROVE, {"proposalId": card["proposalId"]})
+            await asyncio.wait_for(call, VERIFY_WAIT)
+        result = await s.command(p.EXPORT_NOTEBOOK, {"path": "v.ipynb", "verify": True}, VERIFY_WAIT)
+    finally:
+        await stop_session(s)
+    [differs] = result["verification"]["differs"]
+    assert differs["cause"].startswith("an outside agent's run (Claude Code 1.0): output"), differs

@@ -202,9 +202,6 @@ def _cause(
         return f"missing input file ({new_error.get('evalue', '')})"[:200]
     if new_error.get("ename") == _NAME_ERROR_CAUSE and session.dropped_runs:
         return f"hidden state from an undone run ({new_error.get('evalue', '')})"[:200]
-    agents = [r for r in session.runs[:index] if r.get("origin") == "agent"]
-    if run.get("origin") == "agent":
-        return f"an outside agent's run ({run.get('agent') or 'agent'})"
     if comparison.error_change:
         return comparison.error_change
     if any(draw.search(source) and not any(seed.search(s) for s in earlier) for draw, seed in _UNSEEDED):
@@ -215,8 +212,11 @@ def _cause(
         return "network"
     if session.dropped_runs:
         return "hidden state from an undone run"
+    if run.get("origin") == "agent":
+        return f"an outside agent's run ({run.get('agent') or 'agent'}): output {comparison.diff}".rstrip(": ")
+    agents = [r for r in session.runs[:index] if r.get("origin") == "agent"]
     if agents:
-        return f"an outside agent's run before it ({agents[-1].get('agent') or 'agent'})"
+        return f"an outside agent's run before it ({agents[-1].get('agent') or 'agent'}): output {comparison.diff}"
     return f"output: {comparison.diff}" if comparison.diff else "output"
 
 
