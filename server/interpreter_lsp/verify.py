@@ -19,9 +19,7 @@ import ast
 import asyncio
 import contextlib
 import copy
-import hashlib
 import json
-import re
 import shutil
 import subprocess
 import time
@@ -30,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import normalise
+from . import causes, normalise
 from . import protocol as p
 from .errors import UserError
 from .kernels.figures import REGISTER
@@ -38,22 +36,6 @@ from .kernels.figures import REGISTER
 UNFINISHED = ("interrupted", "timeout", "died")  # session runs that did not end by themselves
 STARTUP_TIMEOUT = 120.0  # a fresh kernel on a busy machine
 VERSIONS_TIMEOUT = 30.0
-
-_SEED = re.compile(
-    r"\b(?:(?:np|numpy)\.random\.seed|random\.seed|(?:np\.random\.)?default_rng|torch\.manual_seed"
-    r"|tf\.random\.set_seed|set_seed)\(\s*[^)\s][^)]*\)"
-)
-# Unseeded draws, per generator family, and the seed call that would fix each.
-_UNSEEDED = (
-    (re.compile(r"(?<![\w.])random\.(?!seed\b|Random\()\w+\(|(?<![\w.])from random import"),
-     re.compile(r"(?<![\w.])random\.seed\(\s*[^)\s]")),
-    (re.compile(r"\b(?:np|numpy)\.random\.(?!seed\b|default_rng\b|RandomState\b|Generator\b)\w+\("),
-     re.compile(r"\b(?:np|numpy)\.random\.seed\(\s*[^)\s]")),
-    (re.compile(r"\bdefault_rng\(\s*\)|\bRandomState\(\s*\)|\btorch\.rand"), re.compile(r"(?!x)x")),
-)
-_CLOCK = re.compile(r"\b(?:time\.(?:time|perf_counter|monotonic|time_ns)|datetime\.(?:now|today|utcnow)|date\.today)\(")
-_NETWORK = re.compile(r"\b(?:requests|urllib|httpx|socket|aiohttp|urlopen)\b")
-_NAME_ERROR_CAUSE = "NameError"
 
 # Run in the fresh kernel in a namespace of its own (nothing is left in the user's): the interpreter, and the
 # versions of the modules the cells import. packages_distributions() reads every installed distribution's
@@ -113,111 +95,8 @@ class Session:
     mask: Callable[[Any], Any] = lambda value: value
 
 
-def dropped_runs(history_path: Path) -> list[dict[str, Any]]:
-    """Runs the conversation no longer shows (undone or reset) since the python kernel last restarted or
-    died: their variables may still have been in the session's kernel when later cells ran."""
-    from .history import History, replay
-
-    raw = History(history_path).load()
-    kept = {e.get("runId") for e in replay(list(raw)) if e.get("type") == "run"}
-    dropped: list[dict[str, Any]] = []
-    for event in raw:
-        if event.get("type") == "kernel" and event.get("language") == "python":
-            dropped = []
-        elif event.get("type") == "run" and event.get("runId") not in kept:
-            dropped.append(event)
-    return dropped
-
-
 def _code_cells(nb: Any) -> list[Any]:
     return [c for c in nb.cells if c.cell_type == "code"]
-
-
-def seeds(sources: list[str]) -> list[str]:
-    return [m.group(0) for src in sources for m in _SEED.finditer(src)]
-
-
-def imported_modules(sources: list[str]) -> list[str]:
-    found: set[str] = set()
-    for src in sources:
-        try:
-            tree = ast.parse(src)
-        except SyntaxError:
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                found.update(alias.name.split(".")[0] for alias in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                found.add(node.module.split(".")[0])
-    return sorted(found)
-
-
-def named_files(source: str, root: Path) -> list[str]:
-    """Workspace paths named as string literals in a cell (relative to the root), existing or not: what it
-    may read. A literal that is not a plausible path (spaces and newlines, too long) is skipped."""
-    names: list[str] = []
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return names
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            text = node.value
-            if not text or len(text) > 400 or "\n" in text or "." not in Path(text).name:
-                continue
-            path = Path(text) if Path(text).is_absolute() else root / text
-            try:
-                rel = path.resolve().relative_to(root.resolve())
-            except (ValueError, OSError):
-                continue
-            names.append(str(rel))
-    return sorted(set(names))
-
-
-def _hash(path: Path) -> str | None:
-    try:
-        digest = hashlib.sha256()
-        with path.open("rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
-        return digest.hexdigest()
-    except OSError:
-        return None
-
-
-def _cause(
-    index: int, comparison: normalise.Comparison, sources: list[str], session: Session, root: Path
-) -> str:
-    """Why cell `index` (0-based among code cells) differs, as precisely as the history lets us say."""
-    source, earlier = sources[index], sources[: index + 1]
-    run = session.runs[index] if index < len(session.runs) else {}
-    new_error = comparison.new_error or {}
-    for name in named_files(source, root):
-        if not (root / name).exists():
-            return f"missing input file {name}"
-        for later in session.runs[index + 1 :]:
-            if any(f.get("path") == name and f.get("change") != "created" for f in later.get("files", [])):
-                return f"changed input file {name} (a later run changed it after this cell read it)"
-    if new_error.get("ename") in ("FileNotFoundError", "IsADirectoryError"):
-        return f"missing input file ({new_error.get('evalue', '')})"[:200]
-    if new_error.get("ename") == _NAME_ERROR_CAUSE and session.dropped_runs:
-        return f"hidden state from an undone run ({new_error.get('evalue', '')})"[:200]
-    if comparison.error_change:
-        return comparison.error_change
-    if any(draw.search(source) and not any(seed.search(s) for s in earlier) for draw, seed in _UNSEEDED):
-        return "seed not set"
-    if _CLOCK.search(source):
-        return "clock"
-    if _NETWORK.search("\n".join(earlier)):
-        return "network"
-    if session.dropped_runs:
-        return "hidden state from an undone run"
-    if run.get("origin") == "agent":
-        return f"an outside agent's run ({run.get('agent') or 'agent'}): output {comparison.diff}".rstrip(": ")
-    agents = [r for r in session.runs[:index] if r.get("origin") == "agent"]
-    if agents:
-        return f"an outside agent's run before it ({agents[-1].get('agent') or 'agent'}): output {comparison.diff}"
-    return f"output: {comparison.diff}" if comparison.diff else "output"
 
 
 async def _start(session: Session, nb: Any) -> Any:
@@ -301,7 +180,7 @@ async def verify(nb: Any, session: Session, history_path: Path | None = None) ->
 
     started = time.monotonic()
     if history_path is not None:
-        session.dropped_runs = await asyncio.to_thread(dropped_runs, history_path)
+        session.dropped_runs = await asyncio.to_thread(causes.dropped_runs, history_path)
     cells = _code_cells(nb)
     sources = [str(c.source) for c in cells]
     if not cells:
@@ -345,20 +224,21 @@ async def verify(nb: Any, session: Session, history_path: Path | None = None) ->
                 )
             )
             if comparison.verdict == "differs":
-                cause = _cause(index, comparison, sources, session, session.root)
+                cause = causes.cause(index, comparison, sources, session, session.root)
                 reports.append(CellReport(number, f"differs: {cause}", diff=comparison.diff))
                 if comparison.new_error is not None:
                     stopped = True  # like Run All: an error the session did not have ends the run
             else:
                 reports.append(CellReport(number, comparison.verdict, comparison.normalisations))
         with contextlib.suppress(Exception):
-            environment = json.loads(await _silent(client, "", _versions_expression(imported_modules(sources))) or "{}")
+            probe = _versions_expression(causes.imported_modules(sources))
+            environment = json.loads(await _silent(client, "", probe) or "{}")
     finally:
         await _stop(client)
         await asyncio.to_thread(shutil.rmtree, session.runtime_dir, True)
     reports += [CellReport(n, "not run") for n in range(len(reports) + 1, len(cells) + 1)]
     seconds = time.monotonic() - started
-    inputs = await asyncio.to_thread(_input_hashes, sources, session.root)
+    inputs = await asyncio.to_thread(causes.input_hashes, sources, session.root)
     for cell, report in zip(cells, reports, strict=False):
         stamp: dict[str, Any] = {"verdict": report.verdict}
         if report.normalisations:
@@ -387,7 +267,7 @@ async def verify(nb: Any, session: Session, history_path: Path | None = None) ->
         "python": environment.get("python"),
         "executable": environment.get("executable"),
         "packages": environment.get("packages", {}),
-        "seeds": seeds(sources),
+        "seeds": causes.seeds(sources),
         "inputFiles": inputs,
         "inputFilesFrom": "workspace files named as string literals in the cells (the files tracker records "
         "writes, not reads)",
@@ -395,13 +275,3 @@ async def verify(nb: Any, session: Session, history_path: Path | None = None) ->
         "summary": summary,
     }
     return summary
-
-
-def _input_hashes(sources: list[str], root: Path) -> dict[str, str]:
-    found: dict[str, str] = {}
-    for source in sources:
-        for name in named_files(source, root):
-            path = root / name
-            if path.is_file() and name not in found and (digest := _hash(path)) is not None:
-                found[name] = f"sha256:{digest}"
-    return found
