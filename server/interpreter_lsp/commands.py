@@ -134,7 +134,12 @@ async def history(ls: InterpreterServer, args: Args) -> dict[str, Any]:
 
 async def export_notebook(ls: InterpreterServer, args: Args) -> dict[str, Any]:
     ws = ls.workspace_for(args.string("uri"))
-    return p.to_wire(p.PathResult(str(ws.export_notebook(args.required("path"), overwrite=args.flag("overwrite")))))
+    path, overwrite = args.required("path"), args.flag("overwrite")
+    if args.flag("verify"):
+        _require_trust(ls)  # verifying runs the session's code again
+        timeout = args.number("verifyTimeout", lo=1) or p.VERIFY_TIMEOUT
+        return await ws.export_verified(path, overwrite=overwrite, timeout=timeout)
+    return p.to_wire(p.PathResult(str(ws.export_notebook(path, overwrite=overwrite))))
 
 
 async def interrupt(ls: InterpreterServer, _args: Args) -> dict[str, Any]:

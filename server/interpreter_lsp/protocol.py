@@ -32,6 +32,13 @@ EXPORT_NOTEBOOK = "interpreter.exportNotebook"
 SET_TRUSTED = "interpreter.setTrusted"
 COMPACT = "interpreter.compact"
 
+# interpreter.exportNotebook with `verify: true` answers when the re-run ends, or after this many seconds
+# (`verifyTimeout` overrides it) with an error; the notebook is written either way.
+VERIFY_TIMEOUT = 600.0
+# Where a verified export stamps its verdicts: cell.metadata[VERIFY_METADATA]["verify"], and the
+# notebook's record in nb.metadata[VERIFY_METADATA]["verify"].
+VERIFY_METADATA = "interpreter_lsp"
+
 ALL_COMMANDS: tuple[str, ...] = (
     CHAT,
     RUN,

@@ -11,6 +11,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -199,6 +200,7 @@ class Workspace:
         # Status's context figure: the last one computed, and the task computing the next (context_use).
         self._context_use: dict[str, Any] | None = None
         self._context_task: asyncio.Future[None] | None = None
+        self._verifications: dict[str, asyncio.Task[dict[str, Any]]] = {}  # verified exports running, by id
 
     # ---- settings ----------------------------------------------------------------------------------
 
@@ -460,6 +462,7 @@ class Workspace:
         return self.gate.user_run(code, language, timeout=timeout, source=source).run_id
 
     async def interrupt(self) -> None:
+        self.cancel_verifications()
         await asyncio.gather(self.loop.interrupt(), self.runs.interrupt())
 
     async def reset(self) -> None:
@@ -551,7 +554,16 @@ class Workspace:
 
     def export_notebook(self, path: str, *, overwrite: bool = False) -> Path:
         from . import notebook
-        from .safety.paths import check_path_text, resolve_inside, write_inside
+        from .safety.paths import write_inside
+
+        self._export_target(path, overwrite)
+        # Output masked, code as it ran (ctx.redact_shown).
+        data = notebook.dumps(notebook.build(self.ctx.redact_shown(self.conversation.events)))
+        # Opened component by component without following links: kernel code cannot redirect the write.
+        return write_inside(self.root, path, data, overwrite=overwrite)
+
+    def _export_target(self, path: str, overwrite: bool) -> Path:
+        from .safety.paths import check_path_text, resolve_inside
 
         check_path_text(path)
         target = resolve_inside(self.root, path)
@@ -559,10 +571,74 @@ class Workspace:
             raise UserError(f"{path}: a notebook path must end in .ipynb")
         if target.exists() and not target.is_dir() and not overwrite:
             raise UserError(f"{path} exists already: choose another name, or export with overwrite: true")
-        # Output masked, code as it ran (ctx.redact_shown).
-        data = notebook.dumps(notebook.build(self.ctx.redact_shown(self.conversation.events)))
-        # Opened component by component without following links: kernel code cannot redirect the write.
-        return write_inside(self.root, path, data, overwrite=overwrite)
+        return target
+
+    async def export_verified(self, path: str, *, overwrite: bool, timeout: float) -> dict[str, Any]:
+        """exportNotebook with verify (verify.py): write the export, re-run it in a fresh kernel of the
+        session's kernelspec and environment (sandboxed if the session is), rewrite it with the verdicts.
+        One task per verification, by id; interpreter.interrupt cancels it; past `timeout` it is cancelled."""
+        from . import notebook, verify
+        from .safety.paths import write_inside
+
+        self._export_target(path, overwrite)
+        if self.settings.kernel.gateway_url:
+            raise UserError("Verification re-runs the notebook in a local kernel; this workspace's kernels are on "
+                            "a gateway. Export without verify, or unset kernel.gatewayUrl.")
+        if (reason := policy.may_run(self.ctx.trusted)) is not None:
+            raise UserError(reason)
+        events = self.ctx.redact_shown(self.conversation.events)
+        nb = notebook.build(events)
+        written = write_inside(self.root, path, notebook.dumps(nb), overwrite=overwrite)
+        verification_id = f"verify-{uuid.uuid4().hex[:8]}"
+        session = self._verify_session(verification_id, [e for e in events if e.get("type") == "run"])
+        task = asyncio.ensure_future(verify.verify(nb, session, history_file(self.root)))
+        self._verifications[verification_id] = task  # before any await: an interrupt sent next finds it
+        try:
+            done, _ = await asyncio.wait({task}, timeout=timeout)
+        except asyncio.CancelledError:  # the request itself was cancelled ($/cancelRequest, shutdown)
+            task.cancel()
+            raise
+        finally:
+            self._verifications.pop(verification_id, None)
+        if not done:
+            task.cancel()
+            await asyncio.wait({task}, timeout=30)  # its kernel is shut down before the answer
+            raise UserError(f"Verification took more than {timeout:g} s and was stopped; {written} was written "
+                            "without verdicts. Export again with a longer verifyTimeout.")
+        if task.cancelled():
+            raise UserError(f"Verification was interrupted; {written} was written without verdicts.")
+        summary = task.result()
+        write_inside(self.root, path, notebook.dumps(nb), overwrite=True)
+        return {"path": str(written), "verification": {"id": verification_id, **summary}}
+
+    def _verify_session(self, verification_id: str, runs: list[dict[str, Any]]) -> Any:
+        from . import verify
+        from .kernels.launcher import command
+
+        choice = self.pool.choice(PYTHON)
+        options = self._launch_options()
+        runtime_dir = self.ctx.runtime_dir / verification_id
+        prefix = command(options.limits) if os.name == "posix" else []
+        if options.command_wrapper is not None:
+            wrap = options.command_wrapper
+
+            def wrapper(cmd: list[str]) -> list[str]:
+                return wrap(cmd, runtime_dir, prefix)
+        else:
+
+            def wrapper(cmd: list[str]) -> list[str]:
+                return [*prefix, *cmd]
+
+        return verify.Session(
+            root=self.root, runs=runs, kernel_name=choice.name, kernel_dirs=choice.kernel_dirs,
+            env=options.env, wrapper=wrapper, runtime_dir=runtime_dir, sandbox=options.sandbox,
+            timeout=self.settings.run_timeout or None, mask=self.ctx.redact_shown,
+        )
+
+    def cancel_verifications(self) -> int:
+        for task in self._verifications.values():
+            task.cancel()
+        return len(self._verifications)
 
     def status(self) -> dict[str, Any]:
         model = self.settings.model or (self._discovered[0] if self._discovered else None)
@@ -619,6 +695,7 @@ class Workspace:
     async def shutdown(self) -> None:
         if self._offer_task is not None:
             self._offer_task.cancel()
+        self.cancel_verifications()
         await self.loop.interrupt("Stopped: the server shut down.")
         await self.agent_calls.close()
         await self.runs.drain()

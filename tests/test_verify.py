@@ -1,0 +1,254 @@
+"""Verified export (interpreter.exportNotebook with verify): through the server (a real LSP client, the real
+server, the session's real kernel and a fresh real kernel run by nbclient), each code cell of the exported
+notebook gets the verdict a reader should see, with the normalisation or cause named, and the command's
+result carries the summary the editors show."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import io
+import json
+from pathlib import Path
+
+import pytest
+from pygls.exceptions import JsonRpcException
+
+from harness import Session, start_session, stop_session
+from interpreter_lsp import normalise
+from interpreter_lsp import protocol as p
+from interpreter_lsp.kernels.sandbox import bwrap_available
+
+VERIFY_WAIT = 240.0  # a fresh kernel and numpy/matplotlib imports on a busy 2-core machine
+
+CELLS = [
+    # 1: deterministic (a seeded generator)
+    "import numpy as np\nrng = np.random.default_rng(0)\nprint(sum(range(10)), rng.integers(0, 100, 5).tolist())",
+    # 2: a repr with 0x… and an object id
+    "class Thing:\n    pass\nprint(Thing(), id(object()))",
+    # 3: the clock and a uuid
+    "import time, uuid\nprint(time.time(), uuid.uuid4())",
+    # 4: unseeded stdlib randomness (numpy was seeded above: that does not seed `random`)
+    "import random\nprint(random.random())",
+    # 5: a plot, shown by the figure hook as a PNG
+    "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
+    "plt.plot([1, 2, 3], [1, 4, 9])\nplt.show()",
+    # 6: reads a workspace file that cell 7 deletes
+    "print(open('data.csv').read())",
+    # 7
+    "import os\nos.remove('data.csv')\nprint('removed')",
+]
+
+
+def _read(path: str | Path) -> dict:
+    return json.loads(Path(path).read_text())
+
+
+def _stamps(nb: dict) -> list[dict]:
+    return [c["metadata"]["interpreter_lsp"]["verify"] for c in nb["cells"] if c["cell_type"] == "code"]
+
+
+async def test_verified_export_stamps_each_cell(session: Session) -> None:
+    (session.root / "data.csv").write_text("a,b\n1,2\n")
+    for code in CELLS:
+        _run, status = await session.run_and_wait(code)
+        assert status["state"] == "ok", (code, session.text(_run))
+    plain = await session.command(p.EXPORT_NOTEBOOK, {"path": "plain.ipynb"})  # without verify: as before
+    assert set(plain) == {"path"}
+
+    result = await session.command(p.EXPORT_NOTEBOOK, {"path": "verified.ipynb", "verify": True}, VERIFY_WAIT)
+
+    summary = result["verification"]
+    nb = _read(result["path"])
+    stamps = _stamps(nb)
+    verdicts = [s["verdict"] for s in stamps]
+    assert verdicts[0] == "identical", stamps[0]
+    assert verdicts[1] == "equivalent" and {"memory addresses", "object ids"} <= set(stamps[1]["normalisations"])
+    assert verdicts[2] == "equivalent" and {"timestamps (epoch seconds)", "UUIDs"} <= set(stamps[2]["normalisations"])
+    assert verdicts[3] == "differs: seed not set", stamps[3]
+    assert verdicts[4] in ("identical", "equivalent"), stamps[4]
+    assert any("image/png" in o.get("data", {}) for o in nb["cells"][4]["outputs"])  # a plot was compared
+    assert verdicts[5] == "differs: missing input file data.csv", stamps[5]
+    assert verdicts[6] == "not run"
+    assert summary["cells"] == 7 and summary["identical"] + summary["equivalent"] == 4
+    assert summary["differs"] == [
+        {"cell": 4, "cause": "seed not set"},
+        {"cell": 6, "cause": "missing input file data.csv"},
+    ]
+    assert summary["notRun"] == 1 and summary["id"].startswith("verify-")
+    record = nb["metadata"]["interpreter_lsp"]["verify"]
+    assert record["python"] and "numpy" in record["packages"] and "matplotlib" in record["packages"]
+    assert record["seeds"] == ["np.random.default_rng(0)"]
+    # data.csv was deleted by the session: no hash; nothing else the cells name exists in the workspace.
+    assert record["inputFiles"] == {}
+    assert record["summary"]["cells"] == 7
+
+
+async def test_input_files_are_hashed_and_a_seeded_session_is_identical(session: Session) -> None:
+    (session.root / "in put.txt").write_text("3\n")  # a path with a space
+    for code in ("import random\nrandom.seed(7)\nprint(random.random())",
+                 "n = int(open('in put.txt').read())\nprint([random.randint(0, 9) for _ in range(n)])",
+                 # masked in the session's output: the fresh output is masked the same way before comparing
+                 "print('postgres://app:' + 'Pg-Passw0rd' + '-4242@db/app', random.random())"):
+        await session.run_and_wait(code)
+    result = await session.command(p.EXPORT_NOTEBOOK, {"path": "v.ipynb", "verify": True}, VERIFY_WAIT)
+    assert result["verification"]["identical"] == 3 and result["verification"]["differs"] == [], result
+    assert "Pg-Passw0rd-4242" not in Path(result["path"]).read_text()  # noqa: ASYNC240
+    record = _read(result["path"])["metadata"]["interpreter_lsp"]["verify"]
+    assert record["inputFiles"] == {"in put.txt": "sha256:" + hashlib.sha256(b"3\n").hexdigest()}
+    assert record["seeds"] == ["random.seed(7)"]
+
+
+async def test_interrupt_cancels_a_verification(session: Session) -> None:
+    """Interrupted while the fresh kernel runs a cell (nbclient would report a cancelled cell as a dead kernel)."""
+    await session.run_and_wait("import time\nopen('started.txt', 'w').write('1')\ntime.sleep(4)")
+    started = session.root / "started.txt"
+    started.unlink()
+    export = asyncio.ensure_future(session.command(p.EXPORT_NOTEBOOK, {"path": "v.ipynb", "verify": True}, VERIFY_WAIT))
+    # The fresh kernel writes the file when it runs the cell (no notification says so: a bounded wait on it).
+    for _ in range(3000):
+        if started.exists() or export.done():
+            break
+        await asyncio.sleep(0.02)
+    assert started.exists() and not export.done()
+    await session.command(p.INTERRUPT, {})
+    with pytest.raises(JsonRpcException, match="interrupted"):
+        await export
+    nb = _read(session.root / "v.ipynb")  # written, without verdicts
+    assert "interpreter_lsp" not in nb["cells"][0]["metadata"]
+
+
+async def test_bad_verify_arguments_are_refused(session: Session) -> None:
+    with pytest.raises(JsonRpcException, match="'verify' must be true or false"):
+        await session.command(p.EXPORT_NOTEBOOK, {"path": "v.ipynb", "verify": "yes"})
+    with pytest.raises(JsonRpcException, match="'verifyTimeout' must be a number"):
+        await session.command(p.EXPORT_NOTEBOOK, {"path": "v.ipynb", "verify": True, "verifyTimeout": 0})
+    assert not (session.root / "v.ipynb").exists()
+    with pytest.raises(JsonRpcException, match="nothing to verify"):
+        await session.command(p.EXPORT_NOTEBOOK, {"path": "v.ipynb", "verify": True})
+
+
+async def test_a_cell_past_the_run_timeout_differs_and_ends_the_run(workspace_root: Path, home: Path) -> None:
+    s = await start_session(workspace_root, home, configuration={"runTimeout": 3})
+    try:
+        await s.run_and_wait("import os, time\nif os.path.exists('slow'):\n    time.sleep(60)\nprint('quick')")
+        await s.run_and_wait("print('next')")
+        (workspace_root / "slow").write_text("")  # the fresh run finds it: the cell now runs past runTimeout
+        result = await s.command(p.EXPORT_NOTEBOOK, {"path": "v.ipynb", "verify": True}, VERIFY_WAIT)
+    finally:
+        await stop_session(s)
+    assert [x["verdict"] for x in _stamps(_read(result["path"]))] == ["differs: timeout (past runTimeout)", "not run"]
+
+
+def _png(pixels: list[tuple[int, int, int]], level: int) -> str:
+    from PIL import Image
+
+    image = Image.new("RGB", (len(pixels), 1))
+    image.putdata(pixels)
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG", compress_level=level)
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+def test_images_compare_by_decoded_pixels() -> None:
+    pixels = [(i * 3 % 256, i * 7 % 256, i * 11 % 256) for i in range(300)]
+    a, b = _png(pixels, 0), _png(pixels, 9)
+    assert a != b  # different bytes, same pixels
+    shown = lambda png: [{"output_type": "display_data", "data": {"image/png": png, "text/plain": "<Figure>"}}]  # noqa: E731
+    same = normalise.compare(shown(a), shown(b))
+    assert same.verdict == "equivalent" and same.normalisations == ["images by decoded pixels"]
+    other = normalise.compare(shown(a), shown(_png([(255, 255, 255), *pixels[1:]], 9)))
+    assert other.verdict == "differs" and "pixels differ" in other.diff
+
+
+def test_floats_report_the_tolerance_that_took() -> None:
+    out = lambda text: [{"output_type": "stream", "name": "stdout", "text": text}]  # noqa: E731
+    assert normalise.compare(out("0.1234567891\n"), out("0.1234567892\n")).normalisations == ["floats (rtol 1e-9)"]
+    assert normalise.compare(out("0.12345671\n"), out("0.12345672\n")).normalisations == ["floats (rtol 1e-6)"]
+    assert normalise.compare(out("0.2\n"), out("0.7\n")).verdict == "differs"
+    assert normalise.compare(out("9%\r50%\r100%\n"), out("10%\r100%\n")).normalisations == ["progress-bar redraws"]
+
+
+_BWRAP = bwrap_available()
+
+
+@pytest.mark.skipif(_BWRAP is not None and "not installed" in _BWRAP, reason=f"{_BWRAP}")
+async def test_a_sandboxed_session_is_verified_in_the_sandbox(workspace_root: Path, home: Path) -> None:
+    """The fresh kernel runs through the session's bubblewrap wrapper: a file outside the workspace that the
+    sandbox hides stays hidden (unsandboxed, the cell would print True and differ)."""
+    outside = home / "outside.txt"
+    outside.write_text("visible only unsandboxed")
+    s = await start_session(workspace_root, home, configuration={"sandbox": "bubblewrap"})
+    try:
+        run_id, status = await s.run_and_wait(f"import os\nprint(os.path.exists({str(outside)!r}))")
+        assert status["state"] == "ok" and s.text(run_id).strip() == "False"
+        result = await s.command(p.EXPORT_NOTEBOOK, {"path": "v.ipynb", "verify": True}, VERIFY_WAIT)
+    finally:
+        await stop_session(s)
+    assert result["verification"]["sandbox"].startswith("bubblewrap")
+    assert result["verification"]["identical"] == 1, result
+
+
+async def test_a_cell_that_needed_an_undone_turn_differs_with_that_cause(workspace_root: Path, home: Path) -> None:
+    """Undo takes the turn out of the conversation (and so of the export), not out of the kernel: a later cell
+    that used its variable ran in the session and fails in the fresh kernel, and the verdict says why."""
+    from scripted_model import ScriptedModel
+
+    with ScriptedModel() as model:
+        model.reply("Setting it.\n```python\nhidden = 41\n```\n")
+        model.reply("Done.")
+        s = await start_session(
+            workspace_root, home,
+            configuration={"model": "openai/scripted", "apiBase": model.base_url, "maxRetries": 0},
+        )
+        try:
+            turn = (await s.command(p.CHAT, {"text": "set hidden"}))["turnId"]
+            shown = await s.wait_for(lambda: next(iter(s.notes[p.PROPOSAL]), None), VERIFY_WAIT, "the proposal")
+            run_id = (await s.command(p.APPROVE, {"proposalId": shown["proposalId"]}))["runId"]
+            assert (await s.finished(run_id))["state"] == "ok"
+            await s.wait_for(
+                lambda: any(n["turnId"] == turn and n["state"] in p.FINAL_TURN_STATES for n in s.notes[p.TURN_STATUS]),
+                VERIFY_WAIT, "the turn to end",
+            )
+            await s.command(p.UNDO, {})
+            run_id, _status = await s.run_and_wait("print(hidden + 1)")
+            assert s.text(run_id).strip() == "42"
+            result = await s.command(p.EXPORT_NOTEBOOK, {"path": "v.ipynb", "verify": True}, VERIFY_WAIT)
+        finally:
+            await stop_session(s)
+    [differs] = result["verification"]["differs"]
+    assert differs == {"cell": 1, "cause": "hidden state from an undone run (name 'hidden' is not defined)"}
+
+
+async def test_an_interrupted_cell_is_not_run_again(session: Session) -> None:
+    run_id = await session.run("import time\nwhile True:\n    time.sleep(0.05)")
+    await session.wait_for(
+        lambda: any(st["state"] == "running" for st in session.statuses(run_id)), VERIFY_WAIT, "the loop to run"
+    )
+    await session.command(p.INTERRUPT, {})
+    assert (await session.finished(run_id))["state"] == "interrupted"
+    await session.run_and_wait("print('after')")
+    result = await session.command(p.EXPORT_NOTEBOOK, {"path": "v.ipynb", "verify": True}, VERIFY_WAIT)
+    stamps = _stamps(_read(result["path"]))
+    assert [s["verdict"] for s in stamps] == ["not run: the session's run ended interrupted", "identical"]
+    assert result["verification"]["notRun"] == 1
+
+
+async def test_an_outside_agents_cell_that_differs_names_the_agent(workspace_root: Path, home: Path) -> None:
+    from test_mcp import agent, next_proposal, socket_ready
+
+    s = await start_session(workspace_root, home)
+    try:
+        await socket_ready(workspace_root)
+        async with agent(workspace_root, home, "Claude Code") as client:
+            # Differs for no reason the history names (a hash of a fresh object's id, not an id itself).
+            call = asyncio.create_task(client.call_tool("run_code", {"code": "print(hash(str(id(object()))) % 10**9)"}))
+            card = await next_proposal(s, 0)
+            await s.command(p.APPROVE, {"proposalId": card["proposalId"]})
+            await asyncio.wait_for(call, VERIFY_WAIT)
+        result = await s.command(p.EXPORT_NOTEBOOK, {"path": "v.ipynb", "verify": True}, VERIFY_WAIT)
+    finally:
+        await stop_session(s)
+    [differs] = result["verification"]["differs"]
+    assert differs["cause"].startswith("an outside agent's run (Claude Code 1.0): output"), differs
