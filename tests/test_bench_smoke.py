@@ -26,14 +26,18 @@ SMOKE = {
     "first_delta.py": (["--cold", "1", "--rounds", "2"], ["openai: cold first delta", "anthropic: cold",
                                                            "ollama: cold", "raw httpx"]),
     "gateway_roundtrip.py": (["--runs", "3", "--floods", "1"], ["ratio"]),
+    "export_verify.py": (["--sessions", "2"], []),
     "loop.py": (["--turns", "3"], ["loop turn", "its parts bare", "ratio"]),
+    "mcp_gate.py": (["--samples", "5", "--calls", "20"], []),
     "memory.py": (["--turns", "3", "--formats", "openai,ollama"], ["before the first model call",
                                                                    "after 3 more turns", "+ litellm"]),
     "prompt_tokens.py": ([], []),
     "risk_corpus.py": ([], []),
     "risk_speed.py": (["--rounds", "1"], []),
     "roundtrip.py": (["--runs", "5"], ["round trip print(1)", "bare kernel", "ratio"]),
+    "sandbox_start.py": (["--rounds", "2"], []),
     "startup.py": (["--rounds", "2"], ["spawn -> initialize", "bare pygls", "ratio"]),
+    "undo.py": (["2"], []),
 }  # fmt: skip
 
 

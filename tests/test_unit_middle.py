@@ -104,24 +104,29 @@ def test_undo_drops_the_last_user_message_and_what_followed(tmp_path: Path) -> N
     assert [e.get("text") for e in Conversation(History(tmp_path / "h.jsonl")).events] == ["a", "A"]
 
 
-def test_undo_keeps_the_users_own_runs_and_kernel_restarts_after_the_message(tmp_path: Path) -> None:
-    """Undo takes back a message and the model's answer, not what happened to the kernel: a cell the user
-    ran by hand and a kernel restart after that message stay (in the history, the panel and the model's
-    view), while the turn's own run goes."""
+def test_undo_takes_back_the_last_step_and_keeps_kernel_restarts(tmp_path: Path) -> None:
+    """Undo takes back the last step: a cell the user ran by hand after a message is its own step, then the
+    message with the model's answer and its turn's run. A kernel restart is not taken back (in the history,
+    the panel and the model's view), and a reload replays the same."""
     c = Conversation(History(tmp_path / "h.jsonl"))
     c.add(p.UserEvent("t-1", "a", "a"))
     c.add(p.UserEvent("t-2", "b", "b"))
     c.add(p.AssistantEvent("t-2", "B"))
     c.add(p.RunEvent("r-model", "model", "python", "1", "ok", 1, "", turn_id="t-2", proposal_id="p-1"))
+    c.add(p.TurnEndEvent("t-2", "done"))
     c.add(p.RunEvent("r-user", "user", "python", "x = 2", "ok", 1, ""))
     c.add(p.KernelEvent("python", "restarted", "The python kernel restarted."))
-    c.add(p.TurnEndEvent("t-2", "done"))
-    assert c.undo() is True
-    kept = [(e["type"], e.get("text") or e.get("runId") or e.get("state")) for e in c.events]
-    assert kept == [("user", "a"), ("run", "r-user"), ("kernel", "restarted")]
+
+    def shown(events: list[dict]) -> list[tuple[str, str]]:
+        return [(e["type"], e.get("text") or e.get("runId") or e.get("state")) for e in events]
+
+    assert shown(c.undo() or []) == [("run", "r-user")]
+    assert shown(c.events)[-2:] == [("turnEnd", "done"), ("kernel", "restarted")]
+    assert [e["type"] for e in c.undo() or []] == ["user", "assistant", "run", "turnEnd"]
+    kept = [("user", "a"), ("kernel", "restarted")]
+    assert shown(c.events) == kept
     c.close()
-    again = Conversation(History(tmp_path / "h.jsonl")).events
-    assert [(e["type"], e.get("text") or e.get("runId") or e.get("state")) for e in again] == kept
+    assert shown(Conversation(History(tmp_path / "h.jsonl")).events) == kept
 
 
 # ---- RunManager with a fake kernel ----------------------------------------------------------------------

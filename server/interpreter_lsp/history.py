@@ -28,7 +28,7 @@ def history_file(root: Path) -> Path:
 
 def replay(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The live conversation from the event log: `reset` clears it, `undo` drops the last user message
-    and its turn's events after it (see drop_last_user_message)."""
+    (or the user's own run it names) and what followed, but for kernel restarts and deaths (see cut)."""
     live: list[dict[str, Any]] = []
     for event in events:
         kind = event.get("type")
@@ -41,11 +41,10 @@ def replay(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return live
 
 
-def _outlives_undo(event: dict[str, Any]) -> bool:
-    """What happened to the kernel, not to the conversation: code the user ran by hand and a kernel's
-    restart or death. Undo cannot take those back, so it keeps them (the model must still know them)."""
-    kind = event.get("type")
-    return kind == "kernel" or (kind == "run" and event.get("origin") == "user" and not event.get("turnId"))
+def outlives_undo(event: dict[str, Any]) -> bool:
+    """What happened to the kernel, not to the conversation: a kernel's restart or death. Undo cannot take
+    that back, so it stays (the model must still know the kernel's state is gone)."""
+    return event.get("type") == "kernel"
 
 
 def undo_start(live: list[dict[str, Any]]) -> int | None:
@@ -59,26 +58,20 @@ def undo_start(live: list[dict[str, Any]]) -> int | None:
     return None
 
 
+def cut(live: list[dict[str, Any]], start: int) -> list[dict[str, Any]]:
+    """Undo from `start`: the events from there go, but for what outlives an undo; returns what went."""
+    tail = live[start:]
+    live[start:] = [e for e in tail if outlives_undo(e)]
+    return [e for e in tail if not outlives_undo(e)]
+
+
 def drop_undone(live: list[dict[str, Any]], run_id: str | None) -> None:
     """An `undo` event: from the user's run it names, else from the last user message."""
-    if run_id:
-        for i in range(len(live) - 1, -1, -1):
-            if live[i].get("type") == "run" and live[i].get("runId") == run_id:
-                del live[i:]
-                return
-        return
-    drop_last_user_message(live)
-
-
-def drop_last_user_message(live: list[dict[str, Any]]) -> bool:
-    """Undo: the last user message and the turn's events after it go; the user's own runs and kernel
-    restarts after it stay."""
     for i in range(len(live) - 1, -1, -1):
-        if live[i].get("type") == "user":
-            kept = [e for e in live[i + 1 :] if _outlives_undo(e)]
-            live[i:] = kept
-            return True
-    return False
+        event = live[i]
+        if (event.get("type") == "run" and event.get("runId") == run_id) if run_id else event.get("type") == "user":
+            cut(live, i)
+            return
 
 
 class History:

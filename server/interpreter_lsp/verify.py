@@ -103,10 +103,11 @@ async def _start(session: Session, nb: Any) -> Any:
     from jupyter_client.kernelspec import KernelSpecManager
     from nbclient import NotebookClient
 
-    from .kernels.kernel import _manager_class  # the session's manager: its launch command can be wrapped
+    from .kernels.connection import manager_class  # the session's manager: its launch command can be wrapped
+    from .kernels.stderr import KernelStderr
 
     session.runtime_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    km = _manager_class()(
+    km = manager_class()(
         kernel_name=session.kernel_name,
         transport="ipc",  # sockets in our own 0700 runtime directory, reachable inside the sandbox too
         ip=str(session.runtime_dir / "k"),
@@ -119,19 +120,24 @@ async def _start(session: Session, nb: Any) -> Any:
         nb, km=km, timeout=session.timeout, startup_timeout=int(STARTUP_TIMEOUT), allow_errors=True,
         record_timing=False, kernel_name=session.kernel_name,
     )
-    # stdout is the LSP wire: the kernel never inherits it.
+    # stdout is the LSP wire: the kernel never inherits it; nor the server's stderr (a sandboxed kernel holds
+    # no descriptor of the server's): a pipe of its own, logged, its tail said if the start fails.
+    stderr = km.ilsp_stderr = KernelStderr("verification")
     try:
         await km.start_kernel(
             cwd=str(session.root), env=session.env, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
-            extra_arguments=[],
+            stderr=stderr.fd, extra_arguments=[],
         )
         await client.async_start_new_kernel_client()
     except BaseException as exc:
         with contextlib.suppress(Exception):
             await km.shutdown_kernel(now=True)
+        tail = stderr.tail()
+        stderr.close()
         if isinstance(exc, Exception):
+            said = f" Its last words: {tail}" if tail else ""
             raise UserError(f"The fresh kernel for verification could not start: {exc}. The notebook was written "
-                            "without verdicts.") from exc
+                            f"without verdicts.{said}") from exc
         raise
     return client
 
@@ -144,6 +150,8 @@ async def _stop(client: Any) -> None:
     with contextlib.suppress(Exception):
         if km is not None and km.has_kernel:
             await km.shutdown_kernel(now=True)
+    if (stderr := getattr(km, "ilsp_stderr", None)) is not None:
+        stderr.close()
 
 
 async def _execute(client: Any, cell: Any, index: int, number: int) -> None:

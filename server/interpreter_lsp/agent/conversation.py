@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import protocol as p
-from ..history import History, replay, undo_start
+from ..history import History, cut, outlives_undo, replay, undo_start
 from . import images, prompt, runtool
 from .codeblocks import CodeBlock
 
@@ -64,7 +64,7 @@ class Conversation:
         """The events an undo would drop: from the last user message, or from a user's own run made after
         it (history.undo_start); None when there is nothing to undo."""
         start = undo_start(self.events)
-        return None if start is None else self.events[start:]
+        return None if start is None else [e for e in self.events[start:] if not outlives_undo(e)]
 
     def undo(self) -> list[dict[str, Any]] | None:
         """Drop what `to_undo` names; returns those events."""
@@ -74,9 +74,7 @@ class Conversation:
         first = self.events[start]
         run_id = first.get("runId") if first.get("type") == "run" else None
         self._history.append(p.to_wire(p.UndoEvent(run_id)))
-        dropped = self.events[start:]
-        del self.events[start:]
-        return dropped
+        return cut(self.events, start)
 
     def close(self) -> None:
         self._history.close()
