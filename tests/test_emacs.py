@@ -416,7 +416,7 @@ def test_an_agents_proposal_is_approved_in_emacs(emacs: Emacs) -> None:
     )
     out, values = seen["output"], seen["values"]
     assert re.search(r"proposal p-\w+ from emacs-test-agent 1 at [0-9T:-]+Z \(python, risk low", out), out
-    assert f"run {values['run']} (python, agent)" in out
+    assert f"run {values['run']} (python, by an agent (emacs-test-agent 1))" in out
     assert "from the agent 42" in answer.read_text()
 
 

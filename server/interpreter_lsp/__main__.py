@@ -84,7 +84,20 @@ def _mcp(argv: list[str]) -> int:
     )
     args = parser.parse_args(argv)
     _configure_logging(None, args.log_level)
-    from .mcp.bridge import main as serve
+    try:
+        from .mcp.bridge import main as serve
+    except ImportError as exc:
+        if (exc.name or "").split(".")[0] != "mcp":
+            raise
+        # The MCP SDK (and the web stack it brings) is the `agents` extra: a plain install stays light and
+        # installs beside a project's own pins (docs/install.md).
+        print(
+            "interpreter-lsp mcp needs the MCP SDK, which is the 'agents' extra: install the server with it, "
+            "e.g. pipx install './interpreter-lsp[agents]' (from a clone), or pip install mcp into the server's "
+            "own environment (docs/agents.md).",
+            file=sys.stderr,
+        )
+        return 2
 
     return serve(args.workspace, max(0.0, args.max_wait))
 

@@ -29,6 +29,7 @@ _QUOTED = re.compile(r"""(['"])(~?/[^'"\n]*)\1""")
 _BARE = re.compile(r"""(?:^|(?<=[\s=(,>]))(~?/[^\s'"`;|&<>(),]+)""")
 _HARMLESS = ("/dev/", "/proc/", "/sys/")
 RACY_WAIT = 0.1  # seconds: past preimages.RACY_NS
+SNAPSHOT_WAIT = 10.0  # seconds a run waits at most for its pre-images (before_run)
 
 
 @dataclass
@@ -104,7 +105,14 @@ class FileUndo:
 
     async def before_run(self, run_id: str) -> None:
         try:
-            snapshot = await self._snapshot()
+            # Bounded: a run never waits long on its pre-images (a huge workspace, a copy stuck on a slow
+            # disk); past the bound it goes ahead, the copy goes on, and undo names this run's files as lost.
+            snapshot = await asyncio.wait_for(asyncio.shield(self._snapshot()), SNAPSHOT_WAIT)
+        except asyncio.TimeoutError:
+            log.warning("no pre-images for run %s: the workspace copy took over %g s", run_id, SNAPSHOT_WAIT)
+            why = f"the workspace copy before the run took over {SNAPSHOT_WAIT:g} s"
+            self._runs[run_id] = _RunFiles(Snapshot({}), broken=why)
+            return
         except Exception as exc:  # the run goes ahead; undo names what it changed as not restorable
             log.warning("no pre-images for run %s: %s", run_id, exc)
             why = f"the workspace could not be copied before the run ({exc})"

@@ -116,7 +116,9 @@ def test_dependencies_are_ranges_that_never_admit_the_compromised_litellm(dist: 
     assert not exact, f"exact pins make installs beside other pins fail: {exact}"
     names = {r.name.replace("_", "-").lower() for r in runtime}
     assert "platformdirs" not in names  # imported nowhere
-    (litellm,) = [r for r in runtime if r.name == "litellm"]
+    assert "litellm" not in names and "mcp" not in names  # extras: a plain install stays light
+    extras = [Requirement(r) for r in meta.get_all("Requires-Dist") if "extra ==" in r]
+    (litellm,) = [r for r in extras if r.name == "litellm" and r.marker and r.marker.evaluate({"extra": "providers"})]
     assert not litellm.specifier.contains("1.82.7") and not litellm.specifier.contains("1.82.8")
     assert litellm.specifier.contains("1.83.0")
     ipykernel = next(r for r in runtime if r.name == "ipykernel")

@@ -618,13 +618,14 @@ suite("VS Code, trusted workspace", { timeout: 9 * 60_000 }, () => {
       await vscode.setSidebarWidth(300);
     };
 
-    // A proposal whose risk is low, with its reason on the card; the badge never wraps.
+    // A proposal whose risk is medium (a delete is not on the allowlist that proves "low"), with its reason
+    // on the card; the badge never wraps.
     model.replies.length = 0;
     model.reply(`Removing it.\n\n${fence("python", 'import os\nos.remove("scratch.txt")')}\n`);
     const until = await sendChat(panel, "Remove scratch.txt");
     const proposal = proposalCard(panel, "scratch.txt");
     await until(proposal.locator("button[data-action='approve']"));
-    assert.equal(await proposal.locator(".risk").innerText(), "risk: low");
+    assert.equal(await proposal.locator(".risk").innerText(), "risk: medium");
     assert.match(await proposal.locator(".risk-reasons").innerText(), /deletes scratch\.txt \(inside the workspace\)/);
     assert.equal(await proposal.locator(".risk").evaluate((el) => el.getClientRects().length), 1, "the risk badge wraps");
     // One background for the block, none per line: the <code> inside the <pre> is transparent.
@@ -1098,7 +1099,6 @@ suite("VS Code, panel truths", { timeout: 15 * 60_000 }, () => {
     await vscode.command("Interpreter: Undo Last Step");
     await panel.locator(".entry.notice", { hasText: /^Undone: your last run/ }).waitFor({ timeout: STEP });
     await panel.locator(".entry.user", { hasText: "A message to undo" }).waitFor({ timeout: STEP });
-    assert.equal(await runs.count(), count - 1, "the undone run left the panel");
     // The next undo takes back the message and the answer.
     await vscode.command("Interpreter: Undo Last Step");
     await panel.locator(".entry.notice", { hasText: /^Undone: your last message/ }).waitFor({ timeout: STEP });
