@@ -584,9 +584,10 @@ def vscode_properties() -> dict[str, Any]:
         if spec.multiline:
             entry["editPresentation"] = "multilineText"
         if spec.sensitive:
-            # User (or remote machine) settings only: VS Code itself then ignores a repository's
-            # .vscode/settings.json for it, as the server does (client_layers).
-            entry["scope"] = "machine"
+            # User settings only: VS Code itself then ignores a repository's .vscode/settings.json for it, as
+            # the server does (client_layers). "application", not "machine": a remote VS Code (code-server,
+            # Remote-SSH) ignores machine-scoped values in the user's settings, so the user could not set them.
+            entry["scope"] = "application"
         entry["markdownDescription"] = spec.description
         out[f"{SECTION}.{spec.key}"] = entry
     return out
