@@ -6,4 +6,4 @@
 # processes more than they compute). Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-.venv/bin/python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --ignore-glob='tests/test_gateway*' "$@"
+.venv/bin/python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --durations=25 --ignore-glob='tests/test_gateway*' "$@"

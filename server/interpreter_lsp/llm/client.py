@@ -155,6 +155,7 @@ class _Attempt:
     opened: bool = False  # litellm returned a stream: the server answered
     delivered: bool = False  # some text (or a tool call) reached the caller: this attempt must not be retried
     callback_failed: bool = False  # on_delta raised: the caller's bug, passed through as it is
+    got_token: bool = False  # text, a tool call or thinking arrived: a timeout now is a stall
 
 
 @dataclass(frozen=True)
@@ -181,14 +182,40 @@ async def _stream_once(
     receivers: _Receivers,
     state: _Attempt,
 ) -> Completion:
+    # The stream is read in a task of its own, and the watchdog cancels only that task: whether a
+    # cancellation was ours (a timeout) or the caller's is then known without Task.uncancel(), which
+    # Python 3.10 lacks (there a timeout surfaced as a bare CancelledError).
+    watchdog = _Watchdog()
+    reader = asyncio.create_task(_read(path, messages, config, receivers, state, watchdog))
+    watchdog.watch(reader, config.first_token_timeout)
+    try:
+        await asyncio.wait({reader})
+    except asyncio.CancelledError:
+        # The caller's cancel: the reader closes the HTTP stream as it goes, so the server stops generating.
+        watchdog.disarm()
+        reader.cancel()
+        await asyncio.wait({reader})
+        raise
+    watchdog.disarm()
+    if watchdog.expired and (reader.cancelled() or reader.exception() is not None):
+        # The watchdog's cancel may surface as CancelledError or, wrapped by a library, as another error.
+        raise _stalled(config) if state.got_token else _first_token_timeout(config)
+    return reader.result()
+
+
+async def _read(
+    path: Path,
+    messages: list[dict[str, Any]],
+    config: ModelConfig,
+    receivers: _Receivers,
+    state: _Attempt,
+    watchdog: _Watchdog,
+) -> Completion:
     parts: list[str] = []
     assembler = ToolCallAssembler()
     usage: list[int | None] = [None, None]
-    got_token = False
     stream: Any = None
     pieces: Any = None
-    watchdog = _Watchdog()
-    watchdog.arm(config.first_token_timeout)
     try:
         stream = await path.open(messages, config, receivers.tools)
         state.opened = True
@@ -198,8 +225,8 @@ async def _stream_once(
                 usage = [new if new is not None else old for new, old in zip(piece.usage, usage, strict=True)]
             text, fragments = piece.text, piece.fragments
             if text or fragments or piece.thinking:
-                got_token = True
-            if got_token:  # chunks before the first token (role, keep-alives) do not extend its limit
+                state.got_token = True
+            if state.got_token:  # chunks before the first token (role, keep-alives) do not extend its limit
                 watchdog.arm(config.stall_timeout)
             if text:
                 parts.append(text)
@@ -212,11 +239,6 @@ async def _stream_once(
             if fragments:
                 receivers.calls(state, assembler.feed(fragments))
         receivers.calls(state, assembler.finish())
-    except (asyncio.CancelledError, Exception):
-        # The watchdog's cancel may surface as CancelledError or, wrapped by a library, as another error.
-        if watchdog.expired_alone():
-            raise (_stalled(config) if got_token else _first_token_timeout(config)) from None
-        raise
     finally:
         watchdog.disarm()
         if pieces is not None:
@@ -240,7 +262,8 @@ async def _stream_once(
 
 
 class _Watchdog:
-    """A deadline for the current task, re-armed as chunks arrive: when it passes, the task is cancelled.
+    """A deadline for the task reading one stream, re-armed as chunks arrive: when it passes, that task
+    (and only that task) is cancelled.
 
     One timer per stream instead of asyncio.wait_for per chunk: no extra task per chunk, and no
     Python 3.11 wait_for race that swallows a user's cancel arriving as the awaited call completes.
@@ -248,32 +271,29 @@ class _Watchdog:
 
     def __init__(self) -> None:
         self._loop = asyncio.get_running_loop()
-        task = asyncio.current_task()
-        assert task is not None, "stream_completion must run in a task"
-        self._task = task
+        self._task: asyncio.Task[Any] | None = None
         self._handle: asyncio.TimerHandle | None = None
         self.expired = False
 
+    def watch(self, task: asyncio.Task[Any], seconds: float) -> None:
+        self._task = task
+        self.arm(seconds)
+
     def arm(self, seconds: float) -> None:
         self.disarm()
-        self._handle = self._loop.call_later(max(seconds, 0.0), self._expire)
+        if not self.expired:
+            self._handle = self._loop.call_later(max(seconds, 0.0), self._expire)
 
     def disarm(self) -> None:
         if self._handle is not None:
             self._handle.cancel()
             self._handle = None
 
-    def expired_alone(self) -> bool:
-        """Whether the watchdog caused the current cancellation (and no one else asked to cancel)."""
-        if not self.expired:
-            return False
-        uncancel = getattr(self._task, "uncancel", None)  # Python 3.11+
-        return uncancel is None or uncancel() == 0
-
     def _expire(self) -> None:
         self._handle = None
         self.expired = True
-        self._task.cancel()
+        if self._task is not None:
+            self._task.cancel()
 
 
 def _token_counts(
