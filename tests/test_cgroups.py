@@ -199,6 +199,13 @@ def _tree(pid: int) -> list[int]:
     return found
 
 
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:  # gone meanwhile
+        return b""
+
+
 def _cgroup_of(pid: int) -> str:
     return cgroups._v2_path(Path(f"/proc/{pid}/cgroup").read_text()) or ""
 
@@ -249,8 +256,15 @@ async def test_a_kernels_whole_tree_runs_in_its_cgroup_which_goes_with_it(
         assert (reply.status, sink.text) == ("ok", "detached\n")
         pid = kernel.pid()
         assert pid is not None
-        tree = await asyncio.to_thread(_tree, pid)
-        commands = [Path(f"/proc/{p}/cmdline").read_bytes() for p in tree]  # noqa: ASYNC240
+        # Popen returns once its child has exec'd setsid; setsid's own exec of sleep may still be under way
+        # (its /proc cmdline is empty meanwhile) on a busy machine: wait for it, with a generous bound.
+        deadline = asyncio.get_running_loop().time() + 30
+        while True:
+            tree = await asyncio.to_thread(_tree, pid)
+            commands = [await asyncio.to_thread(_cmdline, p) for p in tree]
+            if any(b"sleep\x00300" in c for c in commands) or asyncio.get_running_loop().time() > deadline:
+                break
+            await asyncio.sleep(0.05)
         assert any(b"sleep\x00300" in c for c in commands), commands
         expected = _name_in_hierarchy(kernel.cgroup)
         for member in [pid, *tree]:

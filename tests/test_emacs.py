@@ -372,49 +372,32 @@ def test_chat_approve_and_reject_through_the_output_buffer(emacs: Emacs, model: 
     assert len(model.requests) == 3, "a rejection ends the turn without asking the model again"
 
 
-AGENT = """
-import asyncio, sys, time
-from pathlib import Path
-from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.types import Implementation
-from interpreter_lsp.kernels import runtime
-
-workspace, out = Path(sys.argv[1]), Path(sys.argv[2])
-
-async def main():
-    deadline = time.monotonic() + 60
-    while not runtime.agent_socket(workspace).exists() and time.monotonic() < deadline:
-        await asyncio.sleep(0.1)  # the editor's server opens the workspace's socket as it starts
-    params = StdioServerParameters(command=sys.executable, args=["-m", "interpreter_lsp", "mcp"], cwd=str(workspace))
-    async with stdio_client(params) as (read, write):
-        info = Implementation(name="emacs-test-agent", version="1")
-        async with ClientSession(read, write, client_info=info) as client:
-            await client.initialize()
-            result = await client.call_tool("run_code", {"code": "print('from the agent', 6 * 7)"})
-            out.write_text(("error: " if result.is_error else "") + result.content[0].text)
-
-asyncio.run(main())
-"""
+AGENT = Path(__file__).with_name("mcp_agent.py")  # the MCP SDK's client, as a user's agent
 
 
 def test_an_agents_proposal_is_approved_in_emacs(emacs: Emacs) -> None:
     """Another agent (the MCP SDK's client with `interpreter-lsp mcp`, docs/agents.md) proposes code: the
     output buffer names it, and the user approves it as a proposal of the model."""
-    script, answer = emacs.tmp / "agent.py", emacs.tmp / "agent-answer.txt"
-    script.write_text(AGENT)
+    answer = emacs.tmp / "agent-answer.txt"
     seen = emacs.run(
         f"""
 (ilsp-test-open "demo.py")
-(let ((agent (start-process "agent" "*agent*" {_elisp_string(sys.executable)} {_elisp_string(str(script))}
-                            (getenv "ILSP_TEST_WORKSPACE") {_elisp_string(str(answer))})))
+(let ((agent (start-process "agent" "*agent*" {_elisp_string(sys.executable)} {_elisp_string(str(AGENT))}
+                            (getenv "ILSP_TEST_WORKSPACE") {_elisp_string(str(answer))} "emacs-test-agent")))
   (ilsp-test-wait-output "from emacs-test-agent 1 at ")
+  ;; (format-mode-line is empty in batch Emacs: what global-mode-string shows is read instead.)
+  (ilsp-test-record 'in-mode-line (and (member interpreter-lsp--agents-mode-line global-mode-string) "yes"))
+  (ilsp-test-record 'waiting (substring-no-properties (interpreter-lsp--agents-text)))
   (ilsp-test-record 'run (interpreter-lsp-approve))
   (ilsp-test-wait-output "from the agent 42")
+  (ilsp-test-record 'after (interpreter-lsp--agents-text))
   (ilsp-test-wait (lambda () (not (process-live-p agent))) 60 "the agent to have its answer"))
 """
     )
     out, values = seen["output"], seen["values"]
+    # Every mode line says an agent waits, until the user decided.
+    assert values["in-mode-line"] == "yes" and values["waiting"] == " [emacs-test-agent 1 waiting]", values
+    assert values["after"] == "", values
     assert re.search(r"proposal p-\w+ from emacs-test-agent 1 at [0-9T:-]+Z \(python, risk low", out), out
     assert f"run {values['run']} (python, by an agent (emacs-test-agent 1))" in out
     assert "from the agent 42" in answer.read_text()

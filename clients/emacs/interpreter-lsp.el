@@ -271,7 +271,41 @@ An empty TEXT only ends the line being written."
   "Drop the waiting proposals whose KEY is VALUE."
   (setf (interpreter-lsp--proposals server)
         (cl-remove value (interpreter-lsp--proposals server)
-                   :key (lambda (p) (plist-get p key)) :test #'equal)))
+                   :key (lambda (p) (plist-get p key)) :test #'equal))
+  (interpreter-lsp--agents-changed server))
+
+;;;; Other agents waiting, in every mode line
+
+(defvar interpreter-lsp--agents-by-server (make-hash-table :test #'eq :weakness 'key)
+  "For each server: the names of the other agents (over MCP) whose proposals wait.")
+
+(defconst interpreter-lsp--agents-mode-line '(:eval (interpreter-lsp--agents-text))
+  "The part of `global-mode-string' that says an agent waits for a decision.")
+
+(defun interpreter-lsp--agents-text ()
+  "\" [Claude Code 2.1 waiting]\" (or \" [2 agents waiting]\"), or \"\"."
+  (let (names)
+    (maphash (lambda (_server agents) (setq names (append names agents)))
+             interpreter-lsp--agents-by-server)
+    (setq names (delete-dups names))
+    (if (null names) ""
+      (propertize (format " [%s waiting]" (if (cdr names) (format "%d agents" (length names)) (car names)))
+                  'face 'warning
+                  'help-echo "Another agent's code waits for your decision: M-x interpreter-lsp-approve or -reject"))))
+
+(defun interpreter-lsp--agents-changed (server)
+  "Say in every mode line whether another agent's proposal waits in SERVER."
+  (let ((agents (delete-dups
+                 (delq nil (mapcar (lambda (p) (let ((agent (plist-get p :agent))) (and (stringp agent) agent)))
+                                   (interpreter-lsp--proposals server))))))
+    (if agents
+        (puthash server agents interpreter-lsp--agents-by-server)
+      (remhash server interpreter-lsp--agents-by-server))
+    (when (and agents (not (member interpreter-lsp--agents-mode-line global-mode-string)))
+      (setq global-mode-string
+            (append (if (listp global-mode-string) global-mode-string (list global-mode-string))
+                    (list interpreter-lsp--agents-mode-line))))
+    (force-mode-line-update t)))
 
 ;;;; Notifications
 
@@ -314,12 +348,20 @@ An empty TEXT only ends the line being written."
     (if (eq autoRun t)
         (interpreter-lsp--line server key "(runs by itself: auto-run)" 'shadow)
       (push proposal (interpreter-lsp--proposals server))
+      (interpreter-lsp--agents-changed server)
       (interpreter-lsp--line
        server key (format "(%s: %s approves, %s rejects)"
                           (or waitReason "waits for approval")
                           (interpreter-lsp--key 'interpreter-lsp-approve)
                           (interpreter-lsp--key 'interpreter-lsp-reject))
        'warning))))
+
+(cl-defmethod eglot-handle-notification
+  ((server interpreter-lsp-server) (_method (eql interpreter/proposalStatus))
+   &key proposalId &allow-other-keys)
+  "A proposal was decided (here or in another editor), written into a file, or
+expired (its agent withdrew it): it no longer waits."
+  (interpreter-lsp--forget server :proposalId proposalId))
 
 (cl-defmethod eglot-handle-notification
   ((server interpreter-lsp-server) (_method (eql interpreter/output))

@@ -66,7 +66,10 @@ class Extension implements vscode.Disposable {
     this.installer = new ServerInstaller(context, this.output, () => this.guard(() => this.client.restart()));
     this.client = new InterpreterClient(this.output, {
       message: (params) => push({ type: "message", params }),
-      proposal: (params) => push({ type: "proposal", params }),
+      proposal: (params) => {
+        push({ type: "proposal", params });
+        this.statusBar.proposal(params);
+      },
       output: (params) => push({ type: "output", params }),
       runStatus: (params) => push({ type: "runStatus", params }),
       turnStatus: (params) => {
@@ -93,6 +96,7 @@ class Extension implements vscode.Disposable {
       },
       proposalStatus: (params) => {
         push({ type: "proposalState", params });
+        this.statusBar.proposalDone(params.proposalId);
         if (params.state !== "approved" && params.state !== "auto-run") void this.documents.closeEdit(params.proposalId);
       },
       serverCommand: (command, args, send) => this.serverCommand(command, args, send),

@@ -323,6 +323,18 @@ export interface StatusResult {
   settingsSources: Record<string, string>;
   workspaces: string[];
   context?: ContextUse;
+  /** Other agents' proposals (over MCP) that wait for a decision here. */
+  agentsWaiting?: AgentWaiting[];
+}
+
+/** One entry of `interpreter.status`'s `agentsWaiting`. */
+export interface AgentWaiting {
+  proposalId: string;
+  /** The agent's name and version, from its MCP client info. */
+  agent: string;
+  language: string;
+  /** When it asked (ISO 8601, UTC). */
+  since: string;
 }
 
 /** nbformat outputs, as `run` events of the history keep them. */

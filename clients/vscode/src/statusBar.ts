@@ -1,8 +1,8 @@
 // The status bar item: kernel state and model; a click offers interrupt, restart and reset.
 
 import * as vscode from "vscode";
-import type { ContextUse, KernelInfo, KernelStatusParams, StatusResult } from "./protocol";
-import { contextDetails, contextLine, kernelSummary, type ServerState, type StatusDetails } from "./statusText";
+import type { AgentWaiting, ContextUse, KernelInfo, KernelStatusParams, ProposalParams, StatusResult } from "./protocol";
+import { agentsWaitingSummary, contextDetails, contextLine, kernelSummary, type ServerState, type StatusDetails } from "./statusText";
 
 /** What the panel's status line shows: the status bar's words, and the context use on their own. */
 export interface StatusLine {
@@ -16,6 +16,10 @@ export interface StatusLine {
 
 export class KernelStatusBar implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem("interpreterLsp.kernel", vscode.StatusBarAlignment.Left, 50);
+  /** Shown only while another agent's proposal (over MCP) waits for a decision. */
+  private readonly agentItem = vscode.window.createStatusBarItem("interpreterLsp.agents", vscode.StatusBarAlignment.Left, 49);
+  /** Other agents' proposals waiting here, by proposal id: from proposals as they come, and each status. */
+  private readonly agents = new Map<string, AgentWaiting>();
   private readonly kernels = new Map<string, KernelStatusParams>();
   private readonly kernelInfo = new Map<string, KernelInfo>();
   private latest: string | undefined;
@@ -28,8 +32,25 @@ export class KernelStatusBar implements vscode.Disposable {
   constructor(private readonly onChange: (line: StatusLine) => void) {
     this.item.name = "Interpreter kernel";
     this.item.command = "interpreterLsp.statusMenu";
+    this.agentItem.name = "Agent waiting for approval";
+    this.agentItem.command = "interpreterLsp.showPanel";
+    this.agentItem.backgroundColor = new vscode.ThemeColor("statusBarItem.warningBackground");
     this.render();
     this.item.show();
+  }
+
+  /** A proposal arrived: another agent's that waits is shown until it is decided. */
+  proposal(params: ProposalParams): void {
+    if (params.origin !== "agent" || params.autoRun) return;
+    this.agents.set(params.proposalId, {
+      proposalId: params.proposalId, agent: params.agent || "an agent", language: params.language, since: params.created ?? "",
+    });
+    this.renderAgents();
+  }
+
+  /** A proposal was decided, written into a document or expired: it no longer waits. */
+  proposalDone(proposalId: string): void {
+    if (this.agents.delete(proposalId)) this.renderAgents();
   }
 
   /** Shows a kernel's new state; true when a kernel just came up (its interpreter and pid are news). */
@@ -45,6 +66,12 @@ export class KernelStatusBar implements vscode.Disposable {
   setStatus(status: StatusResult): void {
     const { kernels, ...details } = status;
     this.details = details;
+    if (status.agentsWaiting) {
+      // The server's list is the truth (a proposal may have been decided in another client meanwhile).
+      this.agents.clear();
+      for (const waiting of status.agentsWaiting) this.agents.set(waiting.proposalId, waiting);
+      this.renderAgents();
+    }
     // The status answer is as new as anything a turn said before it was asked.
     if (details.context) this.liveContext = undefined;
     this.kernelInfo.clear();
@@ -97,8 +124,21 @@ export class KernelStatusBar implements vscode.Disposable {
       this.latest = undefined;
       this.details = undefined;
       this.liveContext = undefined;
+      this.agents.clear();
+      this.renderAgents();
     }
     this.render();
+  }
+
+  private renderAgents(): void {
+    const summary = agentsWaitingSummary([...this.agents.values()]);
+    if (!summary) {
+      this.agentItem.hide();
+      return;
+    }
+    this.agentItem.text = summary.text;
+    this.agentItem.tooltip = summary.tooltip;
+    this.agentItem.show();
   }
 
   private render(): void {
@@ -125,5 +165,6 @@ export class KernelStatusBar implements vscode.Disposable {
 
   dispose(): void {
     this.item.dispose();
+    this.agentItem.dispose();
   }
 }

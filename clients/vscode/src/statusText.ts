@@ -1,6 +1,6 @@
 // The status bar's words, as a pure function of what the server said (tested without VS Code).
 
-import type { ContextUse, KernelInfo, KernelState, KernelStatusParams, StatusResult } from "./protocol";
+import type { AgentWaiting, ContextUse, KernelInfo, KernelState, KernelStatusParams, StatusResult } from "./protocol";
 
 /** Where the server process is: being started, running, or stopped (crashed, or stopped by the user). */
 export type ServerState = "starting" | "running" | "stopped";
@@ -100,4 +100,26 @@ export function kernelSummary(
   }
   tooltip.push("Click: interrupt, restart, reset, compact.");
   return { text, tooltip: tooltip.join("\n") };
+}
+
+/**
+ * The status bar item that says another agent (over MCP) waits for a decision in the panel; undefined when
+ * none waits. One agent is named; several are counted, and the tooltip lists each with what it asked.
+ */
+export function agentsWaitingSummary(waiting: readonly AgentWaiting[]): { text: string; tooltip: string } | undefined {
+  if (waiting.length === 0) return undefined;
+  const agents = [...new Set(waiting.map((w) => w.agent))];
+  const who = agents.length === 1 ? agents[0] : `${agents.length} agents`;
+  const proposals = waiting.length === 1 ? "a proposal" : `${waiting.length} proposals`;
+  const lines = waiting.map((w) => `${w.agent}: ${w.language} code${w.since ? `, since ${clock(w.since)}` : ""}`);
+  return {
+    text: `$(bell-dot) ${who} waiting`,
+    tooltip: [`${who} waits for your decision on ${proposals} (Approve, Edit or Reject in the panel):`, ...lines, "Click: show the panel."].join("\n"),
+  };
+}
+
+/** "20:15:02" of an ISO 8601 time, in the user's time zone; the text itself when it is not a time. */
+function clock(iso: string): string {
+  const t = new Date(iso);
+  return Number.isNaN(t.getTime()) ? iso : t.toLocaleTimeString("en-GB", { hour12: false });
 }

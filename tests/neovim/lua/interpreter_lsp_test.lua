@@ -7,6 +7,7 @@ local function session()
     return s
   end
 end
+M.session = session
 
 --- The panel's lines (after writing anything pending), or {} when there is no panel yet.
 function M.panel_lines()

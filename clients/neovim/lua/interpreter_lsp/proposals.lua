@@ -51,7 +51,9 @@ end
 ---@param prop interpreter_lsp.Proposal
 ---@param code string|nil edited code
 local function approve(c, s, prop, code)
-  local run = s:user_run({ language = prop.language, proposal = prop, code = code, origin = "model" })
+  -- An agent's proposal (over MCP) runs as that agent's, as the server records it.
+  local run = s:user_run({ language = prop.language, proposal = prop, code = code,
+    origin = prop.agent and "agent" or "model", agent = prop.agent })
   s:set_proposal_state(prop.id, code and "edited, approved" or "approved")
   client.execute(c, protocol.APPROVE, { proposalId = prop.id, code = code }, function(result)
     if result and result.runId then

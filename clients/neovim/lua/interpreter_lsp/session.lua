@@ -179,6 +179,11 @@ end
 ---@return string[]
 function Session:status_parts()
   local parts = {}
+  -- Another agent (over MCP) waiting for a decision comes first: nothing of it runs until the user answers.
+  local waiting = self:agents_waiting()
+  if waiting then
+    table.insert(parts, waiting)
+  end
   if self.trusted == false then
     table.insert(parts, "not trusted (:InterpreterTrust)")
   end
@@ -212,6 +217,23 @@ function Session:status_parts()
     table.insert(parts, self.model)
   end
   return parts
+end
+
+--- "Claude Code 2.1 waiting" (or "2 agents waiting") while other agents' proposals wait here, else nil.
+---@return string|nil
+function Session:agents_waiting()
+  local names, count, first = {}, 0, nil
+  for _, prop in ipairs(self.proposal_order) do
+    if prop.agent and prop.state == "pending" and not names[prop.agent] then
+      names[prop.agent] = true
+      count = count + 1
+      first = first or prop.agent
+    end
+  end
+  if count == 0 then
+    return nil
+  end
+  return (count == 1 and first or (count .. " agents")) .. " waiting"
 end
 
 function Session:update_winbar()
@@ -277,6 +299,9 @@ function Session:set_proposal_state(id, state, extra)
   end
   prop.state = extra and (state .. " " .. extra) or state
   self:render_proposal(prop)
+  if prop.agent then
+    self:update_winbar() -- "… waiting" goes
+  end
 end
 
 --- The proposal under the cursor in the panel, else the newest pending one.

@@ -85,6 +85,9 @@ return function(Session)
     table.insert(self.proposal_order, prop)
     self:activity()
     self:render_proposal(prop)
+    if prop.agent and prop.state == "pending" then
+      self:update_winbar() -- the winbar and statusline say an agent waits
+    end
     -- Text after this proposal starts a new assistant section below it.
     if turn.message then
       turn.message.data.closed = true

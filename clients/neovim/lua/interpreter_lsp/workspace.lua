@@ -204,6 +204,10 @@ function M.status_text(s, result)
     end
     table.insert(lines, "context: " .. ctx_text .. (#more > 0 and (" (" .. table.concat(more, ", ") .. ")") or ""))
   end
+  for _, w in ipairs(type(result.agentsWaiting) == "table" and result.agentsWaiting or {}) do
+    table.insert(lines, string.format("waiting for your decision: %s (%s, since %s; :InterpreterApprove)",
+      tostring(w.agent), tostring(w.language), tostring(w.since)))
+  end
   if result.trusted == false then
     table.insert(lines, "trusted: no, nothing runs here (:InterpreterTrust trusts " .. s.root .. ")")
   end

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { KernelInfo, KernelStatusParams } from "../../src/protocol";
-import { contextLine, formatTokens, kernelSummary } from "../../src/statusText";
+import { agentsWaitingSummary, contextLine, formatTokens, kernelSummary } from "../../src/statusText";
 
 const kernels = new Map<string, KernelStatusParams>([["python", { language: "python", state: "busy" }]]);
 
@@ -84,4 +84,19 @@ test("a kernel on a gateway is named with its gateway", () => {
   ]);
   const { tooltip } = kernelSummary(kernels, "python", undefined, "running", info);
   assert.match(tooltip, /python: busy — python3 on https:\/\/gw\.example:8888, sandbox: off \(remote kernel: …\)/);
+});
+
+test("an agent waiting is named in the status bar; several are counted, each listed in the tooltip", () => {
+  assert.equal(agentsWaitingSummary([]), undefined);
+  const one = agentsWaitingSummary([{ proposalId: "p-1", agent: "Claude Code 2.1", language: "python", since: "2026-12-03T20:15:02Z" }]);
+  assert.equal(one?.text, "$(bell-dot) Claude Code 2.1 waiting");
+  assert.match(one?.tooltip ?? "", /^Claude Code 2\.1 waits for your decision on a proposal \(Approve, Edit or Reject in the panel\):\nClaude Code 2\.1: python code, since \d\d:\d\d:\d\d\n/);
+  const three = agentsWaitingSummary([
+    { proposalId: "p-1", agent: "Claude Code 2.1", language: "python", since: "2026-12-03T20:15:02Z" },
+    { proposalId: "p-2", agent: "codex 0.9", language: "shell", since: "not a time" },
+    { proposalId: "p-3", agent: "codex 0.9", language: "python", since: "" },
+  ]);
+  assert.equal(three?.text, "$(bell-dot) 2 agents waiting");
+  assert.match(three?.tooltip ?? "", /on 3 proposals/);
+  assert.match(three?.tooltip ?? "", /codex 0\.9: shell code, since not a time\ncodex 0\.9: python code\n/);
 });
