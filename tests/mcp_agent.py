@@ -21,17 +21,21 @@ from interpreter_lsp.kernels import runtime
 CODE = "print('from the agent', 6 * 7)"
 
 
-async def main(workspace: Path, out: Path, name: str) -> None:
+def wait_for_the_editor(workspace: Path) -> None:
     deadline = time.monotonic() + 60
     while not runtime.agent_socket(workspace).exists() and time.monotonic() < deadline:
-        await asyncio.sleep(0.1)  # the editor's server opens the workspace's socket as it starts
+        time.sleep(0.1)  # the editor's server opens the workspace's socket as it starts
+
+
+async def main(workspace: Path, name: str) -> str:
     params = StdioServerParameters(command=sys.executable, args=["-m", "interpreter_lsp", "mcp"], cwd=str(workspace))
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write, client_info=Implementation(name=name, version="1")) as client:
             await client.initialize()
             result = await client.call_tool("run_code", {"code": CODE})
-            out.write_text(("error: " if result.is_error else "") + result.content[0].text)
+            return ("error: " if result.is_error else "") + result.content[0].text
 
 
 if __name__ == "__main__":
-    asyncio.run(main(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]))
+    wait_for_the_editor(Path(sys.argv[1]))
+    Path(sys.argv[2]).write_text(asyncio.run(main(Path(sys.argv[1]), sys.argv[3])))

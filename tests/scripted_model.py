@@ -378,6 +378,11 @@ class ScriptedModel:
                 await _perform_anthropic(item, body, reader, writer)
             else:
                 await self._perform(item, body, reader, writer)
+        except ConnectionError:
+            # The client left before (or while) the status line went out: on a busy machine a cancel can
+            # land before the server has written a byte of its answer.
+            item.disconnected.set()
+            raise
         finally:
             item.finished.set()
         return item.kind in ("reply", "fail") and not item.disconnected.is_set()

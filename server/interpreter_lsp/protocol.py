@@ -188,6 +188,16 @@ class RunStatusParams:
 
 
 @attrs.define
+class AgentWaiting:
+    """One of interpreter.status `agentsWaiting`: another agent's proposal (over MCP) waiting for a decision."""
+
+    proposal_id: str
+    agent: str  # the agent's name and version, from its MCP client info
+    language: str
+    since: str  # when it asked (ISO 8601, UTC)
+
+
+@attrs.define
 class ContextUse:
     """How full the model's context is (interpreter.status `context`, turnStatus `context`)."""
 
@@ -406,6 +416,7 @@ class StatusResult:
     settings_sources: dict[str, str]
     workspaces: list[str]
     context: ContextUse | None = None
+    agents_waiting: list[AgentWaiting] | None = None  # other agents' proposals (over MCP) waiting here
 
 
 COMMAND_SHAPES: dict[str, tuple[type, type]] = {

@@ -20,6 +20,7 @@ directory laid out like a cgroup tree.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -172,3 +173,42 @@ def remove(path: Path | None) -> None:
     if path is not None:
         with contextlib.suppress(OSError):
             path.rmdir()
+
+
+def _removed(path: Path, kill: bool = False) -> bool:
+    """rmdir the cgroup (a syscall on cgroupfs, no disk I/O); False while it has processes. `kill`: on
+    failure, end what is left (cgroup.kill)."""
+    try:
+        path.rmdir()
+    except FileNotFoundError:
+        return True
+    except OSError:
+        if kill:
+            with contextlib.suppress(OSError):
+                (path / "cgroup.kill").write_text("1")
+        return False
+    return True
+
+
+# How long a kernel's end waits for the processes of its cgroup to be gone, so the cgroup can go with it.
+EMPTY_WAIT = 10.0
+
+
+async def remove_when_empty(path: Path | None, wait: float = EMPTY_WAIT) -> None:
+    """Remove a kernel's cgroup: its processes were sent SIGKILL, but a killed process stays a member until
+    it has exited and been reaped (in a sandbox, by bwrap's init), which on a busy machine takes a moment.
+    `cgroup.kill` (Linux 5.14+) ends whatever is left; then the cgroup goes as soon as it is empty, or is
+    left behind (and removed as stale by the next server) after `wait` seconds."""
+    if path is None or _removed(path, kill=True):
+        return
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait
+    delay = 0.005
+    while loop.time() < deadline:
+        # Not a hot path (a kernel's end): a short bounded wait, backing off, rather than an inotify watch
+        # of cgroup.events for the few milliseconds a reap takes.
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.2)
+        if _removed(path):
+            return
+    log.info("cgroup %s still has processes after %g s: left for the next start to remove", path, wait)

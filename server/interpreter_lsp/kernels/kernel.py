@@ -414,7 +414,7 @@ class Kernel:
             self._stderr = None
         with contextlib.suppress(OSError):
             self._runtime_dir.rmdir()  # empty once jupyter_client removed the connection file and sockets
-        cgroups.remove(self.cgroup)
+        await cgroups.remove_when_empty(self.cgroup)
         self.cgroup = None
         self._km = None  # its sockets and launch arguments (the stderr descriptor) are gone: never reused
 

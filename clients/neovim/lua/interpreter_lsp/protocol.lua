@@ -64,7 +64,7 @@ M.FIELDS = {
   WorkspaceArgs = { uri = "string?" },
   HistoryResult = { messages = "table" },
   VariablesResult = { variables = "table" },
-  StatusResult = { version = "string", protocolVersion = "number", root = "string", model = "string?", autoRun = "boolean", autoRunMaxRisk = "table", usage = "table", kernels = "table", trusted = "boolean", settingsErrors = "table", settingsIgnored = "table", settingsSources = "table", workspaces = "table", context = "table?" },
+  StatusResult = { version = "string", protocolVersion = "number", root = "string", model = "string?", autoRun = "boolean", autoRunMaxRisk = "table", usage = "table", kernels = "table", trusted = "boolean", settingsErrors = "table", settingsIgnored = "table", settingsSources = "table", workspaces = "table", context = "table?", agentsWaiting = "table?" },
   ExportNotebookArgs = { path = "string", overwrite = "boolean?", uri = "string?" },
   PathResult = { path = "string" },
   SetTrustedArgs = { trusted = "boolean" },

@@ -678,6 +678,30 @@ suite("VS Code, trusted workspace", { timeout: 9 * 60_000 }, () => {
     assert.doesNotMatch(model.requestText(requests + 1), /Hello\?/);
     await panel.locator("#activity").waitFor({ state: "hidden", timeout: STEP });
   });
+
+  test("another agent's call over MCP waits in the status bar and the panel; approving runs it and answers the agent", async () => {
+    // The agent as a user has one: the MCP SDK's client with `interpreter-lsp mcp` started in the workspace.
+    const { spawn } = await import("node:child_process");
+    const answer = join(mkdtempSync(join(tmpdir(), "ilsp-agent-")), "answer.txt");
+    const python = join(REPO, ".venv/bin/python");
+    const agent = spawn(python, [join(REPO, "tests/mcp_agent.py"), workspace, answer, "claude-code"], { stdio: ["ignore", "inherit", "inherit"] });
+    const exited = new Promise((done) => agent.on("exit", (code) => done(code)));
+    try {
+      const item = vscode.page.locator(".statusbar-item", { hasText: "claude-code 1 waiting" }).first();
+      await item.waitFor({ timeout: STEP });
+      const panel = await vscode.panel();
+      const card = proposalCard(panel, "from the agent");
+      await card.waitFor({ timeout: STEP });
+      assert.match(await card.locator(".agent").innerText(), /^from claude-code 1/);
+      await card.locator("button[data-action='approve']").click();
+      await runWithStdout(panel, "from the agent 42").last().waitFor({ timeout: STEP });
+      await item.waitFor({ state: "detached", timeout: STEP });
+      assert.equal(await Promise.race([exited, new Promise((done) => setTimeout(() => done("still running"), STEP))]), 0);
+      assert.match(readFileSync(answer, "utf8"), /from the agent 42/);
+    } finally {
+      agent.kill();
+    }
+  });
 });
 
 
