@@ -246,7 +246,15 @@ def emacs(tmp_path: Path) -> Iterator[Emacs]:
     deadline = time.monotonic() + 30
     while editor.kernels_left() and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not editor.kernels_left(), "processes were left running in the workspace after Emacs quit"
+    left = {pid: _cmdline(pid) for pid in editor.kernels_left()}
+    assert not left, f"processes were left running in the workspace after Emacs quit: {left}"
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:300]
+    except OSError:
+        return "(gone)"
 
 
 @pytest.fixture

@@ -349,3 +349,27 @@ async def test_sandboxed_kernel_code_cannot_reach_the_agents_socket(workspace_ro
         assert status["state"] == "ok" and s.text(run_id) == "False False\n"
     finally:
         await stop_session(s)
+
+
+async def test_an_agent_with_the_sdks_trimmed_environment_finds_an_editor_with_a_tmpdir_of_its_own(
+    workspace_root: Path, home: Path, tmp_path: Path
+) -> None:
+    """As on macOS: the editor's server has TMPDIR=/var/folders/…/T/, and the agent starts the bridge with the
+    MCP SDK's default environment (HOME, PATH, … but no TMPDIR). They still meet."""
+    editor_tmp = tmp_path / "editor-tmp"
+    editor_tmp.mkdir()
+    s = await start_session(workspace_root, home, env={"TMPDIR": str(editor_tmp)})
+    try:
+        await s.command("interpreter.setTrusted", {"trusted": True})
+        await socket_ready(workspace_root)
+        params = StdioServerParameters(
+            command=sys.executable, args=["-m", "interpreter_lsp", "mcp"], cwd=str(workspace_root)
+        )
+        assert params.env is None  # the SDK's default environment: no TMPDIR
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write, client_info=Implementation(name="trimmed", version="1")) as a:
+                await asyncio.wait_for(a.initialize(), 60)
+                status = json.loads(text_of(await a.call_tool("status", {})))
+                assert status["root"] == str(workspace_root)
+    finally:
+        await stop_session(s)

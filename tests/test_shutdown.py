@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 from pathlib import Path
+
+import pytest
 
 from harness import start_session, stop_session, wait_exited
 from interpreter_lsp import protocol as p
@@ -54,3 +57,34 @@ async def test_killed_server_leaves_no_orphans(workspace_root: Path, home: Path)
     await server.wait()
     await _gone(pids)
     await session.client.stop()
+
+
+def _in_workspace(root: Path) -> list[int]:
+    """Processes whose working directory is the workspace: the kernels and whatever they started."""
+    found, root = [], root.resolve()
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                if Path(os.readlink(proc / "cwd")) == root and _alive(int(proc.name)):
+                    found.append(int(proc.name))
+            except OSError:
+                continue
+    return found
+
+
+@pytest.mark.parametrize("after", [0.0, 0.4], ids=["at-once", "mid-start"])
+async def test_an_editor_that_quits_while_the_kernel_starts_leaves_no_kernel(
+    workspace_root: Path, home: Path, after: float
+) -> None:
+    """The editor quits (shutdown, exit) while the kernel is still starting: the start is cancelled, and
+    the process it had launched goes with the server."""
+    session = await start_session(workspace_root, home)
+    await session.run("print(1)")
+    await session.wait_for(
+        lambda: any(n["state"] == "starting" for n in session.notes[p.KERNEL_STATUS]), what="the kernel starting"
+    )
+    await asyncio.sleep(after)  # a point inside the start, not a wait for an event
+    await stop_session(session)
+    left = await asyncio.to_thread(_in_workspace, workspace_root)
+    await wait_exited(left, 30, lambda pid: f"process {pid} outlived the server")
+    assert await asyncio.to_thread(_in_workspace, workspace_root) == []

@@ -170,6 +170,16 @@ class Kernel:
             log.warning("%s kernel: no cgroup of its own (%s); rlimits only", self.language, error)
 
     async def start(self) -> None:
+        try:
+            await self._start()
+        except asyncio.CancelledError:
+            # Cancelled mid-start (the server shuts down while this kernel starts): the process may be
+            # running already, and nothing else would end it. Shielded: a second cancel cannot stop it.
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._kill())
+            raise
+
+    async def _start(self) -> None:
         self._set_state("starting")
         self._runtime_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         tag = f"{self.language}-{os.getpid()}-{id(self):x}"

@@ -42,6 +42,8 @@ KernelStateListener = Callable[[str, str, str | None], None]  # (language, state
 
 # What a remote kernel does not get, and why (said in `interpreter.status`, never pretended).
 REMOTE_SANDBOX = "off (remote kernel: bubblewrap confines local processes; the gateway's host isolates this one)"
+# How long the server's shutdown waits for kernel starts it cancelled to end what they made.
+SHUTDOWN_START_WAIT = 15.0
 REMOTE_FILES = "off (remote kernel: its files are on the gateway's host, not watched here)"
 
 
@@ -333,8 +335,13 @@ class KernelPool:
 
     async def shutdown(self) -> None:
         self._closed = True
-        for task in list(self._starting.values()):
+        starting = list(self._starting.values())
+        for task in starting:
             task.cancel()
+        # A start cancelled mid-way ends what it made (Kernel.start); wait for that (bounded), so that no
+        # kernel process is left running after the server has gone.
+        if starting:
+            await asyncio.wait(starting, timeout=SHUTDOWN_START_WAIT)
         kernels = list(self._kernels.values())
         self._kernels.clear()
         await asyncio.gather(*(k.shutdown() for k in kernels), return_exceptions=True)

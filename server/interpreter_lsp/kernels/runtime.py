@@ -73,16 +73,26 @@ def remove_stale(base: Path | None = None) -> list[Path]:
 # ---- the agents' sockets (docs/agents.md) ------------------------------------------------------------
 # `interpreter-lsp mcp` finds the language server of a workspace without being told its runtime directory
 # (a fresh mkdtemp per server): each server listens, per workspace, on a unix socket at a path derived
-# from the workspace's real path, in one 0700 directory of this user beside the runtime directories.
+# from the workspace's real path, in one 0700 directory of this user in /tmp (agents_base).
 
 AGENTS_DIR = "ilsp-agents-"
+
+
+def agents_base() -> Path:
+    """Where the agents' socket directory lives: /tmp on POSIX, whatever TMPDIR says. An agent starts
+    `interpreter-lsp mcp` with a trimmed environment (the MCP SDKs pass on only HOME, LOGNAME, PATH, SHELL,
+    TERM and USER by default), so TMPDIR cannot be relied on to agree between the editor's server and the
+    agent's bridge: on macOS an editor has TMPDIR=/var/folders/…/T/ and the bridge would look in /tmp."""
+    if os.name == "posix" and os.path.isdir("/tmp"):
+        return Path("/tmp")
+    return Path(tempfile.gettempdir())
 
 
 def agents_dir(*, create: bool = False, base: Path | None = None) -> Path:
     """This user's directory of agent sockets. With `create`: made 0700 if missing, and refused (OSError,
     in words) when it is a link, another user's, or open to others: a socket there must be ours alone."""
     uid = os.getuid() if hasattr(os, "getuid") else 0
-    directory = Path(base or tempfile.gettempdir()) / f"{AGENTS_DIR}{uid}"
+    directory = Path(base or agents_base()) / f"{AGENTS_DIR}{uid}"
     if create:
         try:
             directory.mkdir(mode=0o700)

@@ -684,6 +684,8 @@ suite("VS Code, trusted workspace", { timeout: 9 * 60_000 }, () => {
     const { spawn } = await import("node:child_process");
     const answer = join(mkdtempSync(join(tmpdir(), "ilsp-agent-")), "answer.txt");
     const python = join(REPO, ".venv/bin/python");
+    // The agent's TMPDIR is not the editor's (VS Code's server has one of its own here, as on macOS): they
+    // meet all the same (the agents' sockets are in /tmp, docs/agents.md).
     const agent = spawn(python, [join(REPO, "tests/mcp_agent.py"), workspace, answer, "claude-code"], { stdio: ["ignore", "inherit", "inherit"] });
     const exited = new Promise((done) => agent.on("exit", (code) => done(code)));
     try {
