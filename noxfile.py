@@ -4,8 +4,9 @@
     .venv/bin/nox -s tests-3.10    the suite on 3.10 with every dependency at its lower bound
                                    (constraints/lowest-3.10.txt: pyproject.toml's ranges, tested)
 
-The default interpreter's run is scripts/test.d/20-python.sh in .venv; scripts/test.d/21-python-3.10.sh
-and 22-python-3.13.sh run these sessions. Extra arguments after `--` go to pytest. Both lock files are
+scripts/test.d/21-python-3.10.sh and 22-python-3.13.sh run these sessions: the server's whole suite, the
+gateway tests included, on the lowest and the newest supported Python; the editor clients' tests run on the
+default interpreter in .venv (scripts/test.d/20-python.sh). Extra arguments after `--` go to pytest. Both lock files are
 written by scripts/lock.sh.
 """
 
