@@ -64,6 +64,10 @@ if ! "$uv" sync --quiet --locked --extra test --group ci --python "$python_exe";
     echo "setup: uv sync failed. If it says the lockfile needs to be updated, run: bash scripts/lock.sh" >&2
     exit 1
 fi
+# The server's own source is not in site-packages (an editable install), so uv compiles none of it: 1 MB of
+# Python that every server process compiled from source again where PYTHONDONTWRITEBYTECODE is set (its
+# imports took 3 s of CPU instead of 0.85 s). Compiled here; a file edited later is compiled as it is read.
+.venv/bin/python -m compileall -q -j 0 server >/dev/null
 # The compromised litellm releases dropped a .pth file that runs at every interpreter start.
 if find .venv -name 'litellm_init.pth' | grep -q .; then
     echo "setup: litellm_init.pth found in .venv: a compromised litellm release is installed" >&2

@@ -9,7 +9,6 @@ tens of ms each) fails here, with the module that brought it.
 from __future__ import annotations
 
 import os
-import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -63,14 +62,16 @@ def test_the_start_path_loads_only_the_lsp_stack() -> None:
 
 def test_the_start_paths_import_time_is_within_budget_of_bare_pygls() -> None:
     ours, bare = [], []
-    for _ in range(3):  # interleaved; the median, so that one slow moment of a busy machine does not decide
+    for _ in range(5):
+        # Interleaved, and the fastest of each: a busy machine only ever adds time, so the minimum is the
+        # import's own cost (a median of 3 still failed at 3.5x when both cores were taken at the wrong time).
         ours.append(_importtime(START_PATH)[0])
         bare.append(_importtime(BARE_PYGLS)[0])
-    ratio = statistics.median(ours) / statistics.median(bare)
+    ratio = min(ours) / min(bare)
     _seconds, rows = _importtime(START_PATH)
     ours_only = sorted(((c, n.strip()) for c, n in rows if n.strip().startswith("interpreter_lsp")), reverse=True)
     heaviest = ", ".join(f"{n} {c / 1000:.0f} ms" for c, n in ours_only[:5])
     assert ratio <= BUDGET, (
-        f"the start path imports in {statistics.median(ours) * 1000:.0f} ms, {ratio:.2f}x a bare pygls server's "
-        f"{statistics.median(bare) * 1000:.0f} ms (budget {BUDGET}x); the heaviest of ours: {heaviest}"
+        f"the start path imports in {min(ours) * 1000:.0f} ms, {ratio:.2f}x a bare pygls server's "
+        f"{min(bare) * 1000:.0f} ms (budget {BUDGET}x); the heaviest of ours: {heaviest}"
     )
