@@ -91,6 +91,7 @@ def tests(session: nox.Session) -> None:
         "2",
         "--dist",
         "loadfile",
+        "--durations=20",  # the slowest tests in the log: where the suite's time goes
         # The editor clients' own tests (Neovim, Emacs) test Lua and Elisp against the server: they run once,
         # on the default interpreter (20-python.sh). Here the server's own behaviour on this Python is what
         # is tested, over LSP by the rest of the suite. (scripts/try.sh is bound to .venv as well.)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# expected-seconds: 200
+# expected-seconds: 175
 # The editor clients' own tests on the default interpreter (.venv, uv.lock's versions): the Neovim client
 # in a real Neovim (tests/neovim) and Emacs with eglot and interpreter-lsp.el (tests/test_emacs.py), each
 # against the real server and kernels. The server's own suite (unit tests, end-to-end tests over LSP, the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# expected-seconds: 600
+# expected-seconds: 550
 # The server's Python suite, the Kernel and Enterprise Gateway tests included (the Neovim and Emacs client
 # tests run in 20-python.sh), on Python 3.13 with uv.lock's versions (noxfile.py, session tests-3.13).
 # Extra arguments go to pytest.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# expected-seconds: 100
+# expected-seconds: 85
 # The portable paths macOS and Windows take, forced on this machine (INTERPRETER_LSP_PORTABLE=1): kernel
 # death seen by bounded polling instead of a pidfd, files a run touched through watchdog's polling observer,
 # kernels over TCP on 127.0.0.1. Runs the end-to-end tests of kernels, runs, interrupts, death and files

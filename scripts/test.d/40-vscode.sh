@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# expected-seconds: 320
+# expected-seconds: 310
 # The VS Code client: lint (tsc + eslint), unit tests (node's test runner), `vsce package` producing the
 # .vsix, then end-to-end tests in a real VS Code (code-server 4.100.3 in headless Chromium) with the real
 # server, real kernels and a scripted model, and of the extension's managed server install. Exits non-zero

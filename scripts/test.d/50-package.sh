@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# expected-seconds: 380
+# expected-seconds: 75
 # The package a user installs (tests/packaging): `python -m build` (wheel + sdist), `twine check`, the
 # license and metadata inside both, an install with pip beside a project's typical pins on Python 3.10,
 # and the isolated installs (`uv tool install`, `pipx install`) started over stdio; and Neovim's
