@@ -277,3 +277,51 @@ async def stop_session(session: Session) -> None:
         await asyncio.wait_for(session.client.shutdown_session(), DEFAULT_WAIT)
     finally:
         await session.client.stop()
+
+
+def assert_shape(cls: type, value: Any, where: str = "") -> None:
+    """`value` (a command's result, as the client received it) has exactly the shape protocol.py declares
+    for it in `cls`: every required field, no field the class does not name, and each value of its type
+    (nested classes and lists of them checked the same way). The contract, checked from the wire side."""
+    import types
+    import typing
+
+    import attrs
+
+    where = where or cls.__name__
+    assert isinstance(value, dict), f"{where}: {value!r} is not an object"
+    hints = typing.get_type_hints(cls)
+    fields = {p_camel(f.name): f for f in attrs.fields(cls)}
+    extra = set(value) - set(fields)
+    assert not extra, f"{where}: fields the protocol does not declare: {sorted(extra)}"
+    for key, field in fields.items():
+        if key not in value:
+            assert field.default is not attrs.NOTHING, f"{where}.{key}: missing"
+            continue
+        _check_type(hints[field.name], value[key], f"{where}.{key}", types, typing)
+
+
+def _check_type(tp: Any, value: Any, where: str, types: Any, typing: Any) -> None:
+    import attrs
+
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return
+        (tp,) = [a for a in args if a is not type(None)]
+        origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if attrs.has(tp):
+        assert_shape(tp, value, where)
+    elif origin is list:
+        assert isinstance(value, list), f"{where}: {value!r} is not a list"
+        for i, item in enumerate(value):
+            _check_type(args[0], item, f"{where}[{i}]", types, typing)
+    elif tp is float:
+        assert isinstance(value, (int, float)) and not isinstance(value, bool), f"{where}: {value!r} is not a number"
+    elif tp in (str, int, bool):
+        assert isinstance(value, tp), f"{where}: {value!r} is not {tp.__name__}"
+
+
+def p_camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from pygls.exceptions import JsonRpcException
 
-from harness import Session, needs_bwrap, start_session, stop_session
+from harness import Session, assert_shape, needs_bwrap, start_session, stop_session
 from interpreter_lsp import protocol as p
 from scripted_model import ScriptedModel
 from test_loop import model_settings, next_proposal, py, turn_end
@@ -80,10 +80,12 @@ async def test_undo_of_a_users_run_restores_each_file_byte_for_byte(seeded: Sess
         changed = contents(root)
         assert changed != ORIGINAL, name  # the run did change something
         preview = await s.command(p.UNDO, {"dryRun": True})
+        assert_shape(p.UndoResult, preview)
         assert preview["dryRun"] is True and preview["request"] is None
         assert preview["restore"] + preview["remove"] == expected.get("restored", []) + expected.get("removed", [])
         assert contents(root) == changed  # a dry run changes nothing
         result = await s.command(p.UNDO, {})
+        assert_shape(p.UndoResult, result)
         assert result["restored"] == expected.get("restored", []), name
         assert result["removed"] == expected.get("removed", []), name
         assert_original(root)

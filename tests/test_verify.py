@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from pygls.exceptions import JsonRpcException
 
-from harness import Session, start_session, stop_session
+from harness import Session, assert_shape, start_session, stop_session
 from interpreter_lsp import normalise
 from interpreter_lsp import protocol as p
 from interpreter_lsp.kernels.sandbox import bwrap_available
@@ -58,6 +58,8 @@ async def test_verified_export_stamps_each_cell(session: Session) -> None:
     assert set(plain) == {"path"}
 
     result = await session.command(p.EXPORT_NOTEBOOK, {"path": "verified.ipynb", "verify": True}, VERIFY_WAIT)
+    assert_shape(p.ExportNotebookResult, result)
+    assert result["verification"] is not None
 
     summary = result["verification"]
     nb = _read(result["path"])

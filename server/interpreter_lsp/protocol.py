@@ -315,7 +315,7 @@ class ApplyProposalResult:
 
 @attrs.define
 class WorkspaceArgs:
-    """Commands that take nothing but the folder: reset, undo, history, status, compact."""
+    """Commands that take nothing but the folder: reset, history, status, compact."""
 
     uri: str | None = None
 
@@ -333,6 +333,15 @@ class ExportNotebookArgs:
     path: str
     overwrite: bool | None = None
     uri: str | None = None
+    verify: bool | None = None  # re-run the export in a fresh kernel and stamp each cell's verdict
+    verify_timeout: float | None = None  # seconds (VERIFY_TIMEOUT when left out)
+
+
+@attrs.define
+class UndoArgs:
+    uri: str | None = None
+    dry_run: bool | None = None  # only say what would be taken back and restored; nothing changes
+    confirm: bool | None = None  # also overwrite files changed again after the undone runs
 
 
 @attrs.define
@@ -368,8 +377,55 @@ class VariablesResult:
 
 
 @attrs.define
-class PathResult:
-    path: str  # exportNotebook: the notebook written, absolute
+class NotRestorable:
+    """What an undo cannot bring back, and why (kernel variables, files outside the workspace, …)."""
+
+    name: str
+    why: str
+
+
+@attrs.define
+class UndoResult:
+    """interpreter.undo: what it took back, or (`dryRun: true`) what it would, with nothing changed."""
+
+    request: str | None  # the undone request's text; null when the unit undone is the user's own run
+    runs: list[str]  # the ids of the runs taken back with it
+    not_restorable: list[NotRestorable]
+    restored: list[str] | None = None  # committed: workspace files written back (relative paths)
+    removed: list[str] | None = None  # committed: files the undone runs had created, removed
+    dry_run: bool | None = None  # true on a dry run; the fields below are then given instead
+    restore: list[str] | None = None
+    remove: list[str] | None = None
+    changed_since: list[str] | None = None  # changed again after the runs: overwritten only with confirm
+    running: list[str] | None = None  # runs in progress, which an undo stops first
+
+
+@attrs.define
+class CellDiffers:
+    cell: int  # the code cell's index in the notebook
+    cause: str  # why it differs, in words ("the session's error (…) did not happen again", …)
+
+
+@attrs.define
+class Verification:
+    """exportNotebook with verify: the re-run's verdicts (docs/protocol.md, "Verified export")."""
+
+    id: str
+    cells: int
+    identical: int
+    equivalent: int
+    differs: list[CellDiffers]
+    not_run: int
+    seconds: float  # the whole verification
+    start_seconds: float  # of it, starting the fresh kernel
+    session_seconds: float  # the session's own runs of the same cells
+    sandbox: str
+
+
+@attrs.define
+class ExportNotebookResult:
+    path: str  # the notebook written, absolute
+    verification: Verification | None = None  # with verify: true
 
 
 @attrs.define
@@ -428,11 +484,11 @@ COMMAND_SHAPES: dict[str, tuple[type, type]] = {
     INTERRUPT: (EmptyArgs, EmptyResult),
     RESTART_KERNEL: (LanguageArgs, EmptyResult),
     RESET: (WorkspaceArgs, EmptyResult),
-    UNDO: (WorkspaceArgs, EmptyResult),
+    UNDO: (UndoArgs, UndoResult),
     HISTORY: (WorkspaceArgs, HistoryResult),
     VARIABLES: (LanguageArgs, VariablesResult),
     STATUS: (WorkspaceArgs, StatusResult),
-    EXPORT_NOTEBOOK: (ExportNotebookArgs, PathResult),
+    EXPORT_NOTEBOOK: (ExportNotebookArgs, ExportNotebookResult),
     SET_TRUSTED: (SetTrustedArgs, EmptyResult),
     COMPACT: (WorkspaceArgs, CompactResult),
 }

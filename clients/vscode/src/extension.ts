@@ -11,11 +11,13 @@ import {
   Commands,
   FINAL_TURN_STATES,
   type CompactResult,
+  type ExportNotebookResult,
   type HistoryResult,
   type LspRange,
   type ProposalParams,
   type RunArgs,
   type StatusResult,
+  type UndoResult,
   type Variable,
 } from "./protocol";
 import { ProposalDocuments } from "./proposals";
@@ -555,7 +557,7 @@ class Extension implements vscode.Disposable {
     const name = await vscode.window.showInputBox({ title: "Export the conversation as a notebook", value: "interpreter-session.ipynb", prompt: "Path inside the workspace" });
     if (!name?.trim()) return;
     const target = path.resolve(folder.uri.fsPath, name.trim());
-    const result = await this.client.command<{ path: string }>(Commands.exportNotebook, { path: target });
+    const result = await this.client.command<ExportNotebookResult>(Commands.exportNotebook, { path: target });
     const open = await vscode.window.showInformationMessage(`Notebook written: ${result.path}`, "Open");
     if (open) await vscode.commands.executeCommand("vscode.open", vscode.Uri.file(result.path));
   }
@@ -593,15 +595,6 @@ export function activate(context: vscode.ExtensionContext): void {
 export function deactivate(): void {
   extension?.dispose();
   extension = undefined;
-}
-
-/** What `interpreter.undo` answers (docs/protocol.md, "Undo"). */
-interface UndoResult {
-  request?: string | null;
-  runs?: string[];
-  restored?: string[];
-  removed?: string[];
-  notRestorable?: { name: string; why: string }[];
 }
 
 /** The panel's notice after an undo: what went, which files came back, and what could not. */

@@ -236,9 +236,17 @@ export interface ApplyProposalResult {
 /** interrupt: nothing (it interrupts every workspace). */
 export type EmptyArgs = Record<string, never>;
 
-/** reset, undo, history, status, compact: only the folder. */
+/** reset, history, status, compact: only the folder. */
 export interface WorkspaceArgs {
   uri?: string;
+}
+
+export interface UndoArgs {
+  uri?: string;
+  /** Only say what would be taken back and restored; nothing changes. */
+  dryRun?: boolean;
+  /** Also overwrite files changed again after the undone runs. */
+  confirm?: boolean;
 }
 
 /** restartKernel, variables: a kernel's language (python by default). */
@@ -251,6 +259,10 @@ export interface ExportNotebookArgs {
   path: string;
   overwrite?: boolean;
   uri?: string;
+  /** Re-run the export in a fresh kernel and stamp each cell's verdict. */
+  verify?: boolean;
+  /** Seconds; the server's default when left out. */
+  verifyTimeout?: number;
 }
 
 export interface SetTrustedArgs {
@@ -270,9 +282,54 @@ export interface VariablesResult {
   variables: Variable[];
 }
 
-export interface PathResult {
-  /** exportNotebook: the notebook written, absolute. */
+export interface ExportNotebookResult {
+  /** The notebook written, absolute. */
   path: string;
+  /** With verify: true. */
+  verification?: Verification;
+}
+
+/** exportNotebook with verify: the re-run's verdicts (docs/protocol.md, "Verified export"). */
+export interface Verification {
+  id: string;
+  cells: number;
+  identical: number;
+  equivalent: number;
+  differs: CellDiffers[];
+  notRun: number;
+  /** The whole verification; startSeconds of it starting the fresh kernel. */
+  seconds: number;
+  startSeconds: number;
+  /** The session's own runs of the same cells. */
+  sessionSeconds: number;
+  sandbox: string;
+}
+
+export interface CellDiffers {
+  /** The code cell's index in the notebook. */
+  cell: number;
+  cause: string;
+}
+
+/** What an undo cannot bring back, and why. */
+export interface NotRestorable {
+  name: string;
+  why: string;
+}
+
+/** interpreter.undo: what it took back, or (dryRun: true) what it would, with nothing changed. */
+export interface UndoResult {
+  /** The undone request's text; null when the unit undone is the user's own run. */
+  request: string | null;
+  runs: string[];
+  notRestorable: NotRestorable[];
+  restored?: string[];
+  removed?: string[];
+  dryRun?: boolean;
+  restore?: string[];
+  remove?: string[];
+  changedSince?: string[];
+  running?: string[];
 }
 
 export interface CompactResult {
