@@ -49,11 +49,27 @@ if [ ! -f "$stamp" ] || [ "$ext/package-lock.json" -nt "$stamp" ]; then
 fi
 
 tools=$ext/.vscode-test/tools
+if [[ "$(cd "$ext" && pwd -P)" =~ [[:space:]] ]]; then
+    # node-gyp cannot build a native module under a path with a space (code-server's argon2: "napi.h: No
+    # such file"), and its prebuilt binary is on GitHub, out of reach. The tools then live in the user's
+    # cache, and .vscode-test/tools links there.
+    real="${XDG_CACHE_HOME:-$HOME/.cache}/interpreter-lsp/vscode-test-tools"
+    if [[ "$real" =~ [[:space:]] ]]; then
+        echo "setup vscode: this checkout's path and $real both have a space, which the native build of" \
+            "code-server's argon2 cannot take: set XDG_CACHE_HOME to a directory without one" >&2
+        exit 1
+    fi
+    mkdir -p "$real" "$ext/.vscode-test"
+    if [ ! -L "$tools" ]; then
+        rm -rf "$tools"
+        ln -s "$real" "$tools"
+    fi
+fi
 want="code-server@$CODE_SERVER_VERSION playwright-core@$PLAYWRIGHT_CORE_VERSION @vscode/vsce@$VSCE_VERSION"
 if [ ! -f "$tools/.installed" ] || [ "$(cat "$tools/.installed")" != "$want" ]; then
     echo "setup vscode: installing $want into $tools (about a minute)"
     mkdir -p "$tools/tmp" "$tools/rgpkg"
-    tools_abs=$(cd "$tools" && pwd)
+    tools_abs=$(cd "$tools" && pwd -P)
     # @vscode/ripgrep's postinstall downloads rg from GitHub; seed its cache with Debian's rg instead.
     mkdir -p "$tools_abs/tmp/$RIPGREP_CACHE"
     cp "$(command -v rg)" "$tools_abs/rgpkg/rg"
@@ -61,7 +77,7 @@ if [ ! -f "$tools/.installed" ] || [ "$(cat "$tools/.installed")" != "$want" ]; 
         -C "$tools_abs/rgpkg" rg
     [ -f "$tools/package.json" ] || echo '{"name": "interpreter-lsp-vscode-test-tools", "private": true}' >"$tools/package.json"
     # shellcheck disable=SC2086  # $want is a list of package specs
-    (cd "$tools" && TMPDIR="$tools_abs/tmp" npm_config_unsafe_perm=true \
+    (cd "$tools_abs" && TMPDIR="$tools_abs/tmp" npm_config_unsafe_perm=true \
         npm install --no-audit --no-fund --loglevel=error --save-exact $want)
     echo "$want" >"$tools/.installed"
 fi
