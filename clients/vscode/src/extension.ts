@@ -13,6 +13,7 @@ import {
   type CompactResult,
   type ExportNotebookResult,
   type HistoryResult,
+  type KernelState,
   type LspRange,
   type ProposalParams,
   type RunArgs,
@@ -22,6 +23,7 @@ import {
 } from "./protocol";
 import { ProposalDocuments } from "./proposals";
 import { ServerNotFoundError } from "./serverCommand";
+import { kernelNewsNotice } from "./statusText";
 import { ServerInstaller } from "./serverInstallUi";
 import { KernelStatusBar } from "./statusBar";
 
@@ -57,7 +59,7 @@ class Extension implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
   private awaitingFirstNews = false;
   /** Each kernel's last state, to tell a restart the user did not ask for (settings changed) from one they did. */
-  private readonly kernelStates = new Map<string, string>();
+  private readonly kernelStates = new Map<string, KernelState>();
   /** Error toasts still on screen, by text: the same failure again does not stack another. */
   private readonly openToasts = new Set<string>();
 
@@ -93,6 +95,9 @@ class Extension implements vscode.Disposable {
             text: `The ${params.language} kernel is starting afresh because its settings changed (sandbox, environment, interpreter, limits or gateway): its variables and imports are gone.`,
           });
         }
+        // A running kernel's news that its state does not show (a gateway connection lost, then restored).
+        const news = kernelNewsNotice(previous, params);
+        if (news) push({ type: "notice", level: news.level, text: news.text });
         const cameUp = this.statusBar.kernel(params);
         if (this.takeFirstNews() || cameUp) void this.refreshStatus();
       },

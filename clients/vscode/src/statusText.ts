@@ -123,3 +123,14 @@ function clock(iso: string): string {
   const t = new Date(iso);
   return Number.isNaN(t.getTime()) ? iso : t.toLocaleTimeString("en-GB", { hour12: false });
 }
+
+/**
+ * A panel notice for news about a running kernel that its state alone does not tell: the connection to a
+ * gateway lost (the run looks as if it runs on, for as long as reconnecting takes) and restored. Only a
+ * message that comes with an unchanged live state: starts, restarts and deaths have notices of their own.
+ */
+export function kernelNewsNotice(previous: KernelState | undefined, params: KernelStatusParams): { level: "warning" | "info"; text: string } | undefined {
+  if (!params.message || previous !== params.state || (params.state !== "busy" && params.state !== "idle")) return undefined;
+  const lost = /lost|unreachable|no answer/i.test(params.message) && !/^reconnected/i.test(params.message);
+  return { level: lost ? "warning" : "info", text: `The ${params.language} kernel: ${params.message}.` };
+}

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { KernelInfo, KernelStatusParams } from "../../src/protocol";
-import { agentsWaitingSummary, contextLine, formatTokens, kernelSummary } from "../../src/statusText";
+import { agentsWaitingSummary, contextLine, formatTokens, kernelNewsNotice, kernelSummary } from "../../src/statusText";
 
 const kernels = new Map<string, KernelStatusParams>([["python", { language: "python", state: "busy" }]]);
 
@@ -99,4 +99,15 @@ test("an agent waiting is named in the status bar; several are counted, each lis
   assert.equal(three?.text, "$(bell-dot) 2 agents waiting");
   assert.match(three?.tooltip ?? "", /on 3 proposals/);
   assert.match(three?.tooltip ?? "", /codex 0\.9: shell code, since not a time\ncodex 0\.9: python code\n/);
+});
+
+test("a gateway connection lost mid-run is a warning in the panel at once, and its return is news too", () => {
+  const lost = kernelNewsNotice("busy", { language: "python", state: "busy", message: "the connection to the gateway http://gw:8888 was lost; reconnecting" });
+  assert.deepEqual(lost, { level: "warning", text: "The python kernel: the connection to the gateway http://gw:8888 was lost; reconnecting." });
+  const back = kernelNewsNotice("busy", { language: "python", state: "busy", message: "reconnected to the same kernel on the gateway; output resumes" });
+  assert.equal(back?.level, "info");
+  // Starts, restarts and deaths have notices of their own; a state change with a message is not news here.
+  assert.equal(kernelNewsNotice("idle", { language: "python", state: "dead", message: "the kernel died" }), undefined);
+  assert.equal(kernelNewsNotice("starting", { language: "python", state: "idle", message: "ready" }), undefined);
+  assert.equal(kernelNewsNotice("busy", { language: "python", state: "busy" }), undefined);
 });
