@@ -23,7 +23,7 @@ import {
 } from "./protocol";
 import { ProposalDocuments } from "./proposals";
 import { ServerNotFoundError } from "./serverCommand";
-import { kernelNewsNotice } from "./statusText";
+import { kernelNewsNotice, verificationSummary } from "./statusText";
 import { ServerInstaller } from "./serverInstallUi";
 import { KernelStatusBar } from "./statusBar";
 
@@ -156,6 +156,7 @@ class Extension implements vscode.Disposable {
     command("interpreterLsp.undo", () => this.undo());
     command("interpreterLsp.showVariables", () => this.showVariables());
     command("interpreterLsp.exportNotebook", () => this.exportNotebook());
+    command("interpreterLsp.exportVerifiedNotebook", () => this.exportNotebook(true));
     command("interpreterLsp.compact", () => this.compact());
     command("interpreterLsp.showPanel", () => this.panel.reveal(true));
     command("interpreterLsp.statusMenu", () => this.statusMenu());
@@ -553,7 +554,7 @@ class Extension implements vscode.Disposable {
     );
   }
 
-  private async exportNotebook(): Promise<void> {
+  private async exportNotebook(verify = false): Promise<void> {
     const folder = vscode.workspace.workspaceFolders?.[0];
     if (!folder) {
       await vscode.window.showInformationMessage("Open a folder first: the notebook is written inside the workspace.");
@@ -562,6 +563,21 @@ class Extension implements vscode.Disposable {
     const name = await vscode.window.showInputBox({ title: "Export the conversation as a notebook", value: "interpreter-session.ipynb", prompt: "Path inside the workspace" });
     if (!name?.trim()) return;
     const target = path.resolve(folder.uri.fsPath, name.trim());
+    if (verify) {
+      // The server re-runs the notebook in a fresh kernel: minutes, maybe. Shown as it works; Cancel interrupts.
+      const result = await vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Notification, title: "Verifying the notebook: re-running it in a fresh kernel…", cancellable: true },
+        (_progress, token) => {
+          token.onCancellationRequested(() => void this.client.command(Commands.interrupt));
+          return this.client.command<ExportNotebookResult>(Commands.exportNotebook, { path: target, verify: true });
+        },
+      );
+      const summary = verificationSummary(result);
+      const show = summary.reproduces ? vscode.window.showInformationMessage : vscode.window.showWarningMessage;
+      this.panel.push({ type: "notice", level: summary.reproduces ? "info" : "warning", text: summary.text });
+      if ((await show(summary.text, "Open")) === "Open") await vscode.commands.executeCommand("vscode.open", vscode.Uri.file(result.path));
+      return;
+    }
     const result = await this.client.command<ExportNotebookResult>(Commands.exportNotebook, { path: target });
     const open = await vscode.window.showInformationMessage(`Notebook written: ${result.path}`, "Open");
     if (open) await vscode.commands.executeCommand("vscode.open", vscode.Uri.file(result.path));

@@ -1,6 +1,6 @@
 // The status bar's words, as a pure function of what the server said (tested without VS Code).
 
-import type { AgentWaiting, ContextUse, KernelInfo, KernelState, KernelStatusParams, StatusResult } from "./protocol";
+import type { AgentWaiting, ContextUse, ExportNotebookResult, KernelInfo, KernelState, KernelStatusParams, StatusResult } from "./protocol";
 
 /** Where the server process is: being started, running, or stopped (crashed, or stopped by the user). */
 export type ServerState = "starting" | "running" | "stopped";
@@ -133,4 +133,19 @@ export function kernelNewsNotice(previous: KernelState | undefined, params: Kern
   if (!params.message || previous !== params.state || (params.state !== "busy" && params.state !== "idle")) return undefined;
   const lost = /lost|unreachable|no answer/i.test(params.message) && !/^reconnected/i.test(params.message);
   return { level: lost ? "warning" : "info", text: `The ${params.language} kernel: ${params.message}.` };
+}
+
+/** What a verified export says: whether the notebook reproduces, each cell that does not and why. */
+export function verificationSummary(result: ExportNotebookResult): { reproduces: boolean; text: string } {
+  const v = result.verification;
+  const name = result.path.split(/[\\/]/).pop() ?? result.path;
+  if (!v) return { reproduces: false, text: `${name} was written without verdicts.` };
+  const seconds = `${v.seconds.toFixed(1)} s`;
+  if (v.differs.length === 0 && v.notRun === 0) {
+    const equivalent = v.equivalent ? ` (${v.equivalent} equivalent: the same once addresses, ids, times and float noise are set aside)` : "";
+    return { reproduces: true, text: `${name} reproduces: all ${v.cells} cells gave the session's output again${equivalent}, in ${seconds}.` };
+  }
+  const parts = v.differs.map((d) => `cell ${d.cell}: ${d.cause}`);
+  if (v.notRun) parts.push(`${v.notRun} not run (after an error or the stop)`);
+  return { reproduces: false, text: `${name} does not fully reproduce (${v.identical + v.equivalent} of ${v.cells} cells as in the session, ${seconds}): ${parts.join("; ")}.` };
 }

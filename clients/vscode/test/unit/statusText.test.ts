@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { KernelInfo, KernelStatusParams } from "../../src/protocol";
-import { agentsWaitingSummary, contextLine, formatTokens, kernelNewsNotice, kernelSummary } from "../../src/statusText";
+import { agentsWaitingSummary, contextLine, formatTokens, kernelNewsNotice, kernelSummary, verificationSummary } from "../../src/statusText";
 
 const kernels = new Map<string, KernelStatusParams>([["python", { language: "python", state: "busy" }]]);
 
@@ -110,4 +110,18 @@ test("a gateway connection lost mid-run is a warning in the panel at once, and i
   assert.equal(kernelNewsNotice("idle", { language: "python", state: "dead", message: "the kernel died" }), undefined);
   assert.equal(kernelNewsNotice("starting", { language: "python", state: "idle", message: "ready" }), undefined);
   assert.equal(kernelNewsNotice("busy", { language: "python", state: "busy" }), undefined);
+});
+
+test("a verified export says whether the notebook reproduces, and each cell that does not with its cause", () => {
+  const base = { id: "verify-1", cells: 4, identical: 3, equivalent: 1, differs: [], notRun: 0, seconds: 2.41, startSeconds: 0.9, sessionSeconds: 2, sandbox: "off" };
+  const ok = verificationSummary({ path: "/w/s.ipynb", verification: base });
+  assert.equal(ok.reproduces, true);
+  assert.match(ok.text, /^s\.ipynb reproduces: all 4 cells gave the session's output again \(1 equivalent: .*\), in 2\.4 s\.$/);
+  const bad = verificationSummary({
+    path: "/w/s.ipynb",
+    verification: { ...base, identical: 1, equivalent: 0, differs: [{ cell: 2, cause: "seed not set" }, { cell: 3, cause: "missing input file data.csv" }], notRun: 1 },
+  });
+  assert.equal(bad.reproduces, false);
+  assert.equal(bad.text, "s.ipynb does not fully reproduce (1 of 4 cells as in the session, 2.4 s): cell 2: seed not set; cell 3: missing input file data.csv; 1 not run (after an error or the stop).");
+  assert.equal(verificationSummary({ path: "C:\\w\\n.ipynb" }).reproduces, false);
 });
