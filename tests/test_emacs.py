@@ -524,3 +524,22 @@ def test_a_reopened_emacs_shows_the_conversation_so_far(emacs: Emacs, model: Scr
     assert ">>> six times seven" in earlier and "The product is 42." in earlier, earlier
     assert "(python, by the model):" in earlier and "product: 42" in earlier, earlier
     assert re.search(r"run r-\S+ ok \(\d+ ms\)", earlier), earlier
+
+
+def test_a_gateway_connection_lost_mid_run_is_a_line_at_once(emacs: Emacs) -> None:
+    """The server keeps the kernel's state and says the connection to the gateway is lost, then restored
+    (kernels/gateway.py): the output buffer says both as they come, through eglot's own dispatch."""
+    seen = emacs.run(
+        r"""
+(ilsp-test-open "demo.py")
+(let ((server (eglot-current-server)))
+  (eglot-handle-notification server 'interpreter/kernelStatus :language "python" :state "busy"
+    :message "the connection to the gateway http://gw:8888 was lost; reconnecting")
+  (eglot-handle-notification server 'interpreter/kernelStatus :language "python" :state "busy"
+    :message "reconnected to the same kernel on the gateway; output resumes"))
+(ilsp-test-wait-output "output resumes")
+"""
+    )
+    out = seen["output"]
+    assert "(the python kernel: the connection to the gateway http://gw:8888 was lost; reconnecting)" in out, out
+    assert "(the python kernel: reconnected to the same kernel on the gateway; output resumes)" in out, out

@@ -462,12 +462,19 @@ once the request is ready); a final state says the context use and cost."
 (cl-defmethod eglot-handle-notification
   ((server interpreter-lsp-server) (_method (eql interpreter/kernelStatus))
    &key language state message &allow-other-keys)
-  "Kernel life-cycle: a kernel that died or restarts is worth a line."
-  (when (member state '("dead" "restarting"))
+  "Kernel life-cycle: a kernel that died or restarts is worth a line.
+So is news a live kernel's state does not show: a gateway connection lost
+mid-run (the run looks as if it goes on while reconnecting), then restored."
+  (cond
+   ((member state '("dead" "restarting"))
     (interpreter-lsp--line
      server nil (format "(the %s kernel is %s%s)" language state
                         (if message (concat ": " message) ""))
-     'warning)))
+     'warning))
+   ((and message (member state '("busy" "idle")))
+    (interpreter-lsp--line
+     server nil (format "(the %s kernel: %s)" language message)
+     (unless (string-prefix-p "reconnected" message) 'warning)))))
 
 ;;;; The conversation so far
 

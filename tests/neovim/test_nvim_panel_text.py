@@ -189,3 +189,25 @@ def test_an_agents_proposal_names_the_agent_and_the_time(ed: Editor) -> None:
     )
     head = next(line for line in lines if line.startswith("**Proposal"))
     assert head.endswith("· from Claude Code 2.1 at 2026-12-03T20:15:02Z"), head
+
+
+def test_a_gateway_connection_lost_mid_run_is_said_at_once_and_its_return_too(ed: Editor) -> None:
+    """The server keeps the kernel's state (busy) and says the connection is lost, then restored: the panel
+    says both as they happen, not only the run's end up to the connect timeout later."""
+    lines = ed.lua(
+        """
+        local s = require('interpreter_lsp_test').fresh_session('/gw')
+        s:on_kernel_status({ language = 'python', state = 'busy' })
+        s:on_kernel_status({ language = 'python', state = 'busy',
+          message = 'the connection to the gateway http://gw:8888 was lost; reconnecting' })
+        s:on_kernel_status({ language = 'python', state = 'busy',
+          message = 'reconnected to the same kernel on the gateway; output resumes' })
+        s:on_kernel_status({ language = 'python', state = 'idle' })
+        s.panel:flush()
+        return vim.api.nvim_buf_get_lines(s.panel.buf, 0, -1, false)
+        """
+    )
+    text = "\n".join(lines)
+    assert "⚠ the python kernel: the connection to the gateway http://gw:8888 was lost; reconnecting" in text
+    assert "the python kernel: reconnected to the same kernel on the gateway; output resumes" in text
+    assert text.index("was lost") < text.index("reconnected")

@@ -167,6 +167,11 @@ return function(Session)
         .. " (:InterpreterRestart starts it again)", "InterpreterError")
     elseif p.message and (p.state == "restarting" or p.state == "stopped") then
       self:note(p.language .. " kernel " .. p.state .. ": " .. p.message)
+    elseif p.message and p.state == before and (p.state == "busy" or p.state == "idle") then
+      -- News its state does not show: a gateway connection lost mid-run (the run looks as if it goes on
+      -- while reconnecting takes up to the connect timeout), then restored.
+      local lost = not p.message:match("^reconnected")
+      self:note((lost and "⚠ " or "") .. "the " .. p.language .. " kernel: " .. p.message, lost and "WarningMsg" or nil)
     end
     if self.restarting[p.language] and p.state == "idle" and before ~= "idle" then
       self.restarting[p.language] = nil
