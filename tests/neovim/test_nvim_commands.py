@@ -72,6 +72,21 @@ def test_export_writes_a_notebook_of_the_runs(start_editor) -> None:
     assert any("x = 6 * 7" in source for source in sources), sources
 
 
+def test_verify_re_runs_the_notebook_and_says_whether_it_reproduces(start_editor) -> None:
+    """:InterpreterVerify: the export re-run in a fresh kernel; its verdict in the panel and a notification."""
+    ed: Editor = start_editor()
+    run_first_cell(ed)
+    ed.nvim.command("InterpreterVerify out/verified.ipynb")
+    seen = ed.helper("wait_note", "reproduces", 120_000)
+    assert seen["ok"], seen
+    text = "\n".join(ed.panel())
+    assert "✓ verified.ipynb reproduces: all 1 cells gave the session's output again" in text, text
+    notebook = json.loads((ed.workspace / "out" / "verified.ipynb").read_text())
+    code = [c for c in notebook["cells"] if c["cell_type"] == "code"]
+    stamps = [c["metadata"]["interpreter_lsp"]["verify"]["verdict"] for c in code]
+    assert stamps == ["identical"], stamps
+
+
 def test_reset_and_undo_say_what_happened(start_editor) -> None:
     ed: Editor = start_editor({"confirmDestructive": False})  # the setting skips the question
     ed.open("demo.py")

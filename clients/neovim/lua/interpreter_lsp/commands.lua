@@ -68,6 +68,10 @@ local commands = {
     function(cmd) api().export(cmd.args) end,
     { nargs = 1, complete = "file", desc = "Export the conversation as a notebook" },
   },
+  InterpreterVerify = {
+    function(cmd) api().export_verified(cmd.args) end,
+    { nargs = 1, complete = "file", desc = "Export as a notebook and re-run it in a fresh kernel: does it reproduce?" },
+  },
   InterpreterInstall = {
     function(cmd)
       require("interpreter_lsp.install").install({ force = cmd.bang, source = cmd.args ~= "" and cmd.args or nil })

@@ -175,6 +175,7 @@ M.edit = proposals.edit
 M.apply = proposals.apply
 M.compact = workspace.compact
 M.export = workspace.export
+M.export_verified = workspace.export_verified
 M.interrupt = workspace.interrupt
 M.languages = workspace.languages
 M.refresh_status = workspace.refresh_status

@@ -341,4 +341,52 @@ function M.export(path)
   end)
 end
 
+--- What a verified export says: whether the notebook reproduces, each cell that does not and why.
+---@param result table the exportNotebook result ({path, verification})
+---@return string text, boolean reproduces
+function M.verification_text(result)
+  local name = vim.fn.fnamemodify(result.path or "", ":t")
+  local v = result.verification
+  if type(v) ~= "table" then
+    return name .. " was written without verdicts.", false
+  end
+  local seconds = string.format("%.1f s", v.seconds or 0)
+  local differs = v.differs or {}
+  if #differs == 0 and (v.notRun or 0) == 0 then
+    local equivalent = (v.equivalent or 0) > 0
+        and string.format(" (%d equivalent: the same once addresses, ids, times and float noise are set aside)", v.equivalent)
+      or ""
+    return string.format("✓ %s reproduces: all %d cells gave the session's output again%s, in %s.", name, v.cells,
+      equivalent, seconds), true
+  end
+  local parts = {}
+  for _, d in ipairs(differs) do
+    parts[#parts + 1] = string.format("cell %d: %s", d.cell, d.cause)
+  end
+  if (v.notRun or 0) > 0 then
+    parts[#parts + 1] = string.format("%d not run (after an error or the stop)", v.notRun)
+  end
+  return string.format("✗ %s does not fully reproduce (%d of %d cells as in the session, %s): %s.", name,
+    (v.identical or 0) + (v.equivalent or 0), v.cells, seconds, table.concat(parts, "; ")), false
+end
+
+--- Export, then re-run the notebook in a fresh kernel: the verdict goes to the panel and a notification.
+---@param path string
+function M.export_verified(path)
+  local c, s = with_session()
+  if not c or not s then
+    return
+  end
+  if not path or path == "" then
+    notify("give a file name: :InterpreterVerify notebook.ipynb", vim.log.levels.ERROR)
+    return
+  end
+  notify("verifying " .. path .. ": re-running it in a fresh kernel (:InterpreterInterrupt stops it)")
+  client.execute(c, protocol.EXPORT_NOTEBOOK, { path = path, uri = root_uri(s), verify = true }, function(result)
+    local text, reproduces = M.verification_text(result or {})
+    s:note(text, reproduces and nil or "WarningMsg")
+    notify(text, reproduces and vim.log.levels.INFO or vim.log.levels.WARN)
+  end)
+end
+
 return M
