@@ -543,3 +543,23 @@ def test_a_gateway_connection_lost_mid_run_is_a_line_at_once(emacs: Emacs) -> No
     out = seen["output"]
     assert "(the python kernel: the connection to the gateway http://gw:8888 was lost; reconnecting)" in out, out
     assert "(the python kernel: reconnected to the same kernel on the gateway; output resumes)" in out, out
+
+
+def test_export_and_verify_says_whether_the_notebook_reproduces(emacs: Emacs) -> None:
+    """C-u interpreter-lsp-export-notebook: the export re-run in a fresh kernel, in the background; the
+    output buffer says whether it reproduces."""
+    seen = emacs.run(
+        r"""
+(ilsp-test-open "demo.py")
+(goto-char (point-min)) (forward-line 2)
+(ilsp-test-wait-output (format "run %s ok" (interpreter-lsp-run)))
+(interpreter-lsp-export-notebook "out/verified.ipynb" t)
+(ilsp-test-wait-output "reproduces" 120)
+"""
+    )
+    out = seen["output"]
+    assert "(verifying verified.ipynb: re-running it in a fresh kernel)" in out, out
+    assert "(verified.ipynb reproduces: all 1 cells gave the session's output again" in out, out
+    notebook = json.loads((emacs.workspace / "out" / "verified.ipynb").read_text())
+    code = [c for c in notebook["cells"] if c["cell_type"] == "code"]
+    assert [c["metadata"]["interpreter_lsp"]["verify"]["verdict"] for c in code] == ["identical"]

@@ -35,12 +35,13 @@
 ;;   k  restart the kernel    n  new conversation    o  show the output buffer
 ;;   t  trust this folder: until then nothing runs in it (remembered in
 ;;      `interpreter-lsp-trust-file'; M-x interpreter-lsp-untrust withdraws it)
+;;   e  export the conversation as a notebook (C-u: and verify it reproduces)
 ;;
 ;; Not available: `input()' and `getpass()' in your code fail at once (one line
 ;; says so), because eglot cannot answer the server's
 ;; `interpreter/input' request (so this file does not declare that
-;; capability).  Applying a proposal to the buffer, the variables view and
-;; notebook export are in the VS Code and Neovim clients only.  Eglot runs one
+;; capability).  Applying a proposal to the buffer and the variables view are
+;; in the VS Code and Neovim clients only.  Eglot runs one
 ;; server per major mode and project: in these buffers interpreter-lsp takes
 ;; the place of pylsp or pyright.
 
@@ -197,6 +198,7 @@ against the server's.")
     (define-key map "n" #'interpreter-lsp-reset)
     (define-key map "o" #'interpreter-lsp-show-output)
     (define-key map "t" #'interpreter-lsp-trust)
+    (define-key map "e" #'interpreter-lsp-export-notebook)
     map)
   "The interpreter-lsp commands; bind it to a prefix, e.g. C-c i.")
 (fset 'interpreter-lsp-command-map interpreter-lsp-command-map)
@@ -724,6 +726,77 @@ With a prefix argument, tell the model REASON: it is asked again at once."
   "Start a new conversation (the kernel keeps its state)."
   (interactive)
   (interpreter-lsp--command (interpreter-lsp--server) "interpreter.reset" nil))
+
+(defcustom interpreter-lsp-verify-timeout 600
+  "Seconds a verified export (`interpreter-lsp-export-notebook' with a prefix
+argument) may take to re-run the notebook before it is stopped."
+  :type 'number)
+
+(defun interpreter-lsp-export-notebook (path &optional verify)
+  "Write the conversation as a notebook at PATH (inside the workspace).
+With a prefix argument (VERIFY), re-run it in a fresh kernel afterwards:
+the output buffer says whether it reproduces, and each cell that does not,
+with why.  That runs in the background; `interpreter-lsp-interrupt' stops it."
+  (interactive
+   (list (read-file-name (if current-prefix-arg "Export and verify as: " "Export as: ")
+                         (interpreter-lsp--server-root (interpreter-lsp--server))
+                         nil nil "interpreter-session.ipynb")
+         current-prefix-arg))
+  (let* ((server (interpreter-lsp--server))
+         (path (expand-file-name path (interpreter-lsp--server-root server))))
+    (if (not verify)
+        (let ((result (interpreter-lsp--command server "interpreter.exportNotebook" (list :path path))))
+          (message "Notebook written: %s" (plist-get result :path)))
+      (interpreter-lsp--line server nil (format "(verifying %s: re-running it in a fresh kernel)"
+                                                (file-name-nondirectory path)))
+      (jsonrpc-async-request
+       server :workspace/executeCommand
+       (list :command "interpreter.exportNotebook"
+             :arguments (vector (list :path path :verify t
+                                      :verifyTimeout interpreter-lsp-verify-timeout)))
+       :timeout (+ interpreter-lsp-verify-timeout 30)
+       :success-fn (lambda (result)
+                     (let ((text (interpreter-lsp--verification-text result)))
+                       (interpreter-lsp--line server nil (car text) (unless (cdr text) 'warning))
+                       (message "%s" (car text))))
+       :error-fn (lambda (error)
+                   (let ((text (interpreter-lsp--emacs-words
+                                (or (plist-get error :message) (format "%s" error)))))
+                     (interpreter-lsp--line server nil (format "(verification failed: %s)" text) 'error)
+                     (message "Verification failed: %s" text)))
+       :timeout-fn (lambda ()
+                     (interpreter-lsp--line server nil "(verification: no answer in time)" 'error))))))
+
+(defun interpreter-lsp--verification-text (result)
+  "What a verified export RESULT says, as (TEXT . REPRODUCES)."
+  (let* ((name (file-name-nondirectory (or (plist-get result :path) "")))
+         (v (plist-get result :verification))
+         (differs (append (plist-get v :differs) nil))
+         (not-run (or (plist-get v :notRun) 0))
+         (seconds (format "%.1f s" (or (plist-get v :seconds) 0))))
+    (cond
+     ((null v) (cons (format "%s was written without verdicts." name) nil))
+     ((and (null differs) (zerop not-run))
+      (cons (format "(%s reproduces: all %d cells gave the session's output again%s, in %s)"
+                    name (plist-get v :cells)
+                    (if (> (or (plist-get v :equivalent) 0) 0)
+                        (format " (%d equivalent: the same once addresses, ids, times and float noise are set aside)"
+                                (plist-get v :equivalent))
+                      "")
+                    seconds)
+            t))
+     (t
+      (cons (format "(%s does not fully reproduce (%d of %d cells as in the session, %s): %s)"
+                    name (+ (or (plist-get v :identical) 0) (or (plist-get v :equivalent) 0))
+                    (plist-get v :cells) seconds
+                    (mapconcat #'identity
+                               (append (mapcar (lambda (d) (format "cell %d: %s" (plist-get d :cell)
+                                                                   (plist-get d :cause)))
+                                               differs)
+                                       (and (> not-run 0)
+                                            (list (format "%d not run (after an error or the stop)" not-run))))
+                               "; "))
+            nil)))))
 
 (defun interpreter-lsp--project-root ()
   (let ((server (ignore-errors (interpreter-lsp--server))))
