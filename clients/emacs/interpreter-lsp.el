@@ -775,10 +775,11 @@ with why.  That runs in the background; `interpreter-lsp-interrupt' stops it."
          (not-run (or (plist-get v :notRun) 0))
          (seconds (format "%.1f s" (or (plist-get v :seconds) 0))))
     (cond
-     ((null v) (cons (format "%s was written without verdicts." name) nil))
+     ((null v) (cons (format "(notebook %s was written without verdicts)" name) nil))
      ((and (null differs) (zerop not-run))
-      (cons (format "(%s reproduces: all %d cells gave the session's output again%s, in %s)"
-                    name (plist-get v :cells)
+      (cons (format "(notebook %s reproduces: %s the session's output again%s, in %s)"
+                    name (if (eql (plist-get v :cells) 1) "its one cell gave"
+                           (format "all %d cells gave" (plist-get v :cells)))
                     (if (> (or (plist-get v :equivalent) 0) 0)
                         (format " (%d equivalent: the same once addresses, ids, times and float noise are set aside)"
                                 (plist-get v :equivalent))
@@ -786,7 +787,7 @@ with why.  That runs in the background; `interpreter-lsp-interrupt' stops it."
                     seconds)
             t))
      (t
-      (cons (format "(%s does not fully reproduce (%d of %d cells as in the session, %s): %s)"
+      (cons (format "(notebook %s does not fully reproduce (%d of %d cells as in the session, %s): %s)"
                     name (+ (or (plist-get v :identical) 0) (or (plist-get v :equivalent) 0))
                     (plist-get v :cells) seconds
                     (mapconcat #'identity

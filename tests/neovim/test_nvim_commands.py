@@ -80,7 +80,7 @@ def test_verify_re_runs_the_notebook_and_says_whether_it_reproduces(start_editor
     seen = ed.helper("wait_note", "reproduces", 120_000)
     assert seen["ok"], seen
     text = "\n".join(ed.panel())
-    assert "✓ verified.ipynb reproduces: all 1 cells gave the session's output again" in text, text
+    assert "✓ Notebook verified.ipynb reproduces: its one cell gave the session's output again" in text, text
     notebook = json.loads((ed.workspace / "out" / "verified.ipynb").read_text())
     code = [c for c in notebook["cells"] if c["cell_type"] == "code"]
     stamps = [c["metadata"]["interpreter_lsp"]["verify"]["verdict"] for c in code]

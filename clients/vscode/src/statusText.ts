@@ -139,13 +139,14 @@ export function kernelNewsNotice(previous: KernelState | undefined, params: Kern
 export function verificationSummary(result: ExportNotebookResult): { reproduces: boolean; text: string } {
   const v = result.verification;
   const name = result.path.split(/[\\/]/).pop() ?? result.path;
-  if (!v) return { reproduces: false, text: `${name} was written without verdicts.` };
+  if (!v) return { reproduces: false, text: `Notebook ${name} was written without verdicts.` };
   const seconds = `${v.seconds.toFixed(1)} s`;
   if (v.differs.length === 0 && v.notRun === 0) {
     const equivalent = v.equivalent ? ` (${v.equivalent} equivalent: the same once addresses, ids, times and float noise are set aside)` : "";
-    return { reproduces: true, text: `${name} reproduces: all ${v.cells} cells gave the session's output again${equivalent}, in ${seconds}.` };
+    const all = v.cells === 1 ? "its one cell gave" : `all ${v.cells} cells gave`;
+    return { reproduces: true, text: `Notebook ${name} reproduces: ${all} the session's output again${equivalent}, in ${seconds}.` };
   }
   const parts = v.differs.map((d) => `cell ${d.cell}: ${d.cause}`);
   if (v.notRun) parts.push(`${v.notRun} not run (after an error or the stop)`);
-  return { reproduces: false, text: `${name} does not fully reproduce (${v.identical + v.equivalent} of ${v.cells} cells as in the session, ${seconds}): ${parts.join("; ")}.` };
+  return { reproduces: false, text: `Notebook ${name} does not fully reproduce (${v.identical + v.equivalent} of ${v.cells} cells as in the session, ${seconds}): ${parts.join("; ")}.` };
 }

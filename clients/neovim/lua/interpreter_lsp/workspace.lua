@@ -348,7 +348,7 @@ function M.verification_text(result)
   local name = vim.fn.fnamemodify(result.path or "", ":t")
   local v = result.verification
   if type(v) ~= "table" then
-    return name .. " was written without verdicts.", false
+    return "Notebook " .. name .. " was written without verdicts.", false
   end
   local seconds = string.format("%.1f s", v.seconds or 0)
   local differs = v.differs or {}
@@ -356,7 +356,8 @@ function M.verification_text(result)
     local equivalent = (v.equivalent or 0) > 0
         and string.format(" (%d equivalent: the same once addresses, ids, times and float noise are set aside)", v.equivalent)
       or ""
-    return string.format("✓ %s reproduces: all %d cells gave the session's output again%s, in %s.", name, v.cells,
+    local all = v.cells == 1 and "its one cell gave" or string.format("all %d cells gave", v.cells)
+    return string.format("✓ Notebook %s reproduces: %s the session's output again%s, in %s.", name, all,
       equivalent, seconds), true
   end
   local parts = {}
@@ -366,7 +367,7 @@ function M.verification_text(result)
   if (v.notRun or 0) > 0 then
     parts[#parts + 1] = string.format("%d not run (after an error or the stop)", v.notRun)
   end
-  return string.format("✗ %s does not fully reproduce (%d of %d cells as in the session, %s): %s.", name,
+  return string.format("✗ Notebook %s does not fully reproduce (%d of %d cells as in the session, %s): %s.", name,
     (v.identical or 0) + (v.equivalent or 0), v.cells, seconds, table.concat(parts, "; ")), false
 end
 

@@ -836,6 +836,21 @@ suite("VS Code, untrusted workspace", { timeout: 4 * 60_000 }, () => {
     assert.equal(readFileSync(join(workspace, "trusted.txt"), "utf8"), "yes");
     await panel.locator(".entry.assistant", { hasText: "Done." }).waitFor({ timeout: STEP });
   });
+
+  test("Export Notebook and Verify It Reproduces: the verdict in words, in the panel", async () => {
+    const panel = await vscode.panel();
+    await vscode.command("Interpreter: Export Notebook and Verify It Reproduces");
+    const box = vscode.inputBox("Export the conversation as a notebook");
+    await box.waitFor({ timeout: STEP });
+    await box.locator("input").fill("verified.ipynb");
+    await box.locator("input").press("Enter");
+    const verdict = panel.locator(".entry.notice", { hasText: /^Notebook verified\.ipynb (reproduces|does not fully reproduce)/ });
+    await verdict.waitFor({ timeout: 3 * STEP });
+    assert.match(await verdict.innerText(), /^Notebook verified\.ipynb reproduces: its one cell gave the session's output again/);
+    const notebook = JSON.parse(readFileSync(join(workspace, "verified.ipynb"), "utf8"));
+    const code = notebook.cells.filter((c) => c.cell_type === "code");
+    assert.deepEqual(code.map((c) => c.metadata.interpreter_lsp.verify.verdict), ["identical"]);
+  });
 });
 
 

@@ -116,12 +116,13 @@ test("a verified export says whether the notebook reproduces, and each cell that
   const base = { id: "verify-1", cells: 4, identical: 3, equivalent: 1, differs: [], notRun: 0, seconds: 2.41, startSeconds: 0.9, sessionSeconds: 2, sandbox: "off" };
   const ok = verificationSummary({ path: "/w/s.ipynb", verification: base });
   assert.equal(ok.reproduces, true);
-  assert.match(ok.text, /^s\.ipynb reproduces: all 4 cells gave the session's output again \(1 equivalent: .*\), in 2\.4 s\.$/);
+  assert.match(ok.text, /^Notebook s\.ipynb reproduces: all 4 cells gave the session's output again \(1 equivalent: .*\), in 2\.4 s\.$/);
+  assert.match(verificationSummary({ path: "/w/one.ipynb", verification: { ...base, cells: 1, identical: 1, equivalent: 0 } }).text, /^Notebook one\.ipynb reproduces: its one cell gave/);
   const bad = verificationSummary({
     path: "/w/s.ipynb",
     verification: { ...base, identical: 1, equivalent: 0, differs: [{ cell: 2, cause: "seed not set" }, { cell: 3, cause: "missing input file data.csv" }], notRun: 1 },
   });
   assert.equal(bad.reproduces, false);
-  assert.equal(bad.text, "s.ipynb does not fully reproduce (1 of 4 cells as in the session, 2.4 s): cell 2: seed not set; cell 3: missing input file data.csv; 1 not run (after an error or the stop).");
+  assert.equal(bad.text, "Notebook s.ipynb does not fully reproduce (1 of 4 cells as in the session, 2.4 s): cell 2: seed not set; cell 3: missing input file data.csv; 1 not run (after an error or the stop).");
   assert.equal(verificationSummary({ path: "C:\\w\\n.ipynb" }).reproduces, false);
 });
