@@ -153,6 +153,7 @@ class RunManager:
         files: FileChanges | None = None,
         ledger: Ledger | None = None,
         before_run: Callable[[str], Awaitable[None]] | None = None,
+        after_run: Callable[[str, list[dict[str, str]], str | None], None] | None = None,
     ) -> None:
         self._pool = pool
         # Approvals are redeemed here, before anything is queued: only the gate (gate.py) mints them.
@@ -166,6 +167,9 @@ class RunManager:
         self._files = files
         # Awaited before a local run's code reaches the kernel: undo's pre-images of the workspace (undo.py).
         self._before_run = before_run
+        # Called with the run's files before its final status goes out: what the files are at the run's end
+        # (undo.py) is taken before anyone told of the end can change them.
+        self._after_run = after_run
 
     def _status(
         self,
@@ -280,6 +284,11 @@ class RunManager:
             run.executing = False
             output.flush()
             duration = int((time.monotonic() - started) * 1000)
+            if self._after_run is not None:
+                try:
+                    self._after_run(run.run_id, touched.files, message)
+                except Exception:
+                    log.exception("recording the files of run %s failed", run.run_id)
             self._status(run, state, duration, message, touched.files)
             result = RunResult(
                 run.run_id,

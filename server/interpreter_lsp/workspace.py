@@ -176,6 +176,9 @@ class Workspace:
             files=self.file_changes,
             ledger=ledger,
             before_run=lambda run_id: self.file_undo.before_run(run_id),
+            # A user (or their editor) may change a file the moment the run's end is shown: what the run left
+            # is taken before that, or undo would call the user's edit the run's own.
+            after_run=lambda run_id, files, note: self.file_undo.run_finished(run_id, files, note),
         )
         self.conversation = Conversation(History(history_file(root), ctx.redact_shown), root)
         self.gate = Gate(self, self.conversation.record, self._start_checked, ledger)
@@ -764,7 +767,6 @@ class Workspace:
         self.ctx.show_message("error", why)
 
     def _run_finished(self, result: RunResult) -> None:
-        self.file_undo.run_finished(result.run_id, result.files, result.message)
         if result.language == PYTHON:
             self._variables = None  # the next chat asks the kernel again
         for touched in result.files:
