@@ -17,6 +17,7 @@ import functools
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -164,6 +165,15 @@ class Emacs:
         self.driver = tmp_path / "driver.el"
         self.driver.write_text(DRIVER)
         self.runs = 0
+        # The server as eglot starts it (`interpreter-lsp` on PATH), with a debug log of each start kept
+        # here: a failing scenario shows where the server was (the log's tail is in the failure message).
+        self.bin = tmp_path / "bin"
+        self.bin.mkdir()
+        wrapper = self.bin / "interpreter-lsp"
+        log = shlex.quote(str(tmp_path / "server-"))
+        real = shlex.quote(str(BIN / "interpreter-lsp"))
+        wrapper.write_text(f'#!/bin/sh\nexec {real} --log-file {log}"$$".log --log-level DEBUG "$@"\n')
+        wrapper.chmod(0o755)
 
     def run(
         self, scenario: str, settings: dict[str, Any] | None = None, extra_env: dict[str, str] | None = None
@@ -190,7 +200,7 @@ class Emacs:
             XDG_STATE_HOME=str(self.home / ".local" / "state"),
             XDG_CACHE_HOME=str(self.home / ".cache"),
             XDG_DATA_HOME=str(self.home / ".local" / "share"),
-            PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}",
+            PATH=f"{self.bin}{os.pathsep}{BIN}{os.pathsep}{env.get('PATH', '')}",
             LITELLM_LOCAL_MODEL_COST_MAP="True",
             ILSP_TEST_WORKSPACE=str(self.workspace),
             ILSP_TEST_SCENARIO=str(path),
@@ -213,9 +223,13 @@ class Emacs:
         assert seen["status"] == "ok", (
             f"{seen['status']}\n--- output buffer:\n{seen.get('output')}\n--- server stderr:\n"
             f"{seen.get('stderr')}\n--- eglot events (tail):\n{(seen.get('events') or '')[-6000:]}\n"
-            f"--- emacs:\n{proc.stderr[-3000:]}"
+            f"--- emacs:\n{proc.stderr[-3000:]}\n--- server log (tail):\n{self._server_log_tail()}"
         )
         return seen
+
+    def _server_log_tail(self) -> str:
+        logs = sorted(self.tmp.glob("server-*.log"), key=lambda path: path.stat().st_mtime)
+        return logs[-1].read_text(errors="replace")[-12000:] if logs else "(none)"
 
     def untrust(self) -> None:
         self.trust_file.unlink()
