@@ -577,3 +577,23 @@ def test_export_and_verify_says_whether_the_notebook_reproduces(emacs: Emacs) ->
     notebook = json.loads((emacs.workspace / "out" / "verified.ipynb").read_text())
     code = [c for c in notebook["cells"] if c["cell_type"] == "code"]
     assert [c["metadata"]["interpreter_lsp"]["verify"]["verdict"] for c in code] == ["identical"]
+
+
+def test_a_quick_runs_end_shows_even_when_it_arrives_with_the_commands_answer(emacs: Emacs) -> None:
+    """Emacs 28's jsonrpc leaves its process filter by a throw when a synchronous request's answer comes:
+    messages read in the same chunk after it stayed unread until the server wrote again. A quick run's
+    output and end come right behind the answer to interpreter.run; Emacs busy for a moment after sending
+    (here: half a second without reading) gets them all in one chunk. They show at once all the same."""
+    seen = emacs.run(
+        r"""
+(ilsp-test-open "demo.py")
+(goto-char (point-min)) (forward-line 2)
+(ilsp-test-wait-output (format "run %s ok" (interpreter-lsp-run)))  ; the kernel is up: the next run is quick
+(advice-add 'jsonrpc--async-request-1 :after
+            (lambda (&rest _) (let ((end (+ (float-time) 0.5))) (while (< (float-time) end)))))
+(let ((run (interpreter-lsp-run)))
+  (ilsp-test-record 'second run)
+  (ilsp-test-wait-output (format "run %s ok" run) 20))
+"""
+    )
+    assert f"run {seen['values']['second']} ok" in seen["output"]

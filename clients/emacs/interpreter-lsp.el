@@ -602,14 +602,27 @@ The other clients show it too: reopening Emacs loses nothing."
 (defun interpreter-lsp--command (server command args)
   "Send COMMAND with ARGS (a plist) to SERVER and return its result.
 The server's error message becomes a `user-error'."
-  (condition-case err
-      (jsonrpc-request server :workspace/executeCommand
-                       (list :command command
-                             :arguments (vector (or args (make-hash-table)))))
-    (jsonrpc-error
-     (user-error "%s" (interpreter-lsp--emacs-words
-                       (or (alist-get 'jsonrpc-error-message (cdr err))
-                           (format "%s" (cadr err))))))))
+  (unwind-protect
+      (condition-case err
+          (jsonrpc-request server :workspace/executeCommand
+                           (list :command command
+                                 :arguments (vector (or args (make-hash-table)))))
+        (jsonrpc-error
+         (user-error "%s" (interpreter-lsp--emacs-words
+                           (or (alist-get 'jsonrpc-error-message (cdr err))
+                               (format "%s" (cadr err)))))))
+    (run-at-time 0 nil #'interpreter-lsp--drain server)))
+
+(defun interpreter-lsp--drain (server)
+  "Read the messages SERVER sent that still wait in its process buffer.
+`jsonrpc-request' leaves the process filter by a `throw' when its answer
+arrives (Emacs 28's jsonrpc): the messages read in the same chunk after
+that answer stay unread until the server writes again.  A quick run's
+output and its end came with the answer to `interpreter.run', and showed
+only at the server's next word (minutes later, or never)."
+  (let ((proc (ignore-errors (jsonrpc--process server))))
+    (when (and (processp proc) (process-live-p proc) (fboundp 'jsonrpc--process-filter))
+      (jsonrpc--process-filter proc ""))))
 
 (defun interpreter-lsp--emacs-words (text)
   "TEXT from the server, with the way to trust a folder said for Emacs."
