@@ -44,11 +44,27 @@ end
 --- Tell the user in one line (never a hit-enter prompt; never inside an autocommand's error trace).
 ---@param text string
 ---@param level integer|nil vim.log.levels
+-- What waits to be said: the message area has one line, and several messages in a moment (a run command
+-- repeated while refused, a key held) would need more: Neovim then stops everything at "Press ENTER".
+-- Those said within SAY_WINDOW_MS share one line: the most severe, the latest of them (each is in full in
+-- the panel).
+local SAY_WINDOW_MS = 30
+local pending = nil
+
 function M.say(text, level)
   local line = M.one_line("interpreter_lsp: " .. M.neovim(text))
-  vim.schedule(function()
-    vim.notify(line, level or vim.log.levels.INFO)
-  end)
+  level = level or vim.log.levels.INFO
+  local first = pending == nil
+  if first or level >= pending.level then
+    pending = { line = line, level = level }
+  end
+  if first then
+    vim.defer_fn(function()
+      local said = pending
+      pending = nil
+      vim.notify(said.line, said.level)
+    end, SAY_WINDOW_MS)
+  end
 end
 
 return M
