@@ -178,7 +178,7 @@ class Workspace:
             before_run=lambda run_id: self.file_undo.before_run(run_id),
             # A user (or their editor) may change a file the moment the run's end is shown: what the run left
             # is taken before that, or undo would call the user's edit the run's own.
-            after_run=lambda run_id, files, note: self.file_undo.run_finished(run_id, files, note),
+            after_run=self.file_undo.run_finished,
         )
         self.conversation = Conversation(History(history_file(root), ctx.redact_shown), root)
         self.gate = Gate(self, self.conversation.record, self._start_checked, ledger)

@@ -171,8 +171,7 @@ def oom_kills(path: Path | None) -> int:
 def remove(path: Path | None) -> None:
     """Remove a kernel's cgroup once its processes are gone (rmdir of a cgroup with processes fails)."""
     if path is not None:
-        with contextlib.suppress(OSError):
-            path.rmdir()
+        _removed(path)
 
 
 def _removed(path: Path, kill: bool = False) -> bool:

@@ -326,14 +326,25 @@ function M.on_ready(c, s)
   M.refresh_status(c, s)
 end
 
+--- The client and session an export to `path` goes through; nil (said) without a session or a path.
 ---@param path string
-function M.export(path)
+---@param command string the command that asked, named in the hint
+local function export_target(path, command)
   local c, s = with_session()
   if not c or not s then
-    return
+    return nil
   end
   if not path or path == "" then
-    notify("give a file name: :InterpreterExport notebook.ipynb", vim.log.levels.ERROR)
+    notify("give a file name: :" .. command .. " notebook.ipynb", vim.log.levels.ERROR)
+    return nil
+  end
+  return c, s
+end
+
+---@param path string
+function M.export(path)
+  local c, s = export_target(path, "InterpreterExport")
+  if not c or not s then
     return
   end
   client.execute(c, protocol.EXPORT_NOTEBOOK, { path = path, uri = root_uri(s) }, function(result)
@@ -374,12 +385,8 @@ end
 --- Export, then re-run the notebook in a fresh kernel: the verdict goes to the panel and a notification.
 ---@param path string
 function M.export_verified(path)
-  local c, s = with_session()
+  local c, s = export_target(path, "InterpreterVerify")
   if not c or not s then
-    return
-  end
-  if not path or path == "" then
-    notify("give a file name: :InterpreterVerify notebook.ipynb", vim.log.levels.ERROR)
     return
   end
   notify("verifying " .. path .. ": re-running it in a fresh kernel (:InterpreterInterrupt stops it)")
