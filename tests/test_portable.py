@@ -254,6 +254,35 @@ async def test_attribution_per_run_with_skip_lists(changes: FileChanges) -> None
     assert not [p for p in root.iterdir() if p.name.startswith(PROBE_PREFIX)]
 
 
+async def test_a_reused_inode_is_not_taken_for_a_move(changes: FileChanges) -> None:
+    """A freed inode is handed out again at once (ext4, tmpfs): watchdog's polling diff, which pairs a path
+    gone with a path come by inode, took a deleted file and a directory made in the same poll for a move of
+    the file onto the directory, and reported the directory as a created file (CI, under load)."""
+    root = changes.root
+    (root / "gone.txt").write_text("bye")
+    (root / "kept.csv").write_text("v1")
+    await changes.begin("r1")
+    inode = (root / "gone.txt").stat().st_ino
+    (root / "gone.txt").unlink()
+    (root / "made").mkdir()  # most likely gets gone.txt's inode
+    reused = (root / "made").stat().st_ino == inode
+    # An editor's or a library's safe save: a new file renamed over the old one, whose inode a new file takes.
+    old_inode = (root / "kept.csv").stat().st_ino
+    (root / "kept.csv.tmp").write_text("v2")
+    os.replace(root / "kept.csv.tmp", root / "kept.csv")
+    (root / "new.csv").write_text("n")
+    reused_again = (root / "new.csv").stat().st_ino == old_inode
+    await changes.settle()
+    # A poll sees kept.csv there before and after: modified. inotify sees a rename onto it: created (the run
+    # manager names it modified from the run's pre-image snapshot: test_runs).
+    kept = "modified" if changes.kind == "polling" else "created"
+    assert changes.end("r1").files == [
+        {"path": "gone.txt", "change": "deleted"},
+        {"path": "kept.csv", "change": kept},
+        {"path": "new.csv", "change": "created"},
+    ], f"inodes reused: {reused}, {reused_again}"
+
+
 async def test_overlapping_runs_each_see_what_happened_while_they_ran(changes: FileChanges) -> None:
     root = changes.root
     await changes.begin("r1")

@@ -192,6 +192,13 @@ async def test_files_a_run_touched_are_reported(session: Session) -> None:
     assert status["root"] == str(session.root)
     _, status = await session.run_and_wait("print('touches nothing')")
     assert "files" not in status
+    # A safe save (a new file renamed over the old one) is a change of a file that was there, not a creation.
+    _, status = await session.run_and_wait(
+        "import os, pathlib\n"
+        "pathlib.Path('old.txt.tmp').write_text('newer')\n"
+        "os.replace('old.txt.tmp', 'old.txt')\n"
+    )
+    assert status["files"] == [{"path": "old.txt", "change": "modified"}]
 
 
 async def test_run_timeout_stops_the_run_and_keeps_the_kernel(session: Session) -> None:

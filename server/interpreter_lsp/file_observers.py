@@ -26,6 +26,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
     FileClosedEvent,
     FileCreatedEvent,
     FileDeletedEvent,
@@ -257,6 +260,16 @@ def _polling(
 
         def queue_event(self, event: FileSystemEvent) -> None:
             self._changed = True
+            if isinstance(event, (FileMovedEvent, DirMovedEvent)):
+                # watchdog pairs a path gone with a path come by inode, and a freed inode is reused at once:
+                # a file deleted and a directory made in one poll came out as the file "moved" onto the
+                # directory. To a user a move is one path gone and one come anyway; each side's kind is
+                # read from its own snapshot (the new one is already `_snapshot` here).
+                gone = DirDeletedEvent if event.is_directory else FileDeletedEvent
+                came = DirCreatedEvent if self._snapshot.isdir(event.dest_path) else FileCreatedEvent
+                super().queue_event(gone(event.src_path))
+                super().queue_event(came(event.dest_path))
+                return
             super().queue_event(event)
 
     def request(number: int) -> None:

@@ -252,8 +252,7 @@ class FileChanges:
             for waiter in seen:
                 if waiter.opens:
                     self._fire(waiter)
-            for event_ in events:
-                self._apply(event_)
+            self._apply_poll(events)
             for waiter in seen:
                 if not waiter.opens:
                     self._fire(waiter)
@@ -269,6 +268,34 @@ class FileChanges:
             self._note(src, event.event_type)
         elif event.event_type in ("modified", "closed"):
             self._note(src, "modified")
+
+    def _apply_poll(self, events: list[Any]) -> None:
+        """A poll's changes are one set, not a sequence: per path, what it was before the poll against what
+        it is after. (Applied in watchdog's order, a file replaced in one poll could come out "created" then
+        "deleted", so gone, though it is there.)"""
+        gone: set[str] = set()
+        came: set[str] = set()
+        touched: set[str] = set()
+        for event in events:
+            if event.is_directory:
+                continue
+            src = os.fsdecode(event.src_path)
+            if event.event_type == "moved":
+                gone.add(src)
+                came.add(os.fsdecode(event.dest_path))
+            elif event.event_type == "deleted":
+                gone.add(src)
+            elif event.event_type == "created":
+                came.add(src)
+            else:
+                touched.add(src)
+        for path in sorted(gone | came | touched):
+            if path in gone and path in came:
+                self._note(path, "modified")  # replaced: there before the poll and after it
+            elif path in gone or path in came:
+                self._note(path, "deleted" if path in gone else "created")
+            else:
+                self._note(path, "modified")
 
     def _relative(self, path: str) -> str | None:
         for base in (self.root, self._real_root):

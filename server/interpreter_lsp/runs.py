@@ -153,7 +153,7 @@ class RunManager:
         files: FileChanges | None = None,
         ledger: Ledger | None = None,
         before_run: Callable[[str], Awaitable[None]] | None = None,
-        after_run: Callable[[str, list[dict[str, str]], str | None], None] | None = None,
+        after_run: Callable[[str, list[dict[str, str]], str | None], list[dict[str, str]]] | None = None,
     ) -> None:
         self._pool = pool
         # Approvals are redeemed here, before anything is queued: only the gate (gate.py) mints them.
@@ -168,7 +168,8 @@ class RunManager:
         # Awaited before a local run's code reaches the kernel: undo's pre-images of the workspace (undo.py).
         self._before_run = before_run
         # Called with the run's files before its final status goes out: what the files are at the run's end
-        # (undo.py) is taken before anyone told of the end can change them.
+        # (undo.py) is taken before anyone told of the end can change them. It returns the list as told: a
+        # file it knew from before the run is "modified", not "created".
         self._after_run = after_run
 
     def _status(
@@ -286,7 +287,7 @@ class RunManager:
             duration = int((time.monotonic() - started) * 1000)
             if self._after_run is not None:
                 try:
-                    self._after_run(run.run_id, touched.files, message)
+                    touched.files = self._after_run(run.run_id, touched.files, message)
                 except Exception:
                     log.exception("recording the files of run %s failed", run.run_id)
             self._status(run, state, duration, message, touched.files)

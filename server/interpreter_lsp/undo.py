@@ -120,15 +120,26 @@ class FileUndo:
             return
         self._runs[run_id] = _RunFiles(snapshot)
 
-    def run_finished(self, run_id: str, files: list[dict[str, str]], note: str | None) -> None:
+    def run_finished(self, run_id: str, files: list[dict[str, str]], note: str | None) -> list[dict[str, str]]:
+        """Record what the run changed; returns its list of files, each named created only if it was not
+        there when the run started (the run's own snapshot says: a file renamed over one that was there, an
+        editor's or a library's safe save, reaches the watcher as a creation)."""
         record = self._runs.get(run_id)
-        if record is None:
-            return
+        if record is None or record.broken:
+            return files
+        before = record.before
+        files = [
+            {**f, "change": "modified"}
+            if f.get("change") == "created" and (f.get("path") in before.files or f.get("path") in before.uncopied)
+            else f
+            for f in files
+        ]
         record.changes = {f["path"]: f["change"] for f in files if "path" in f}
         record.after = {path: self.store.current(path) for path in record.changes}
         if note and "may be incomplete" in note:
             record.incomplete = note
         self.warm()
+        return files
 
     def forget(self, run_ids: list[str] | None = None) -> None:
         """Runs no undo can reach any more (undone; all of them: the conversation was reset)."""
