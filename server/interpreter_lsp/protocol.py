@@ -398,6 +398,10 @@ class UndoResult:
     remove: list[str] | None = None
     changed_since: list[str] | None = None  # changed again after the runs: overwritten only with confirm
     running: list[str] | None = None  # runs in progress, which an undo stops first
+    variables_restored: list[str] | None = None  # committed: python variables brought back as they were
+    variables_removed: list[str] | None = None  # committed: variables the undone runs had created, removed
+    variables_restore: list[str] | None = None  # dry run: variables that would come back
+    variables_remove: list[str] | None = None  # dry run: variables that would be removed
 
 
 @attrs.define

@@ -211,8 +211,6 @@ class FileUndo:
                 "why": f"outside the workspace: undo restores files in {self.root} only; if a run wrote it, "
                 "it stays as the run left it",
             })
-        if runs:
-            plan.lost.append(dict(KERNEL_STATE))
         return plan
 
     async def apply(self, plan: Plan) -> tuple[list[str], list[str], list[dict[str, str]]]:
@@ -261,13 +259,13 @@ def undo_scope(events: list[dict[str, Any]]) -> dict[str, Any]:
     return {"request": None, "runs": runs}
 
 
-KERNEL_STATE = {
-    "name": "kernel variables",
-    "why": "undo does not restore kernel state yet: variables these runs set, changed or deleted stay as they are",
-}
-
-
-def undo_note(restored: list[str], removed: list[str], lost: list[dict[str, str]]) -> tuple[str, str]:
+def undo_note(
+    restored: list[str],
+    removed: list[str],
+    lost: list[dict[str, str]],
+    variables: list[str] | None = None,
+    created_variables: list[str] | None = None,
+) -> tuple[str, str]:
     """The panel's note and what the model reads after an undo that took back runs."""
     parts = []
     if restored:
@@ -276,12 +274,19 @@ def undo_note(restored: list[str], removed: list[str], lost: list[dict[str, str]
         parts.append(f"removed {', '.join(removed)} (created by the undone runs)")
     if not parts:
         parts.append("no workspace file needed restoring")
+    kernel = []
+    if variables:
+        kernel.append(f"restored {', '.join(variables)}")
+    if created_variables:
+        kernel.append(f"removed {', '.join(created_variables)} (created by the undone runs)")
+    said = "; ".join(kernel) or "none needed restoring"
     not_back = [f"{item['name']} ({item['why']})" for item in lost] or ["nothing"]
-    text = f"↶ Undone. Files: {'; '.join(parts)}. Not restored: {'; '.join(not_back)}."
+    text = f"↶ Undone. Files: {'; '.join(parts)}. Variables: {said}. Not restored: {'; '.join(not_back)}."
     for_model = (
         "The user undid the last request and the runs that followed it. Workspace files: "
-        f"{'; '.join(parts)}. Not restored: {'; '.join(not_back)}. Files outside the workspace are never "
-        "restored. Take this state as it is now."
+        f"{'; '.join(parts)}. Python variables: {said}. Not restored: {'; '.join(not_back)}. Files outside "
+        "the workspace are never restored; the state of imported modules (random generators, settings) and the "
+        "working directory are not either. Take this state as it is now."
     )
     return text, for_model
 

@@ -49,6 +49,7 @@ from .safety import policy
 from .safety.secrets import kernel_environment
 from .settings import Settings
 from .undo import FileUndo, undo_note, undo_scope
+from .variable_undo import VariableUndo
 
 log = logging.getLogger(__name__)
 
@@ -165,6 +166,7 @@ class Workspace:
             gateway=lambda: GatewayConfig.from_settings(self.settings.kernel),
             on_failed=self._kernel_failed,
         )
+        self.variable_undo = VariableUndo(self.pool)  # the python kernel's variables, per run (variable_undo.py)
         ledger = Ledger()  # the gate mints approvals, the run manager redeems them: nothing else starts a run
         self.runs = RunManager(
             self.pool,
@@ -179,6 +181,7 @@ class Workspace:
             # A user (or their editor) may change a file the moment the run's end is shown: what the run left
             # is taken before that, or undo would call the user's edit the run's own.
             after_run=self.file_undo.run_finished,
+            before_code=self.variable_undo.before_run,
         )
         self.conversation = Conversation(History(history_file(root), ctx.redact_shown), root)
         self.gate = Gate(self, self.conversation.record, self._start_checked, ledger)
@@ -472,6 +475,7 @@ class Workspace:
         await self.loop.interrupt("Stopped: the conversation was reset.")
         self.conversation.reset()
         self.file_undo.forget()  # no undo reaches those runs any more: their pre-images may go
+        await self.variable_undo.forget()
 
     async def undo(self, *, dry_run: bool = False, confirm: bool = False) -> dict[str, Any]:
         """Take back the last request (or the user's own run after it): the conversation and the workspace
@@ -486,7 +490,11 @@ class Workspace:
             if events is None and not running:
                 raise UserError(nothing)
             plan = self.file_undo.plan(events or [], remote=bool(self.settings.kernel.gateway_url), force=True)
-            return {"dryRun": True, **undo_scope(events or []), **plan.to_wire(), "running": running}
+            variables = await self.variable_undo.plan(events or [])
+            wire = plan.to_wire()
+            wire["notRestorable"] = [*variables.lost, *wire["notRestorable"]]
+            return {"dryRun": True, **undo_scope(events or []), **wire, "running": running,
+                    "variablesRestore": variables.restore, "variablesRemove": variables.remove}
         await self.loop.interrupt("Stopped: the last message was undone.")
         if still := [run.result for run in self.runs.runs.values()]:
             # Code still running (the user's own, another agent's) is stopped and recorded first: what it
@@ -499,15 +507,18 @@ class Workspace:
         plan = self.file_undo.plan(events, remote=bool(self.settings.kernel.gateway_url), force=confirm)
         restored, removed, failed = await self.file_undo.apply(plan)
         self.file_undo.warm()  # the files put back are the next run's pre-images: copied now, off its path
+        variables = await self.variable_undo.plan(events, commit=True)
         dropped = self.conversation.undo() or []
         run_ids = [str(e.get("runId")) for e in dropped if e.get("type") == "run"]
         self.file_undo.forget(run_ids)
-        lost = [*plan.lost, *failed]
+        await self.variable_undo.forget(run_ids)
+        lost = [*variables.lost, *plan.lost, *failed]
         if run_ids:
             self._variables = None
-            text, for_model = undo_note(restored, removed, lost)
+            text, for_model = undo_note(restored, removed, lost, variables.restore, variables.remove)
             self.conversation.add(p.NoteEvent(text, for_model=for_model))
-        return {**undo_scope(dropped), "restored": restored, "removed": removed, "notRestorable": lost}
+        return {**undo_scope(dropped), "restored": restored, "removed": removed, "notRestorable": lost,
+                "variablesRestored": variables.restore, "variablesRemoved": variables.remove}
 
     def history(self) -> list[dict[str, Any]]:
         return self.conversation.events
@@ -542,6 +553,8 @@ class Workspace:
 
     async def restart_kernel(self, language: str) -> None:
         lang = self.check_language(language)
+        if lang == PYTHON:
+            self.variable_undo.kernel_gone()
         await self.pool.restart(lang)
         self._variables = None
         self.conversation.add(
@@ -748,6 +761,8 @@ class Workspace:
         if kernel.language == PYTHON:
             from .kernels.figures import REGISTER
 
+            await self.variable_undo.ready(kernel)
+
             reply = await asyncio.wait_for(kernel.execute(REGISTER, None, silent=True), 30)
             if reply.status != "ok":
                 log.warning("the figure hook could not be registered: %s", reply.content.get("evalue"))
@@ -758,6 +773,8 @@ class Workspace:
         why = f" ({cause})" if cause else ""
         text = f"The {language} kernel died{why}; its state (variables, imports) was lost. It is being restarted."
         self._variables = None
+        if canonical_language(language) == PYTHON:
+            self.variable_undo.kernel_gone("died")
         self.conversation.add(p.KernelEvent(language, "died", text))
         self.ctx.show_message("warning", text)
 

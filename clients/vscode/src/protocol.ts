@@ -330,6 +330,10 @@ export interface UndoResult {
   remove?: string[];
   changedSince?: string[];
   running?: string[];
+  variablesRestored?: string[];
+  variablesRemoved?: string[];
+  variablesRestore?: string[];
+  variablesRemove?: string[];
 }
 
 export interface CompactResult {

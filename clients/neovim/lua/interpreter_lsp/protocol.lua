@@ -63,7 +63,7 @@ M.FIELDS = {
   LanguageArgs = { language = "string?", uri = "string?" },
   WorkspaceArgs = { uri = "string?" },
   UndoArgs = { uri = "string?", dryRun = "boolean?", confirm = "boolean?" },
-  UndoResult = { request = "string?", runs = "table", notRestorable = "table", restored = "table?", removed = "table?", dryRun = "boolean?", restore = "table?", remove = "table?", changedSince = "table?", running = "table?" },
+  UndoResult = { request = "string?", runs = "table", notRestorable = "table", restored = "table?", removed = "table?", dryRun = "boolean?", restore = "table?", remove = "table?", changedSince = "table?", running = "table?", variablesRestored = "table?", variablesRemoved = "table?", variablesRestore = "table?", variablesRemove = "table?" },
   HistoryResult = { messages = "table" },
   VariablesResult = { variables = "table" },
   StatusResult = { version = "string", protocolVersion = "number", root = "string", model = "string?", autoRun = "boolean", autoRunMaxRisk = "table", usage = "table", kernels = "table", trusted = "boolean", settingsErrors = "table", settingsIgnored = "table", settingsSources = "table", workspaces = "table", context = "table?", agentsWaiting = "table?" },

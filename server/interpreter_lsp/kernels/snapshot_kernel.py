@@ -1,0 +1,308 @@
+"""Kernel side of variables undo: this file's source is executed inside a python kernel (never imported by the
+server), as the module `_interpreter_lsp_snapshots` (snapshots.py installs it and calls it silently).
+
+Before a run, `snap(key)` forks the kernel. The child is the kernel's memory as it was, kept by the operating
+system copy-on-write: it costs the page tables at fork time and, later, one copy of each page the kernel
+writes (what the run changed, ~1x the bytes changed). It runs no code of the user's: it waits on a socket
+for its parent. `restore(key)` asks that child for fingerprints of its variables (pickle protocol 5, with
+large buffers out of band, hashed), compares them with the kernel's own, and takes back, as pickles, only
+the variables that differ; names the run created are removed. Whatever cannot be brought back is named with
+the reason: an object pickle refuses (open files and sockets, generators, threads, locks) is never rebuilt by
+re-opening or re-running anything (dill re-opens a file in its recorded mode and truncates it).
+
+Functions and lambdas defined in the kernel travel by value (their code object), not by name (by name the
+kernel's *current* function of that name would come back). Modules come back by import. A class defined in
+the kernel travels by name: if a run redefined it, the old one is named as not restorable.
+
+The child ignores SIGINT (an interrupt of the kernel's process group), dies with the kernel (PDEATHSIG on
+Linux; elsewhere its socket's end of file), never writes to the kernel's stdout or sockets, and leaves with
+os._exit (no atexit, no zmq context teardown in a forked copy). At most MAX_SNAPSHOTS are kept.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import marshal
+import os
+import pickle
+import signal
+import socket
+import struct
+import sys
+import time
+import types
+import warnings
+import zlib
+from typing import Any
+
+MAX_SNAPSHOTS = 8
+MAX_BYTES = 2 * 1024**3  # memory the snapshots may hold between them (pages the kernel wrote since each fork)
+_HIDDEN = frozenset({"In", "Out", "exit", "quit", "get_ipython"})
+_kids: dict[str, tuple[int, socket.socket]] = {}  # key -> (pid, the kernel's end of its socket)
+
+
+def _shell() -> Any:
+    return sys.modules["IPython"].get_ipython()
+
+
+def _names() -> dict[str, Any]:
+    """The user's variables: what `%who` shows (no `_` names, nothing IPython put there itself)."""
+    shell = _shell()
+    hidden = shell.user_ns_hidden
+    return {k: v for k, v in shell.user_ns.items() if not k.startswith("_") and k not in hidden and k not in _HIDDEN}
+
+
+# ---- pickling: functions by value, modules by import ------------------------------------------------------
+
+
+def _make_function(code: bytes, name: str, qualname: str, defaults: Any, kwdefaults: Any, cells: Any,
+                   attrs: dict[str, Any]) -> types.FunctionType:
+    closure = None if cells is None else tuple(types.CellType(c) for c in cells)
+    function = types.FunctionType(marshal.loads(code), _shell().user_ns, name, defaults, closure)
+    function.__qualname__, function.__kwdefaults__ = qualname, kwdefaults
+    function.__dict__.update(attrs)
+    return function
+
+
+def _import(name: str) -> types.ModuleType:
+    import importlib
+
+    return importlib.import_module(name)
+
+
+def _code_key(code: types.CodeType) -> tuple[Any, ...]:
+    """What a code object is, for a fingerprint (marshal's bytes depend on reference counts)."""
+    consts = tuple(_code_key(c) if isinstance(c, types.CodeType) else c for c in code.co_consts)
+    return code.co_code, consts, code.co_names, code.co_varnames, code.co_freevars, code.co_cellvars
+
+
+class _Pickler(pickle.Pickler):
+    fingerprinting = False
+
+    def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, types.FunctionType) and obj.__module__ == "__main__":
+            cells = None if obj.__closure__ is None else [c.cell_contents for c in obj.__closure__]
+            code = _code_key(obj.__code__) if self.fingerprinting else marshal.dumps(obj.__code__)
+            return _make_function, (code, obj.__name__, obj.__qualname__, obj.__defaults__, obj.__kwdefaults__,
+                                    cells, dict(obj.__dict__))
+        if isinstance(obj, types.ModuleType):
+            return _import, (obj.__name__,)
+        return NotImplemented
+
+
+def _dumps(value: Any, *, fingerprinting: bool = False) -> tuple[bytes, list[pickle.PickleBuffer]]:
+    import io
+
+    buffers: list[pickle.PickleBuffer] = []
+    out = io.BytesIO()
+    pickler = _Pickler(out, protocol=5, buffer_callback=buffers.append)
+    pickler.fingerprinting = fingerprinting
+    pickler.dump(value)
+    return out.getvalue(), buffers
+
+
+def _fingerprint(value: Any) -> str:
+    """A digest of the value's pickle (crc32 of each part and its length), or 'unpicklable: why'."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            data, buffers = _dumps(value, fingerprinting=True)
+    except Exception as exc:  # what pickle refuses: named, never rebuilt another way
+        return f"unpicklable: {type(value).__name__} ({str(exc)[:120] or type(exc).__name__})"
+    parts = [f"{len(data)}:{zlib.crc32(data):08x}"]
+    for buffer in buffers:
+        raw = buffer.raw()
+        parts.append(f"{raw.nbytes}:{zlib.crc32(raw):08x}")
+    return ",".join(parts)
+
+
+def _main_class_of(value: Any) -> type | None:
+    """The class defined in the kernel that pickle would name for this value (it travels by name)."""
+    cls = value if isinstance(value, type) else type(value)
+    return cls if getattr(cls, "__module__", None) == "__main__" else None
+
+
+# ---- the socket between the kernel and a snapshot ----------------------------------------------------------
+
+
+def _send(sock: socket.socket, parts: list[Any]) -> None:
+    """Parts: bytes-like objects, sent as a count, their lengths, then each (no copy of large buffers)."""
+    views = [memoryview(p).cast("B") for p in parts]
+    sock.sendall(struct.pack(f"!I{len(views)}Q", len(views), *[v.nbytes for v in views]))
+    for view in views:
+        sock.sendall(view)
+
+
+def _recv_exact(sock: socket.socket, size: int) -> bytearray:
+    data = bytearray(size)
+    view, got = memoryview(data), 0
+    while got < size:
+        n = sock.recv_into(view[got:])
+        if n == 0:
+            raise EOFError("the snapshot's process is gone")
+        got += n
+    return data
+
+
+def _recv(sock: socket.socket) -> list[bytearray]:
+    (count,) = struct.unpack("!I", _recv_exact(sock, 4))
+    sizes = struct.unpack(f"!{count}Q", _recv_exact(sock, 8 * count))
+    return [_recv_exact(sock, size) for size in sizes]
+
+
+def _serve(sock: socket.socket) -> None:
+    """The snapshot's loop: answer the kernel until it closes the socket."""
+    ns = _names()
+    while True:
+        try:
+            request = json.loads(bytes(_recv(sock)[0]))
+        except EOFError:
+            return
+        if request["op"] == "fingerprints":
+            prints = {name: _fingerprint(value) for name, value in ns.items()}
+            classes = {name: [cls.__qualname__, id(cls)] for name, value in ns.items()
+                       if (cls := _main_class_of(value)) is not None}
+            ids = {name: id(value) for name, value in ns.items()}
+            _send(sock, [json.dumps({"prints": prints, "ids": ids, "classes": classes}).encode()])
+        elif request["op"] == "values":
+            data, buffers = _dumps({name: ns[name] for name in request["names"]})
+            _send(sock, [data, *[b.raw() for b in buffers]])
+        else:
+            return
+
+
+def _child(sock: socket.socket, parent: int) -> None:
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # an interrupt of the kernel's group is not for us
+        if sys.platform.startswith("linux"):
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the kernel
+        if os.getppid() != parent:
+            return
+        for _pid, other in _kids.values():  # other snapshots' ends: theirs see end of file when the kernel goes
+            other.close()
+        gc.disable()  # a collection would touch every object, copying pages for nothing
+        devnull = open(os.devnull, "w")  # the child never writes to the kernel's streams
+        sys.stdout = sys.stderr = devnull
+        _serve(sock)
+    finally:
+        os._exit(0)
+
+
+# ---- what the server calls (silently, through user expressions) -------------------------------------------
+
+
+def snap(key: str) -> str:
+    started = time.perf_counter()
+    drop([key])
+    mine, theirs = socket.socketpair()
+    parent = os.getpid()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # "this process is multi-threaded": see _child
+        pid = os.fork()
+    if pid == 0:
+        mine.close()
+        _child(theirs, parent)
+    theirs.close()
+    _kids[key] = (pid, mine)
+    while len(_kids) > MAX_SNAPSHOTS or (len(_kids) > 1 and sum(map(_private, _kids.values())) > MAX_BYTES):
+        drop([next(iter(_kids))])  # the oldest first: an undo of the last steps needs the newest
+    return json.dumps({"ms": round((time.perf_counter() - started) * 1000, 2)})
+
+
+def _private(kid: tuple[int, socket.socket]) -> int:
+    """Bytes only this snapshot holds: the pages the kernel wrote since its fork (Linux; elsewhere 0, and
+    only MAX_SNAPSHOTS bounds them)."""
+    try:
+        with open(f"/proc/{kid[0]}/smaps_rollup") as rollup:
+            return sum(int(line.split()[1]) * 1024 for line in rollup if line.startswith(("Private_Clean",
+                                                                                          "Private_Dirty")))
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def drop(keys: list[str]) -> str:
+    for key in keys:
+        kid = _kids.pop(key, None)
+        if kid is not None:
+            pid, sock = kid
+            sock.close()  # the child sees end of file and leaves
+            try:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            except (ProcessLookupError, ChildProcessError):
+                pass
+    return "{}"
+
+
+def keys() -> str:
+    return json.dumps(list(_kids))
+
+
+def _compare(key: str) -> tuple[dict[str, str], list[str], list[str], list[dict[str, str]]]:
+    """(the snapshot's fingerprints, names to bring back, names to remove, [{name, why}] not restorable)."""
+    kid = _kids.get(key)
+    if kid is None:
+        raise LookupError("no snapshot of the kernel before this run is kept (the kernel restarted since, or it "
+                          f"was one of more than the {MAX_SNAPSHOTS} last runs)")
+    sock = kid[1]
+    _send(sock, [json.dumps({"op": "fingerprints"}).encode()])
+    now = _names()
+    mine = {name: _fingerprint(value) for name, value in now.items()}  # while the snapshot computes its own
+    theirs = json.loads(bytes(_recv(sock)[0]))
+    back, remove, lost = [], [], []
+    for name in sorted(set(now) - set(theirs["prints"])):
+        remove.append(name)
+    for name, before in sorted(theirs["prints"].items()):
+        if name in now and before == mine[name] and not before.startswith("unpicklable"):
+            continue  # unchanged (or another object of the same value)
+        if (cls := theirs["classes"].get(name)) is not None:
+            current = _shell().user_ns.get(cls[0])
+            if current is None or id(current) != cls[1]:
+                lost.append({"name": name, "why": "its class was defined in the kernel and redefined or removed "
+                             "since: the old definition cannot be brought back (run its cell again)"})
+                continue
+        if before.startswith("unpicklable"):
+            same = name in now and theirs["ids"][name] == id(now[name])
+            why = before.split(": ", 1)[1]
+            lost.append({"name": name, "why": f"{why}: its state cannot be captured; "
+                         + ("the same object is kept, as the runs left it" if same else "it stays as it is now")})
+            continue
+        back.append(name)
+    return theirs["prints"], back, remove, lost
+
+
+def plan(key: str) -> str:
+    try:
+        _prints, back, remove, lost = _compare(key)
+    except Exception as exc:
+        return json.dumps({"error": str(exc)})
+    return json.dumps({"restore": back, "remove": remove, "lost": lost})
+
+
+def restore(key: str) -> str:
+    started = time.perf_counter()
+    try:
+        prints, back, remove, lost = _compare(key)
+        values: dict[str, Any] = {}
+        if back:
+            _send(_kids[key][1], [json.dumps({"op": "values", "names": back}).encode()])
+            data, *buffers = _recv(_kids[key][1])
+            values = pickle.loads(data, buffers=buffers)
+    except Exception as exc:
+        return json.dumps({"error": f"{type(exc).__name__}: {exc}"})
+    ns = _shell().user_ns
+    for name in remove:
+        ns.pop(name, None)
+    restored = []
+    for name in back:
+        if _fingerprint(values[name]) != prints[name]:
+            lost.append({"name": name, "why": "its copy would differ from what it was (its pickle round trip "
+                         "changes it): it stays as it is now"})
+            continue
+        ns[name] = values[name]
+        restored.append(name)
+    return json.dumps({"restored": restored, "removed": remove, "lost": lost,
+                       "ms": round((time.perf_counter() - started) * 1000, 2)})

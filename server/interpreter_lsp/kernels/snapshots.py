@@ -1,0 +1,55 @@
+"""Variables undo, the server's side: installs snapshot_kernel.py in a python kernel and calls it silently.
+
+Everything happens inside the kernel (a silent execute with a user expression: no history entry, no output,
+no name in the user's namespace); the server never unpickles anything of the kernel's, it reads JSON. It is
+the same for a local kernel and a gateway's (the fork happens on the kernel's machine). Each call is bounded;
+a kernel that does not answer is named, never waited on for ever.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from .backend import KernelBackend
+
+MODULE = "_interpreter_lsp_snapshots"
+_SOURCE = Path(__file__).with_name("snapshot_kernel.py").read_text(encoding="utf-8")
+INSTALL = (
+    f"(lambda m: (exec(compile({_SOURCE!r}, '<interpreter-lsp snapshots>', 'exec'), m.__dict__), "
+    f"__import__('sys').modules.__setitem__(m.__name__, m)))(__import__('types').ModuleType({MODULE!r}))"
+)
+SNAP_TIMEOUT = 10.0  # a fork of a large kernel: page tables, ~10-15 ms per resident GB
+RESTORE_TIMEOUT = 120.0  # fingerprints and the copy back of what changed: ~1.5 s per GB
+
+
+class SnapshotError(Exception):
+    """Why the kernel's variables cannot be compared or restored (a sentence for `notRestorable`)."""
+
+
+async def install(kernel: KernelBackend) -> None:
+    reply = await asyncio.wait_for(kernel.execute(INSTALL, None, silent=True), 30)
+    if reply.status != "ok":
+        raise SnapshotError(f"variables undo could not be set up in the kernel: {reply.content.get('evalue')}")
+
+
+async def call(kernel: KernelBackend, function: str, argument: Any, timeout: float) -> dict[str, Any]:
+    expression = f"__import__({MODULE!r}).{function}({json.dumps(argument)})"
+    try:
+        reply = await asyncio.wait_for(
+            kernel.execute("", None, silent=True, user_expressions={"r": expression}), timeout
+        )
+    except asyncio.TimeoutError as exc:
+        raise SnapshotError(f"the kernel did not answer within {timeout:g} s") from exc
+    result = reply.content.get("user_expressions", {}).get("r", {})
+    if result.get("status") != "ok":
+        if result.get("ename") in ("ModuleNotFoundError", "ImportError"):
+            raise SnapshotError("the kernel restarted since: its variables before the run are gone")
+        raise SnapshotError(f"{result.get('ename', 'error')}: {result.get('evalue', '')}".strip())
+    answer = json.loads(ast.literal_eval(result.get("data", {}).get("text/plain", "'{}'")))
+    if isinstance(answer, dict) and answer.get("error"):
+        raise SnapshotError(str(answer["error"]))
+    return answer if isinstance(answer, dict) else {"value": answer}

@@ -1,0 +1,134 @@
+"""Undo brings back the python kernel's variables: those the undone runs rebound, mutated in place or
+deleted come back as they were, those they created go, and what cannot come back is named with the reason
+(an open file is never re-opened: re-opening in its mode "w" would truncate the user's file). End to end over
+LSP with a real kernel; values compared inside the kernel."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from harness import Session, assert_shape, start_session, stop_session
+from interpreter_lsp import protocol as p
+
+
+@pytest.fixture
+async def session(workspace_root: Path, home: Path) -> AsyncIterator[Session]:
+    s = await start_session(workspace_root, home)
+    try:
+        yield s
+    finally:
+        await stop_session(s)
+
+
+async def value(s: Session, expression: str) -> object:
+    run_id, status = await s.run_and_wait(f"import json as _j; print(_j.dumps({expression}))")
+    assert status["state"] == "ok", s.text(run_id)
+    return json.loads(s.text(run_id, ("stdout",)).strip().splitlines()[-1])
+
+
+SETUP = """\
+import numpy as np
+from dataclasses import dataclass
+
+@dataclass
+class Point:
+    x: int
+    y: list
+
+def make_counter():
+    n = [0]
+    def inc():
+        n[0] += 1
+        return n[0]
+    return inc
+
+big = np.arange(1_000_000, dtype=float)
+table = {"rows": [1, 2, {"deep": [3]}], "name": "t"}
+point = Point(1, [2])
+counter = make_counter()
+k = 3
+def f(x):
+    return x + 1
+with open("notes.txt", "w") as fh:
+    fh.write("keep me")
+"""
+
+CHANGE = """\
+big *= 2
+table["rows"][2]["deep"].append(4)
+point.y.append(9)
+counter(); counter()
+del k
+def f(x):
+    return x + 100
+created = "by the run"
+gen = (i for i in range(3))
+next(gen)
+"""
+
+STATE = ('[float(big.sum()), table, [point.x, point.y], counter(), "k" in globals() and k, f(1), '
+         '"created" in globals(), "gen" in globals()]')
+
+
+async def test_undo_brings_back_variables_mutated_rebound_deleted_and_removes_new_ones(session: Session) -> None:
+    s = session
+    _run, status = await s.run_and_wait(SETUP)
+    assert status["state"] == "ok", s.text(_run)
+    await s.run_and_wait("pass")  # an unrelated run in between: undo takes back only the last one
+    before = await value(s, "[float(big.sum()), table, [point.x, point.y], 'k' in globals() and k, f(1)]")
+    # value() is itself a run: undo it so the next undo reaches CHANGE.
+    await s.command(p.UNDO, {})
+    _run, status = await s.run_and_wait(CHANGE)
+    assert status["state"] == "ok", s.text(_run)
+
+    preview = await s.command(p.UNDO, {"dryRun": True})
+    assert_shape(p.UndoResult, preview)
+    assert preview["variablesRestore"] == ["big", "counter", "f", "k", "point", "table"]
+    assert preview["variablesRemove"] == ["created", "gen"]
+    lost = {item["name"]: item["why"] for item in preview["notRestorable"]}
+    assert "variable fh" in lost and "TextIOWrapper" in lost["variable fh"], lost
+
+    result = await s.command(p.UNDO, {})
+    assert_shape(p.UndoResult, result)
+    assert result["variablesRestored"] == ["big", "counter", "f", "k", "point", "table"]
+    assert result["variablesRemoved"] == ["created", "gen"]
+    after = await value(s, STATE)
+    # counter() in STATE advances the restored closure once: it was at 0 before CHANGE.
+    assert after == [*before[:3], 1, before[3], before[4], False, False], after
+    # The open (closed) file was named, never re-opened: the user's file is intact.
+    assert (s.root / "notes.txt").read_text() == "keep me"
+    # The model is told what came back.
+    notes = [e for e in (await s.command(p.HISTORY, {}))["messages"] if e["type"] == "note"]
+    assert "Variables: restored big, counter, f, k, point, table" in notes[-1]["text"]
+    assert "removed created, gen" in notes[-1]["forModel"]
+
+
+async def test_undo_of_the_run_that_created_them_removes_them(session: Session) -> None:
+    s = session
+    await s.run_and_wait("x = [1, 2]\ny = {'a': 1}")
+    result = await s.command(p.UNDO, {})
+    assert result["variablesRemoved"] == ["x", "y"] and result["variablesRestored"] == []
+    assert await value(s, "['x' in globals(), 'y' in globals()]") == [False, False]
+
+
+async def test_a_restart_since_the_run_is_named_not_hidden(session: Session) -> None:
+    s = session
+    await s.run_and_wait("z = 1")
+    await s.run_and_wait("z = 2")
+    await s.command(p.RESTART_KERNEL, {"language": "python"})
+    result = await s.command(p.UNDO, {})
+    lost = {item["name"]: item["why"] for item in result["notRestorable"]}
+    assert "restarted" in lost.get("kernel variables", ""), lost
+    assert result["variablesRestored"] == []
+
+
+async def test_shell_runs_have_no_variables_to_undo(session: Session) -> None:
+    s = session
+    await s.run_and_wait("echo hi", "shell")
+    result = await s.command(p.UNDO, {})
+    assert result["variablesRestored"] == [] and result["variablesRemoved"] == []
+    assert not [item for item in result["notRestorable"] if "variable" in item["name"]]
