@@ -13,6 +13,12 @@ or an undo ends has finished (the walk only).
 Cells: write 1 file; write 50 files (`open(..., "w")`); `!sed -i` one file; rewrite the 100 MB file
 (its next snapshot copies it: that run's capture is reported too).
 
+Variables (kernels/snapshot_kernel.py): a kernel holding a 100 MB float array (and 1 GB with BENCH_1GB=1)
+beside smaller variables. Each captured run is snapshot (a fork) then runs the cell; the baseline is the
+same cell without the snapshot, interleaved. Cells: change the 100 MB array in place; change 10 MB of it;
+rebind a small variable. Restore: fingerprints of both sides, the copy back of what differs. Storage: the
+pages the snapshot holds once the run is over (smaps_rollup Private_*), against the bytes the run changed.
+
 Run: .venv/bin/python bench/undo.py [repeats]
 """
 
@@ -30,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "server"))
 
 from jupyter_client.manager import start_new_kernel
 
+from interpreter_lsp.kernels.snapshots import INSTALL, MODULE
 from interpreter_lsp.preimages import PreimageStore
 from interpreter_lsp.undo import FileUndo
 
@@ -137,6 +144,68 @@ async def scenario(name: str, root: Path, cells: dict[str, tuple[str, list[str]]
           f"({undo.store.used / live:.2f}x)")
 
 
+def call(client, function: str, argument: object) -> dict:
+    import ast
+    import json
+
+    expression = f"__import__({MODULE!r}).{function}({json.dumps(argument)})"
+    reply = client.execute_interactive("", silent=True, user_expressions={"r": expression}, timeout=300,
+                                       output_hook=lambda _msg: None)
+    result = reply["content"]["user_expressions"]["r"]
+    assert result["status"] == "ok", result
+    answer = json.loads(ast.literal_eval(result["data"]["text/plain"]))
+    assert "error" not in answer, answer
+    return answer
+
+
+VARIABLE_CELLS = {
+    "100 MB array changed in place": ("big *= 1.0001", 100e6),
+    "10 MB of it changed": ("big[:1_250_000] += 1", 10e6),
+    "a small variable rebound": ("small = [small[0] + 1]", 0),
+}
+
+
+def variables(repeats: int, megabytes: int) -> None:
+    manager, client = start_new_kernel(kernel_name="python3")
+    try:
+        run_cell(client, INSTALL)
+        run_cell(client, f"import numpy as np\nbig = np.random.rand({megabytes} * 125_000)\nsmall = [0]\n"
+                         "table = {i: str(i) for i in range(10_000)}")
+        print(f"\n== variables: a {megabytes} MB array, a 10,000-entry dict, a list")
+        for cell, (code, changed) in VARIABLE_CELLS.items():
+            if megabytes != 100 and changed == 100e6:
+                code, changed = code, megabytes * 1e6
+            bare, captured, snap, restore, held = [], [], [], [], []
+            for i in range(repeats):
+                bare.append(run_cell(client, code))
+                t0 = time.perf_counter()
+                call(client, "snap", f"r{i}")
+                t1 = time.perf_counter()
+                ran = run_cell(client, code)
+                snap.append(t1 - t0)
+                captured.append(t1 - t0 + ran)
+                kids = call(client, "sizes", None)
+                held.append(kids.get(f"r{i}", 0))
+                t2 = time.perf_counter()
+                answer = call(client, "restore", f"r{i}")
+                restore.append(time.perf_counter() - t2)
+                assert answer["restored"], answer
+                call(client, "drop", [f"r{i}"])
+            overhead = [c - b for c, b in zip(captured, bare, strict=True)]
+            ratio = [c / b - 1 for c, b in zip(captured, bare, strict=True)]
+            storage = f"{statistics.median(held) / changed:.2f}x the bytes changed" if changed else (
+                f"{statistics.median(held) / 1e6:.1f} MB")
+            print(
+                f"{cell:34s} run {statistics.median(bare) * 1000:7.1f} ms | snapshot p50 "
+                f"{statistics.median(snap) * 1000:5.1f} ms | overhead p50 {statistics.median(overhead) * 1000:6.1f} ms "
+                f"({statistics.median(ratio) * 100:+.1f} %) | restore p50 {statistics.median(restore) * 1000:6.1f} ms "
+                f"p95 {pct(restore, 0.95) * 1000:6.1f} ms | held {storage}"
+            )
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+
+
 async def main() -> None:
     repeats = int(sys.argv[1]) if len(sys.argv) > 1 else 10
     with tempfile.TemporaryDirectory(prefix="undo bench ") as tmp:
@@ -148,6 +217,9 @@ async def main() -> None:
         big.mkdir()
         make_big(big)
         await scenario("one 100 MB file + 10 small", big, BIG_CELLS, max(3, repeats // 3))
+    variables(repeats, 100)
+    if os.environ.get("BENCH_1GB"):
+        variables(max(3, repeats // 3), 1000)
 
 
 if __name__ == "__main__":

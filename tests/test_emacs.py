@@ -579,6 +579,30 @@ def test_export_and_verify_says_whether_the_notebook_reproduces(emacs: Emacs) ->
     assert [c["metadata"]["interpreter_lsp"]["verify"]["verdict"] for c in code] == ["identical"]
 
 
+def test_undo_says_which_variables_and_files_came_back(emacs: Emacs) -> None:
+    """interpreter-lsp-undo (C-c i u): the user's run is taken back; the variable it created is removed, the
+    one it changed comes back, the file it wrote is restored, and the output buffer says so."""
+    (emacs.workspace / "data.txt").write_text("original\n")
+    seen = emacs.run(
+        r"""
+(ilsp-test-open "demo.py")
+(goto-char (point-min)) (forward-line 2)
+(ilsp-test-wait-output (format "run %s ok" (interpreter-lsp-run)))
+(ilsp-test-wait-output
+ (format "run %s ok"
+         (plist-get (interpreter-lsp--command (interpreter-lsp--server) "interpreter.run"
+                                              (list :code "x = 0\nopen('data.txt', 'w').write('changed')\nz = 1"))
+                    :runId)))
+(interpreter-lsp-undo)
+(ilsp-test-wait-output "Undone")
+"""
+    )
+    out = seen["output"]
+    assert ("↶ Undone: your last run is gone from the conversation; files restored data.txt; "
+            "variables restored x; removed z.") in out, out
+    assert (emacs.workspace / "data.txt").read_text() == "original\n"
+
+
 def test_a_quick_runs_end_shows_even_when_it_arrives_with_the_commands_answer(emacs: Emacs) -> None:
     """Emacs 28's jsonrpc leaves its process filter by a throw when a synchronous request's answer comes:
     messages read in the same chunk after it stayed unread until the server wrote again. A quick run's

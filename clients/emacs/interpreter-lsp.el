@@ -196,6 +196,7 @@ against the server's.")
     (define-key map "i" #'interpreter-lsp-interrupt)
     (define-key map "k" #'interpreter-lsp-restart-kernel)
     (define-key map "n" #'interpreter-lsp-reset)
+    (define-key map "u" #'interpreter-lsp-undo)
     (define-key map "o" #'interpreter-lsp-show-output)
     (define-key map "t" #'interpreter-lsp-trust)
     (define-key map "e" #'interpreter-lsp-export-notebook)
@@ -739,6 +740,38 @@ With a prefix argument, tell the model REASON: it is asked again at once."
   "Start a new conversation (the kernel keeps its state)."
   (interactive)
   (interpreter-lsp--command (interpreter-lsp--server) "interpreter.reset" nil))
+
+(defun interpreter-lsp-undo ()
+  "Take back the last request and what followed it (or your last run).
+The workspace files and the python variables its runs changed come back
+as they were; the output buffer says what came back and what could not."
+  (interactive)
+  (let* ((server (interpreter-lsp--server))
+         (text (interpreter-lsp--undo-text
+                (interpreter-lsp--command server "interpreter.undo" nil))))
+    (interpreter-lsp--line server nil text)
+    (message "%s" text)))
+
+(defun interpreter-lsp--undo-text (result)
+  "What an undo RESULT says: what left the conversation, what came back, what did not."
+  (let* ((names (lambda (key) (mapconcat #'identity (append (plist-get result key) nil) ", ")))
+         (files (delq nil (list (and (> (length (plist-get result :restored)) 0)
+                                     (concat "restored " (funcall names :restored)))
+                                (and (> (length (plist-get result :removed)) 0)
+                                     (concat "removed " (funcall names :removed))))))
+         (variables (delq nil (list (and (> (length (plist-get result :variablesRestored)) 0)
+                                         (concat "restored " (funcall names :variablesRestored)))
+                                    (and (> (length (plist-get result :variablesRemoved)) 0)
+                                         (concat "removed " (funcall names :variablesRemoved))))))
+         (lost (mapcar (lambda (item) (format "%s (%s)" (plist-get item :name) (plist-get item :why)))
+                       (append (plist-get result :notRestorable) nil))))
+    (concat "↶ Undone: "
+            (if (stringp (plist-get result :request))
+                "your last message and what followed it are gone from the conversation"
+              "your last run is gone from the conversation")
+            (if files (concat "; files " (string-join files "; ")) "")
+            (if variables (concat "; variables " (string-join variables "; ")) "")
+            (if lost (concat ". Not restored: " (string-join lost "; ") ".") "."))))
 
 (defcustom interpreter-lsp-verify-timeout 600
   "Seconds a verified export (`interpreter-lsp-export-notebook' with a prefix

@@ -89,7 +89,10 @@ def test_verify_re_runs_the_notebook_and_says_whether_it_reproduces(start_editor
 
 def test_reset_and_undo_say_what_happened(start_editor) -> None:
     ed: Editor = start_editor({"confirmDestructive": False})  # the setting skips the question
-    ed.open("demo.py")
+    run_first_cell(ed)  # x = 42
+    ed.nvim.command("InterpreterUndo")
+    seen = ed.helper("wait_note", "your last run is gone from the conversation; variables removed x.", 20_000)
+    assert seen["ok"], seen
     ed.nvim.command("InterpreterUndo")
     seen = ed.helper("wait_note", "Nothing to undo", 20_000)
     assert seen["ok"], seen

@@ -23,7 +23,7 @@ import {
 } from "./protocol";
 import { ProposalDocuments } from "./proposals";
 import { ServerNotFoundError } from "./serverCommand";
-import { kernelNewsNotice, verificationSummary } from "./statusText";
+import { kernelNewsNotice, undoNotice, verificationSummary } from "./statusText";
 import { ServerInstaller } from "./serverInstallUi";
 import { KernelStatusBar } from "./statusBar";
 
@@ -616,21 +616,4 @@ export function activate(context: vscode.ExtensionContext): void {
 export function deactivate(): void {
   extension?.dispose();
   extension = undefined;
-}
-
-/** The panel's notice after an undo: what went, which files came back, and what could not. */
-export function undoNotice(result: UndoResult | undefined): string {
-  const what =
-    result?.request !== null && result?.request !== undefined
-      ? "your last message and what followed it are gone from the conversation"
-      : "your last run is gone from the conversation";
-  const files: string[] = [];
-  if (result?.restored?.length) files.push(`restored ${result.restored.join(", ")}`);
-  if (result?.removed?.length) files.push(`removed ${result.removed.join(", ")}`);
-  const lost = (result?.notRestorable ?? []).map((item) => item.name);
-  return (
-    `Undone: ${what}` +
-    (files.length ? `; files ${files.join("; ")}` : "") +
-    (lost.length ? `. Not restored: ${lost.join(", ")}.` : ".")
-  );
 }

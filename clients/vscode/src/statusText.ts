@@ -1,6 +1,6 @@
 // The status bar's words, as a pure function of what the server said (tested without VS Code).
 
-import type { AgentWaiting, ContextUse, ExportNotebookResult, KernelInfo, KernelState, KernelStatusParams, StatusResult } from "./protocol";
+import type { AgentWaiting, ContextUse, ExportNotebookResult, KernelInfo, KernelState, KernelStatusParams, StatusResult, UndoResult } from "./protocol";
 
 /** Where the server process is: being started, running, or stopped (crashed, or stopped by the user). */
 export type ServerState = "starting" | "running" | "stopped";
@@ -149,4 +149,25 @@ export function verificationSummary(result: ExportNotebookResult): { reproduces:
   const parts = v.differs.map((d) => `cell ${d.cell}: ${d.cause}`);
   if (v.notRun) parts.push(`${v.notRun} not run (after an error or the stop)`);
   return { reproduces: false, text: `Notebook ${name} does not fully reproduce (${v.identical + v.equivalent} of ${v.cells} cells as in the session, ${seconds}): ${parts.join("; ")}.` };
+}
+
+/** The panel's notice after an undo: what went, which files came back, and what could not. */
+export function undoNotice(result: UndoResult | undefined): string {
+  const what =
+    result?.request !== null && result?.request !== undefined
+      ? "your last message and what followed it are gone from the conversation"
+      : "your last run is gone from the conversation";
+  const files: string[] = [];
+  if (result?.restored?.length) files.push(`restored ${result.restored.join(", ")}`);
+  if (result?.removed?.length) files.push(`removed ${result.removed.join(", ")}`);
+  const variables: string[] = [];
+  if (result?.variablesRestored?.length) variables.push(`restored ${result.variablesRestored.join(", ")}`);
+  if (result?.variablesRemoved?.length) variables.push(`removed ${result.variablesRemoved.join(", ")}`);
+  const lost = (result?.notRestorable ?? []).map((item) => item.name);
+  return (
+    `Undone: ${what}` +
+    (files.length ? `; files ${files.join("; ")}` : "") +
+    (variables.length ? `; variables ${variables.join("; ")}` : "") +
+    (lost.length ? `. Not restored: ${lost.join(", ")}.` : ".")
+  );
 }

@@ -237,8 +237,9 @@ def drop(keys: list[str]) -> str:
     return "{}"
 
 
-def keys() -> str:
-    return json.dumps(list(_kids))
+def sizes(_: Any = None) -> str:
+    """{key: bytes only that snapshot holds}, oldest first (Linux; 0 elsewhere)."""
+    return json.dumps({key: _private(kid) for key, kid in _kids.items()})
 
 
 def _compare(key: str) -> tuple[dict[str, str], list[str], list[str], list[dict[str, str]]]:

@@ -116,10 +116,38 @@ end
 function M.undo()
   local c, s = with_session()
   if c and s then
-    client.execute(c, protocol.UNDO, { uri = root_uri(s) }, function()
-      s:note("↶ the last request and everything after it were dropped from the conversation")
+    client.execute(c, protocol.UNDO, { uri = root_uri(s) }, function(result)
+      local text = M.undo_text(result or {})
+      s:note(text)
+      notify(text)
     end)
   end
+end
+
+--- What an undo says: what left the conversation, the files and variables that came back, what did not.
+---@param result table the undo result ({request, restored, removed, variablesRestored, variablesRemoved, notRestorable})
+---@return string
+function M.undo_text(result)
+  local what = result.request ~= nil and result.request ~= vim.NIL
+      and "your last message and what followed it are gone from the conversation"
+    or "your last run is gone from the conversation"
+  local function list(items)
+    return type(items) == "table" and #items > 0 and table.concat(items, ", ") or nil
+  end
+  local parts = { "↶ Undone: " .. what }
+  local files, variables = {}, {}
+  if list(result.restored) then table.insert(files, "restored " .. list(result.restored)) end
+  if list(result.removed) then table.insert(files, "removed " .. list(result.removed)) end
+  if list(result.variablesRestored) then table.insert(variables, "restored " .. list(result.variablesRestored)) end
+  if list(result.variablesRemoved) then table.insert(variables, "removed " .. list(result.variablesRemoved)) end
+  if #files > 0 then table.insert(parts, "; files " .. table.concat(files, "; ")) end
+  if #variables > 0 then table.insert(parts, "; variables " .. table.concat(variables, "; ")) end
+  local lost = {}
+  for _, item in ipairs(type(result.notRestorable) == "table" and result.notRestorable or {}) do
+    table.insert(lost, item.name .. " (" .. item.why .. ")")
+  end
+  table.insert(parts, #lost > 0 and (". Not restored: " .. table.concat(lost, "; ") .. ".") or ".")
+  return table.concat(parts)
 end
 
 local function float(lines, title)

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { KernelInfo, KernelStatusParams } from "../../src/protocol";
-import { agentsWaitingSummary, contextLine, formatTokens, kernelNewsNotice, kernelSummary, verificationSummary } from "../../src/statusText";
+import { agentsWaitingSummary, contextLine, formatTokens, kernelNewsNotice, kernelSummary, undoNotice, verificationSummary } from "../../src/statusText";
 
 const kernels = new Map<string, KernelStatusParams>([["python", { language: "python", state: "busy" }]]);
 
@@ -125,4 +125,17 @@ test("a verified export says whether the notebook reproduces, and each cell that
   assert.equal(bad.reproduces, false);
   assert.equal(bad.text, "Notebook s.ipynb does not fully reproduce (1 of 4 cells as in the session, 2.4 s): cell 2: seed not set; cell 3: missing input file data.csv; 1 not run (after an error or the stop).");
   assert.equal(verificationSummary({ path: "C:\\w\\n.ipynb" }).reproduces, false);
+});
+
+test("an undo's notice names the files and the variables that came back, and what did not", () => {
+  const text = undoNotice({
+    request: "clean the data", runs: ["r-1"], restored: ["data.csv"], removed: [], variablesRestored: ["df", "model"], variablesRemoved: ["tmp"],
+    notRestorable: [{ name: "variable fh", why: "TextIOWrapper (cannot pickle): its state cannot be captured" }],
+  });
+  assert.equal(
+    text,
+    "Undone: your last message and what followed it are gone from the conversation; files restored data.csv; " +
+      "variables restored df, model; removed tmp. Not restored: variable fh.",
+  );
+  assert.equal(undoNotice({ request: null, runs: [], notRestorable: [] }), "Undone: your last run is gone from the conversation.");
 });
