@@ -132,3 +132,49 @@ async def test_shell_runs_have_no_variables_to_undo(session: Session) -> None:
     result = await s.command(p.UNDO, {})
     assert result["variablesRestored"] == [] and result["variablesRemoved"] == []
     assert not [item for item in result["notRestorable"] if "variable" in item["name"]]
+
+
+async def test_an_interrupt_that_lands_on_the_snapshot_stops_the_run(session: Session) -> None:
+    """The snapshot request goes just ahead of the run's own (no round trip of its own): an interrupt the
+    user sends while the kernel takes it is meant for the run: it is sent again until the run shows it, and
+    the run stops with the kernel's state intact (no fallback restart)."""
+    s = session
+    _run, status = await s.run_and_wait(
+        "import sys, time, pathlib\n"
+        "_m = sys.modules['_interpreter_lsp_snapshots']\n"
+        "_snap = _m.snap\n"
+        "def _slow(key):\n"
+        "    if not pathlib.Path('snapping').exists():  # once: the next run's snapshot takes its time\n"
+        "        pathlib.Path('snapping').touch()\n"
+        "        time.sleep(30)\n"
+        "    return _snap(key)\n"
+        "_m.snap = _slow\n"
+        "kept = 'state survives'\n"
+    )
+    assert status["state"] == "ok", s.text(_run)
+    run_id = await s.run("import time\ntime.sleep(60)")
+    await s.wait_for(lambda: (s.root / "snapping").exists(), what="the snapshot under way")
+    await s.command(p.INTERRUPT, {})
+    status = await s.finished(run_id, timeout=60)
+    assert status["state"] == "interrupted", status
+    assert await value(s, "kept") == "state survives"  # interrupted, not restarted
+
+
+async def test_the_snapshots_end_with_their_kernel(session: Session) -> None:
+    """A restart (or a death) of the kernel ends its snapshot processes: none is left behind."""
+    s = session
+    await s.run_and_wait("a = 1")
+    await s.run_and_wait("a = 2")
+    pids = await value(s, "[pid for pid, _ in __import__('sys').modules['_interpreter_lsp_snapshots']._kids.values()]")
+    assert isinstance(pids, list) and len(pids) >= 2, pids
+
+    def alive(pid: int) -> bool:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return False
+        return state != "Z"
+
+    assert all(alive(pid) for pid in pids)
+    await s.command(p.RESTART_KERNEL, {"language": "python"})
+    await s.wait_for(lambda: not any(alive(pid) for pid in pids), what="the snapshots of the old kernel ending")

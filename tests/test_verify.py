@@ -193,12 +193,13 @@ async def test_a_sandboxed_session_is_verified_in_the_sandbox(workspace_root: Pa
 
 
 async def test_a_cell_that_needed_an_undone_turn_differs_with_that_cause(workspace_root: Path, home: Path) -> None:
-    """Undo takes the turn out of the conversation (and so of the export), not out of the kernel: a later cell
-    that used its variable ran in the session and fails in the fresh kernel, and the verdict says why."""
+    """Undo takes the turn out of the conversation (and so of the export) and its variables out of the
+    kernel, but not what it changed in a module (here: builtins): a later cell that used it ran in the session
+    and fails in the fresh kernel, and the verdict says why."""
     from scripted_model import ScriptedModel
 
     with ScriptedModel() as model:
-        model.reply("Setting it.\n```python\nhidden = 41\n```\n")
+        model.reply("Setting it.\n```python\nimport builtins\nbuiltins.hidden = 41\n```\n")
         model.reply("Done.")
         s = await start_session(
             workspace_root, home,

@@ -154,7 +154,7 @@ class RunManager:
         ledger: Ledger | None = None,
         before_run: Callable[[str], Awaitable[None]] | None = None,
         after_run: Callable[[str, list[dict[str, str]], str | None], list[dict[str, str]]] | None = None,
-        before_code: Callable[[str, KernelBackend], Awaitable[None]] | None = None,
+        before_code: Callable[[str, KernelBackend], None] | None = None,
     ) -> None:
         self._pool = pool
         # Approvals are redeemed here, before anything is queued: only the gate (gate.py) mints them.
@@ -172,8 +172,8 @@ class RunManager:
         # (undo.py) is taken before anyone told of the end can change them. It returns the list as told: a
         # file it knew from before the run is "modified", not "created".
         self._after_run = after_run
-        # Awaited before any run's code reaches its kernel, local or remote: undo's snapshot of the python
-        # kernel's variables (variable_undo.py).
+        # Sends what goes to the kernel just ahead of any run's code, local or remote: undo's snapshot of
+        # the python kernel's variables (variable_undo.py).
         self._before_code = before_code
 
     def _status(
@@ -246,10 +246,6 @@ class RunManager:
         try:
             async with self._pool.run_lock(run.language):
                 kernel = await self._pool.kernel(run.language)
-                if self._before_code is not None:
-                    # Before the run counts as executing: an interrupt meanwhile cancels the run here (it
-                    # is still queued), instead of landing on this silent call and missing the run's code.
-                    await self._before_code(run.run_id, kernel)
                 started = time.monotonic()
                 run.executing = True
                 # Files touched are watched here, on this machine: not for a kernel on a gateway.
@@ -258,6 +254,10 @@ class RunManager:
                     await self._files.begin(run.run_id)
                     if self._before_run is not None:
                         await self._before_run(run.run_id)
+                if self._before_code is not None:
+                    # Sent, not awaited: the kernel takes it just ahead of the run. An interrupt that lands
+                    # on it is sent again until the run shows it (_stop).
+                    self._before_code(run.run_id, kernel)
                 execution = kernel.submit(run.code, sink, allow_stdin=self.ask_input is not None)
                 timed_out = False
                 if run.timeout > 0:

@@ -9,6 +9,7 @@ kernel restarted since, more runs than are kept, the snapshot failed) is named: 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -53,15 +54,27 @@ class VariableUndo:
         except Exception as exc:  # runs go ahead; undo names their variables as not restorable, with this
             log.warning("variables undo is not available in this kernel: %s", exc)
 
-    async def before_run(self, run_id: str, kernel: KernelBackend) -> None:
+    def before_run(self, run_id: str, kernel: KernelBackend) -> None:
+        """Send the snapshot request now, just ahead of the run's own: the kernel takes them in order, so
+        the snapshot costs the run no round trip of its own. What came of it is recorded when it answers."""
         if canonical_language(kernel.language) != PYTHON:
             return
         try:
-            await snapshots.call(kernel, "snap", run_id, snapshots.SNAP_TIMEOUT)
-            self._snaps[run_id] = _Snap(kernel)
+            sent = snapshots.submit(kernel, "snap", run_id)
         except Exception as exc:  # the run goes ahead: undo names its variables, with this reason
-            log.warning("no snapshot of the variables before run %s: %s", run_id, exc)
             self._snaps[run_id] = _Snap(kernel, f"the snapshot before the run failed ({exc})")
+            return
+        snap = self._snaps[run_id] = _Snap(kernel, "the snapshot before the run did not finish")
+
+        def finished(future: asyncio.Future[Any]) -> None:
+            try:
+                snapshots.answer(future.result())
+                snap.why_not = None
+            except BaseException as exc:  # an interrupt, the kernel died, the run was cancelled: undo says so
+                log.warning("no snapshot of the variables before run %s: %s", run_id, exc)
+                snap.why_not = f"the snapshot before the run failed ({exc or type(exc).__name__})"
+
+        sent.add_done_callback(finished)
 
     def _target(self, events: list[dict[str, Any]]) -> tuple[str | None, str | None]:
         """(the earliest python run undone, why its variables cannot come back or None)."""

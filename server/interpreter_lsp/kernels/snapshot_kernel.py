@@ -14,9 +14,11 @@ Functions and lambdas defined in the kernel travel by value (their code object),
 kernel's *current* function of that name would come back). Modules come back by import. A class defined in
 the kernel travels by name: if a run redefined it, the old one is named as not restorable.
 
-The child ignores SIGINT (an interrupt of the kernel's process group), dies with the kernel (PDEATHSIG on
-Linux; elsewhere its socket's end of file), never writes to the kernel's stdout or sockets, and leaves with
-os._exit (no atexit, no zmq context teardown in a forked copy). At most MAX_SNAPSHOTS are kept.
+The child is in a process group of its own (ipykernel's shutdown waits for the children of the kernel's
+group, and interrupts go to it), ignores SIGINT all the same, dies with the kernel (PDEATHSIG on Linux;
+elsewhere its socket's end of file), closes every descriptor but its socket (the kernel's zmq connections,
+pipes), never writes to the kernel's streams, and leaves with os._exit (no atexit, no zmq context
+teardown in a forked copy). At most MAX_SNAPSHOTS are kept, and at most MAX_BYTES between them.
 """
 
 from __future__ import annotations
@@ -172,6 +174,13 @@ def _serve(sock: socket.socket) -> None:
             return
 
 
+def _max_fd() -> int:
+    try:
+        return max(int(name) for name in os.listdir("/proc/self/fd")) + 1
+    except (OSError, ValueError):
+        return 65536
+
+
 def _child(sock: socket.socket, parent: int) -> None:
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # an interrupt of the kernel's group is not for us
@@ -181,8 +190,16 @@ def _child(sock: socket.socket, parent: int) -> None:
             ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the kernel
         if os.getppid() != parent:
             return
-        for _pid, other in _kids.values():  # other snapshots' ends: theirs see end of file when the kernel goes
-            other.close()
+        # A process group of its own: ipykernel's shutdown terminates and waits for the children in the
+        # kernel's group (up to ~30 s for one that is not reaped), and an interrupt goes to that group.
+        os.setpgid(0, 0)
+        # Every descriptor but its own socket is closed: the kernel's zmq connections (a copy held here would
+        # keep them open after the kernel closed them: a gateway never heard of a culled kernel's end), its
+        # pipes, the other snapshots' ends (theirs see end of file when the kernel goes). Python objects
+        # that held them are never used here.
+        keep = sock.fileno()
+        os.closerange(0, keep)
+        os.closerange(keep + 1, _max_fd())
         gc.disable()  # a collection would touch every object, copying pages for nothing
         devnull = open(os.devnull, "w")  # the child never writes to the kernel's streams
         sys.stdout = sys.stderr = devnull
@@ -206,6 +223,10 @@ def snap(key: str) -> str:
         mine.close()
         _child(theirs, parent)
     theirs.close()
+    try:
+        os.setpgid(pid, pid)  # as the child does: whichever runs first
+    except OSError:
+        pass
     _kids[key] = (pid, mine)
     while len(_kids) > MAX_SNAPSHOTS or (len(_kids) > 1 and sum(map(_private, _kids.values())) > MAX_BYTES):
         drop([next(iter(_kids))])  # the oldest first: an undo of the last steps needs the newest

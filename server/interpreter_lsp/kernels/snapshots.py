@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .backend import KernelBackend
+from .backend import ExecuteReply, KernelBackend
 
 MODULE = "_interpreter_lsp_snapshots"
 _SOURCE = Path(__file__).with_name("snapshot_kernel.py").read_text(encoding="utf-8")
@@ -30,26 +30,39 @@ class SnapshotError(Exception):
     """Why the kernel's variables cannot be compared or restored (a sentence for `notRestorable`)."""
 
 
+
 async def install(kernel: KernelBackend) -> None:
     reply = await asyncio.wait_for(kernel.execute(INSTALL, None, silent=True), 30)
     if reply.status != "ok":
         raise SnapshotError(f"variables undo could not be set up in the kernel: {reply.content.get('evalue')}")
 
 
-async def call(kernel: KernelBackend, function: str, argument: Any, timeout: float) -> dict[str, Any]:
-    expression = f"__import__({MODULE!r}).{function}({json.dumps(argument)})"
-    try:
-        reply = await asyncio.wait_for(
-            kernel.execute("", None, silent=True, user_expressions={"r": expression}), timeout
-        )
-    except asyncio.TimeoutError as exc:
-        raise SnapshotError(f"the kernel did not answer within {timeout:g} s") from exc
+def _expression(function: str, argument: Any) -> dict[str, str]:
+    return {"r": f"__import__({MODULE!r}).{function}({json.dumps(argument)})"}
+
+
+def submit(kernel: KernelBackend, function: str, argument: Any) -> asyncio.Future[ExecuteReply]:
+    """Send the call now (no await): it is in the kernel's queue ahead of anything sent after it."""
+    return kernel.submit("", None, silent=True, user_expressions=_expression(function, argument))
+
+
+def answer(reply: ExecuteReply) -> dict[str, Any]:
+    """The call's JSON answer, or SnapshotError with a sentence that says why not."""
     result = reply.content.get("user_expressions", {}).get("r", {})
     if result.get("status") != "ok":
-        if result.get("ename") in ("ModuleNotFoundError", "ImportError"):
+        name = result.get("ename") or reply.status
+        if name in ("ModuleNotFoundError", "ImportError"):
             raise SnapshotError("the kernel restarted since: its variables before the run are gone")
-        raise SnapshotError(f"{result.get('ename', 'error')}: {result.get('evalue', '')}".strip())
+        raise SnapshotError(f"{name}: {result.get('evalue', '')}".strip(": "))
     answer = json.loads(ast.literal_eval(result.get("data", {}).get("text/plain", "'{}'")))
     if isinstance(answer, dict) and answer.get("error"):
         raise SnapshotError(str(answer["error"]))
     return answer if isinstance(answer, dict) else {"value": answer}
+
+
+async def call(kernel: KernelBackend, function: str, argument: Any, timeout: float) -> dict[str, Any]:
+    try:
+        reply = await asyncio.wait_for(submit(kernel, function, argument), timeout)
+    except asyncio.TimeoutError as exc:
+        raise SnapshotError(f"the kernel did not answer within {timeout:g} s") from exc
+    return answer(reply)
