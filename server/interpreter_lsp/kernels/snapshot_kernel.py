@@ -100,6 +100,19 @@ def _dumps(value: Any, *, fingerprinting: bool = False) -> tuple[bytes, list[pic
     out = io.BytesIO()
     pickler = _Pickler(out, protocol=5, buffer_callback=buffers.append)
     pickler.fingerprinting = fingerprinting
+    if fingerprinting:
+        # No memo: the bytes then depend on what the value holds, not on which of its parts happen to be one
+        # object (an interned string, a shared dtype): a copy that pickle brings back holds the same, but
+        # shares differently. A value that refers to itself cannot be pickled so: memo as usual.
+        pickler.fast = True
+        try:
+            pickler.dump(value)
+            return out.getvalue(), buffers
+        except (ValueError, RecursionError):
+            buffers.clear()
+            out = io.BytesIO()
+            pickler = _Pickler(out, protocol=5, buffer_callback=buffers.append)
+            pickler.fingerprinting = True
     pickler.dump(value)
     return out.getvalue(), buffers
 
@@ -296,6 +309,24 @@ def _compare(key: str) -> tuple[dict[str, str], list[str], list[str], list[dict[
     return theirs["prints"], back, remove, lost
 
 
+def _faithful(copy: Any, original: str) -> bool:
+    """Whether the copy pickle brought back holds what the original held. The same fingerprint: yes. Else a
+    copy that pickle leaves as it is (a second round trip changes nothing) is taken as faithful: the first
+    one only settled what the original had left lazy (a masked array's fill value, a figure's canvas);
+    one that changes at every round trip is losing something."""
+    first = _fingerprint(copy)
+    if first == original:
+        return True
+    if first.startswith("unpicklable"):
+        return False
+    try:
+        data, buffers = _dumps(copy)
+        again = pickle.loads(data, buffers=[b.raw() for b in buffers])
+    except Exception:
+        return False
+    return _fingerprint(again) == first
+
+
 def plan(key: str) -> str:
     try:
         _prints, back, remove, lost = _compare(key)
@@ -320,7 +351,7 @@ def restore(key: str) -> str:
         ns.pop(name, None)
     restored = []
     for name in back:
-        if _fingerprint(values[name]) != prints[name]:
+        if not _faithful(values[name], prints[name]):
             lost.append({"name": name, "why": "its copy would differ from what it was (its pickle round trip "
                          "changes it): it stays as it is now"})
             continue
