@@ -184,7 +184,7 @@ def variables(repeats: int, megabytes: int) -> None:
                 ran = run_cell(client, code)
                 snap.append(t1 - t0)
                 captured.append(t1 - t0 + ran)
-                kids = call(client, "sizes", None)
+                kids = call(client, "sizes", 0)
                 held.append(kids.get(f"r{i}", 0))
                 t2 = time.perf_counter()
                 answer = call(client, "restore", f"r{i}")

@@ -155,6 +155,7 @@ class RunManager:
         before_run: Callable[[str], Awaitable[None]] | None = None,
         after_run: Callable[[str, list[dict[str, str]], str | None], list[dict[str, str]]] | None = None,
         before_code: Callable[[str, KernelBackend], None] | None = None,
+        after_code: Callable[[str, KernelBackend, ExecuteReply], None] | None = None,
     ) -> None:
         self._pool = pool
         # Approvals are redeemed here, before anything is queued: only the gate (gate.py) mints them.
@@ -175,6 +176,7 @@ class RunManager:
         # Sends what goes to the kernel just ahead of any run's code, local or remote: undo's snapshot of
         # the python kernel's variables (variable_undo.py).
         self._before_code = before_code
+        self._after_code = after_code  # called with the run's reply once its code ended on its kernel
 
     def _status(
         self,
@@ -268,6 +270,8 @@ class RunManager:
                         timed_out = True
                         await self._stop(run.language, [execution], [run])
                 reply = await execution
+                if self._after_code is not None:
+                    self._after_code(run.run_id, kernel, reply)
                 if self._files is not None and watch_files:
                     await self._files.settle()  # the run's file events still crossing from watchdog's thread
                 if timed_out:

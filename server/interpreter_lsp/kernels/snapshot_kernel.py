@@ -1,9 +1,10 @@
 """Kernel side of variables undo: this file's source is executed inside a python kernel (never imported by the
 server), as the module `_interpreter_lsp_snapshots` (snapshots.py installs it and calls it silently).
 
-Before a run, `snap(key)` forks the kernel. The child is the kernel's memory as it was, kept by the operating
-system copy-on-write: it costs the page tables at fork time and, later, one copy of each page the kernel
-writes (what the run changed, ~1x the bytes changed). It runs no code of the user's: it waits on a socket
+When the server asks (`snap(key)`: when the kernel is ready and right after each run), the kernel forks.
+The child is the kernel's memory as it was, kept by the operating system copy-on-write: it costs the page
+tables at fork time and, later, one copy of each page the kernel writes (what the run changed, ~1x the
+bytes changed). It runs no code of the user's: it waits on a socket
 for its parent. `restore(key)` asks that child for fingerprints of its variables (pickle protocol 5, with
 large buffers out of band, hashed), compares them with the kernel's own, and takes back, as pickles, only
 the variables that differ; names the run created are removed. Whatever cannot be brought back is named with
@@ -42,6 +43,21 @@ MAX_SNAPSHOTS = 8
 MAX_BYTES = 2 * 1024**3  # memory the snapshots may hold between them (pages the kernel wrote since each fork)
 _HIDDEN = frozenset({"In", "Out", "exit", "quit", "get_ipython"})
 _kids: dict[str, tuple[int, socket.socket]] = {}  # key -> (pid, the kernel's end of its socket)
+_LIBC: Any = None
+if sys.platform.startswith("linux"):  # loaded here, once: a snapshot's first moments compete with the kernel
+    import ctypes
+
+    _LIBC = ctypes.CDLL(None, use_errno=True)
+_ending: list[int] = []  # dropped snapshots not reaped yet
+_resident: dict[str, int] = {}  # key -> the kernel's resident bytes when it was taken (what it can hold at most)
+
+
+def _rss() -> int:
+    try:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return MAX_BYTES  # unknown: measure
 
 
 def _shell() -> Any:
@@ -197,10 +213,8 @@ def _max_fd() -> int:
 def _child(sock: socket.socket, parent: int) -> None:
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # an interrupt of the kernel's group is not for us
-        if sys.platform.startswith("linux"):
-            import ctypes
-
-            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the kernel
+        if _LIBC is not None:
+            _LIBC.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the kernel
         if os.getppid() != parent:
             return
         # A process group of its own: ipykernel's shutdown terminates and waits for the children in the
@@ -241,8 +255,14 @@ def snap(key: str) -> str:
     except OSError:
         pass
     _kids[key] = (pid, mine)
-    while len(_kids) > MAX_SNAPSHOTS or (len(_kids) > 1 and sum(map(_private, _kids.values())) > MAX_BYTES):
+    _resident[key] = _rss()
+    while len(_kids) > MAX_SNAPSHOTS:
         drop([next(iter(_kids))])  # the oldest first: an undo of the last steps needs the newest
+    # A snapshot holds at most what the kernel held when it was taken: only when those add up past the bound
+    # is what each really holds measured (smaps_rollup walks its page tables: ~0.5 ms each).
+    if sum(_resident.values()) > MAX_BYTES:
+        while len(_kids) > 1 and sum(map(_private, _kids.values())) > MAX_BYTES:
+            drop([next(iter(_kids))])
     return json.dumps({"ms": round((time.perf_counter() - started) * 1000, 2)})
 
 
@@ -260,15 +280,27 @@ def _private(kid: tuple[int, socket.socket]) -> int:
 def drop(keys: list[str]) -> str:
     for key in keys:
         kid = _kids.pop(key, None)
+        _resident.pop(key, None)
         if kid is not None:
             pid, sock = kid
             sock.close()  # the child sees end of file and leaves
             try:
                 os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-            except (ProcessLookupError, ChildProcessError):
-                pass
+            except ProcessLookupError:
+                continue
+            _ending.append(pid)  # reaped later, without waiting here (a run's snapshot is on its way)
+    _reap()
     return "{}"
+
+
+def _reap() -> None:
+    for pid in list(_ending):
+        try:
+            done, _status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            done = pid
+        if done:
+            _ending.remove(pid)
 
 
 def sizes(_: Any = None) -> str:
