@@ -154,8 +154,7 @@ class RunManager:
         ledger: Ledger | None = None,
         before_run: Callable[[str], Awaitable[None]] | None = None,
         after_run: Callable[[str, list[dict[str, str]], str | None], list[dict[str, str]]] | None = None,
-        before_code: Callable[[str, KernelBackend], None] | None = None,
-        after_code: Callable[[str, KernelBackend, ExecuteReply], None] | None = None,
+        before_code: Callable[[str, KernelBackend], Awaitable[None]] | None = None,
     ) -> None:
         self._pool = pool
         # Approvals are redeemed here, before anything is queued: only the gate (gate.py) mints them.
@@ -173,10 +172,9 @@ class RunManager:
         # (undo.py) is taken before anyone told of the end can change them. It returns the list as told: a
         # file it knew from before the run is "modified", not "created".
         self._after_run = after_run
-        # Sends what goes to the kernel just ahead of any run's code, local or remote: undo's snapshot of
-        # the python kernel's variables (variable_undo.py).
+        # Awaited before any run's code goes to its kernel, local or remote: undo's snapshot of the python
+        # kernel's variables (variable_undo.py).
         self._before_code = before_code
-        self._after_code = after_code  # called with the run's reply once its code ended on its kernel
 
     def _status(
         self,
@@ -248,6 +246,12 @@ class RunManager:
         try:
             async with self._pool.run_lock(run.language):
                 kernel = await self._pool.kernel(run.language)
+                if self._before_code is not None:
+                    # Awaited, and before the run counts as executing: an interrupt meanwhile cancels the run
+                    # (still queued). Not sent back to back with the run's own request: ipykernel restores
+                    # the SIGINT handler it saved around each request, and with two queued the run could be
+                    # left with SIGINT ignored (an interrupt then missed it and the kernel was restarted).
+                    await self._before_code(run.run_id, kernel)
                 started = time.monotonic()
                 run.executing = True
                 # Files touched are watched here, on this machine: not for a kernel on a gateway.
@@ -256,10 +260,6 @@ class RunManager:
                     await self._files.begin(run.run_id)
                     if self._before_run is not None:
                         await self._before_run(run.run_id)
-                if self._before_code is not None:
-                    # Sent, not awaited: the kernel takes it just ahead of the run. An interrupt that lands
-                    # on it is sent again until the run shows it (_stop).
-                    self._before_code(run.run_id, kernel)
                 execution = kernel.submit(run.code, sink, allow_stdin=self.ask_input is not None)
                 timed_out = False
                 if run.timeout > 0:
@@ -270,8 +270,6 @@ class RunManager:
                         timed_out = True
                         await self._stop(run.language, [execution], [run])
                 reply = await execution
-                if self._after_code is not None:
-                    self._after_code(run.run_id, kernel, reply)
                 if self._files is not None and watch_files:
                     await self._files.settle()  # the run's file events still crossing from watchdog's thread
                 if timed_out:

@@ -1,22 +1,25 @@
 """Undo of the python kernel's variables: a snapshot of the kernel as each python run finds it, and putting
 the variables back.
 
-The kernel forks a copy-on-write snapshot of itself (kernels/snapshot_kernel.py) as soon as it is ready and
-right after each python run's reply (local or on a gateway), in a silent request of its own: the state a run
-leaves is the state the next one finds, so the snapshot is taken while the user reads the output, not on the
-next run's path (a run sent back to back, within a few milliseconds, waits for it). A run that finds no such
-snapshot (the first after a failed one) has one sent just ahead of its code. `plan` says, for the runs an
+Before each python run's code goes to its kernel (local or on a gateway), the server has the kernel fork a
+copy-on-write snapshot of itself (kernels/snapshot_kernel.py) in a silent request and waits for it (a round
+trip, ~2-3 ms; sent back to back with the run's own request instead, ipykernel's save and restore of the
+SIGINT handler around each request could leave the run with SIGINT ignored). `plan` says, for the runs an
 undo takes back, which variables would come back, which the runs created (removed), and what cannot come
 back and why; `restore` does it from the snapshot the earliest of those runs found. A run without a
 snapshot (the kernel restarted since, more runs than are kept, the snapshot failed) is named: nothing is
-lost silently. (Taken inside the run's own request instead, by IPython's post_run_cell, it cost a
-`print(1)` round trip ~11 ms more, measured: the fork and the copy-on-write faults that follow it land on
-the run itself.)
+lost silently.
+
+Measured, and not chosen: a snapshot taken right after each run's reply (off the next run's path) saved
+nothing (the price of a fork for a trivial run is the copy-on-write faults of the kernel's next writes,
+wherever the fork happens), and inside the run's own request (IPython's post_run_cell) `print(1)` cost
+~5 ms more again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
 from dataclasses import dataclass
@@ -37,7 +40,7 @@ class _Snap:
     kernel: KernelBackend
     key: str
     why_not: str | None = None  # why it cannot serve (failed, the kernel went); None once it answered ok
-    answered: bool = False
+    done: asyncio.Future[Any] | None = None  # the kernel's answer
 
 
 @dataclass
@@ -52,24 +55,20 @@ class VariableUndo:
     def __init__(self, pool: KernelPool) -> None:
         self._pool = pool
         self._snaps: dict[str, _Snap] = {}  # run id -> the snapshot of what it found
-        self._ahead: dict[int, _Snap] = {}  # id(kernel) -> the snapshot of its state now, for its next run
         self._keys = itertools.count(1)
 
     def kernel_gone(self, why: str = "restarted") -> None:
         """The python kernel restarted or died: the snapshots went with its process."""
-        self._ahead.clear()
         for snap in self._snaps.values():
             snap.why_not = snap.why_not or f"the python kernel {why} since: its variables before the run are gone"
 
     async def ready(self, kernel: KernelBackend) -> None:
-        """A python kernel (re)started: set up its side, and take the state its first run will find."""
+        """A python kernel (re)started: set up its side."""
         self.kernel_gone()
         try:
             await snapshots.install(kernel)
         except Exception as exc:  # runs go ahead; undo names their variables as not restorable, with this
             log.warning("variables undo is not available in this kernel: %s", exc)
-            return
-        self._take_ahead(kernel)
 
     def _take(self, kernel: KernelBackend) -> _Snap | None:
         """Send a snapshot request now (no await): the kernel takes it before anything sent after it."""
@@ -79,10 +78,9 @@ class VariableUndo:
         except Exception as exc:  # the kernel is not running: undo names the variables, with this reason
             log.info("no snapshot of the variables: %s", exc)
             return None
-        snap = _Snap(kernel, key, "the snapshot was still being taken")
+        snap = _Snap(kernel, key, "the snapshot was still being taken", sent)
 
         def finished(future: asyncio.Future[Any]) -> None:
-            snap.answered = True
             try:
                 snapshots.answer(future.result())
                 if snap.why_not == "the snapshot was still being taken":
@@ -94,28 +92,17 @@ class VariableUndo:
         sent.add_done_callback(finished)
         return snap
 
-    def _take_ahead(self, kernel: KernelBackend) -> None:
-        snap = self._take(kernel)
-        if snap is not None:
-            self._ahead[id(kernel)] = snap
-
-    def before_run(self, run_id: str, kernel: KernelBackend) -> None:
-        """The run about to start finds the state the last snapshot took; if there is none (or it failed),
-        one is sent now, just ahead of the run's code (the kernel takes them in order)."""
+    async def before_run(self, run_id: str, kernel: KernelBackend) -> None:
+        """Take the snapshot the run will find, and wait for it (bounded): the run's code goes after."""
         if canonical_language(kernel.language) != PYTHON:
             return
-        snap = self._ahead.pop(id(kernel), None)
-        if snap is None or snap.kernel is not kernel or (snap.answered and snap.why_not):
-            snap = self._take(kernel)
+        snap = self._take(kernel)
         if snap is None:
             self._snaps[run_id] = _Snap(kernel, "", "no snapshot could be sent: the kernel was not running")
-        else:
-            self._snaps[run_id] = snap
-
-    def after_run(self, run_id: str, kernel: KernelBackend, reply: Any) -> None:
-        """The run ended: the state it left is the one the next run finds. Taken now, off that run's path."""
-        if canonical_language(kernel.language) == PYTHON and self._pool.existing(PYTHON) is kernel:
-            self._take_ahead(kernel)
+            return
+        self._snaps[run_id] = snap
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(asyncio.shield(snap.done), snapshots.SNAP_TIMEOUT)
 
     def _target(self, events: list[dict[str, Any]]) -> tuple[str | None, str | None]:
         """(the earliest python run undone, why its variables cannot come back or None)."""
@@ -152,7 +139,6 @@ class VariableUndo:
             return VariablesPlan([], [], [{"name": "kernel variables", "why": str(exc)}], run_id)
         if commit:
             log.info("variables restored from before run %s in %s ms", run_id, answer.get("ms"))
-            self._take_ahead(kernel)  # the state the next run finds is the one just restored
         lost = [{"name": f"variable {item['name']}", "why": str(item["why"])} for item in answer.get("lost", [])]
         return VariablesPlan(names, list(answer.get("removed" if commit else "remove", [])), lost, run_id)
 

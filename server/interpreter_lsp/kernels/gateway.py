@@ -355,7 +355,8 @@ class GatewayKernel:
                 if pending is None:
                     self._kernel_status(state, parent)
                     return
-                if state in ("busy", "idle") and self.state in ("busy", "idle"):
+                # The server's own silent requests (sink None) are not the user's work: no busy for them.
+                if state in ("busy", "idle") and self.state in ("busy", "idle") and pending.sink is not None:
                     self._set_state(state)
                 pending.saw_iopub = True
                 if state == "busy" and pending.sink is not None:

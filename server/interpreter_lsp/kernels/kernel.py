@@ -556,7 +556,10 @@ class Kernel:
         if channel == "iopub":
             if msg_type == "status":
                 state = content.get("execution_state")
-                if state in ("busy", "idle") and self.state in ("busy", "idle"):
+                # The server's own silent requests (sink None: a snapshot, the variables) are not the user's
+                # work: the kernel does not show busy for them.
+                internal = pending is not None and pending.sink is None
+                if state in ("busy", "idle") and self.state in ("busy", "idle") and not internal:
                     self._set_state(state)
                 if pending is None:
                     return
