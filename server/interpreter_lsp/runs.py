@@ -155,6 +155,7 @@ class RunManager:
         before_run: Callable[[str], Awaitable[None]] | None = None,
         after_run: Callable[[str, list[dict[str, str]], str | None], list[dict[str, str]]] | None = None,
         before_code: Callable[[str, KernelBackend], Awaitable[None]] | None = None,
+        after_code: Callable[[str, KernelBackend, ExecuteReply], None] | None = None,
     ) -> None:
         self._pool = pool
         # Approvals are redeemed here, before anything is queued: only the gate (gate.py) mints them.
@@ -172,9 +173,10 @@ class RunManager:
         # (undo.py) is taken before anyone told of the end can change them. It returns the list as told: a
         # file it knew from before the run is "modified", not "created".
         self._after_run = after_run
-        # Awaited before any run's code goes to its kernel, local or remote: undo's snapshot of the python
-        # kernel's variables (variable_undo.py).
+        # Awaited before a run's code goes to its kernel, and called with its reply once the code ended, local
+        # or remote: undo's snapshots of the python kernel's variables (variable_undo.py).
         self._before_code = before_code
+        self._after_code = after_code
 
     def _status(
         self,
@@ -247,10 +249,7 @@ class RunManager:
             async with self._pool.run_lock(run.language):
                 kernel = await self._pool.kernel(run.language)
                 if self._before_code is not None:
-                    # Awaited, and before the run counts as executing: an interrupt meanwhile cancels the run
-                    # (still queued). Not sent back to back with the run's own request: ipykernel restores
-                    # the SIGINT handler it saved around each request, and with two queued the run could be
-                    # left with SIGINT ignored (an interrupt then missed it and the kernel was restarted).
+                    # Before the run counts as executing: an interrupt meanwhile cancels the run (still queued).
                     await self._before_code(run.run_id, kernel)
                 started = time.monotonic()
                 run.executing = True
@@ -270,6 +269,8 @@ class RunManager:
                         timed_out = True
                         await self._stop(run.language, [execution], [run])
                 reply = await execution
+                if self._after_code is not None:
+                    self._after_code(run.run_id, kernel, reply)
                 if self._files is not None and watch_files:
                     await self._files.settle()  # the run's file events still crossing from watchdog's thread
                 if timed_out:

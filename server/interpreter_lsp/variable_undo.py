@@ -1,19 +1,20 @@
 """Undo of the python kernel's variables: a snapshot of the kernel as each python run finds it, and putting
 the variables back.
 
-Before each python run's code goes to its kernel (local or on a gateway), the server has the kernel fork a
-copy-on-write snapshot of itself (kernels/snapshot_kernel.py) in a silent request and waits for it (a round
-trip, ~2-3 ms; sent back to back with the run's own request instead, ipykernel's save and restore of the
-SIGINT handler around each request could leave the run with SIGINT ignored). `plan` says, for the runs an
-undo takes back, which variables would come back, which the runs created (removed), and what cannot come
-back and why; `restore` does it from the snapshot the earliest of those runs found. A run without a
-snapshot (the kernel restarted since, more runs than are kept, the snapshot failed) is named: nothing is
-lost silently.
+The kernel forks a copy-on-write snapshot of itself (kernels/snapshot_kernel.py), in a silent request, when
+it is ready and right after each python run's reply (local or on a gateway): the state a run leaves is the
+state the next one finds, so the snapshot is taken while the user reads the output. A run waits for the
+snapshot it finds only if that is still under way (runs back to back), before its own request goes:
+sent back to back with it instead, ipykernel's save and restore of the SIGINT handler around each request
+could leave the run with SIGINT ignored (an interrupt then missed it). `plan` says, for the runs an undo
+takes back, which variables would come back, which the runs created (removed), and what cannot come back
+and why; `restore` does it from the snapshot the earliest of those runs found. A run without a snapshot
+(the kernel restarted since, more runs than are kept, the snapshot failed) is named: nothing is lost
+silently.
 
-Measured, and not chosen: a snapshot taken right after each run's reply (off the next run's path) saved
-nothing (the price of a fork for a trivial run is the copy-on-write faults of the kernel's next writes,
-wherever the fork happens), and inside the run's own request (IPython's post_run_cell) `print(1)` cost
-~5 ms more again.
+Measured (bench/roundtrip.py, `print(1)`): no snapshot 7.5 ms; this 11-12 ms; a snapshot awaited just before
+each run ~17 ms; taken inside the run's own request (IPython's pre_ or post_run_cell) ~16 ms. The floor is
+the fork's price for the kernel's next writes (copy-on-write faults), wherever the fork happens.
 """
 
 from __future__ import annotations
@@ -55,10 +56,12 @@ class VariableUndo:
     def __init__(self, pool: KernelPool) -> None:
         self._pool = pool
         self._snaps: dict[str, _Snap] = {}  # run id -> the snapshot of what it found
+        self._ahead: dict[int, _Snap] = {}  # id(kernel) -> the snapshot of its state now, for its next run
         self._keys = itertools.count(1)
 
     def kernel_gone(self, why: str = "restarted") -> None:
         """The python kernel restarted or died: the snapshots went with its process."""
+        self._ahead.clear()
         for snap in self._snaps.values():
             snap.why_not = snap.why_not or f"the python kernel {why} since: its variables before the run are gone"
 
@@ -69,6 +72,8 @@ class VariableUndo:
             await snapshots.install(kernel)
         except Exception as exc:  # runs go ahead; undo names their variables as not restorable, with this
             log.warning("variables undo is not available in this kernel: %s", exc)
+            return
+        self._take_ahead(kernel)
 
     def _take(self, kernel: KernelBackend) -> _Snap | None:
         """Send a snapshot request now (no await): the kernel takes it before anything sent after it."""
@@ -93,16 +98,30 @@ class VariableUndo:
         return snap
 
     async def before_run(self, run_id: str, kernel: KernelBackend) -> None:
-        """Take the snapshot the run will find, and wait for it (bounded): the run's code goes after."""
+        """The run finds the state the last snapshot took (sent after the run before); if there is none, or
+        it failed, one is taken now. Waited for only while under way (bounded), before the run's code goes."""
         if canonical_language(kernel.language) != PYTHON:
             return
-        snap = self._take(kernel)
+        snap = self._ahead.pop(id(kernel), None)
+        if snap is None or snap.kernel is not kernel or (snap.done is not None and snap.done.done() and snap.why_not):
+            snap = self._take(kernel)
         if snap is None:
             self._snaps[run_id] = _Snap(kernel, "", "no snapshot could be sent: the kernel was not running")
             return
         self._snaps[run_id] = snap
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(asyncio.shield(snap.done), snapshots.SNAP_TIMEOUT)
+        if snap.done is not None and not snap.done.done():
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.shield(snap.done), snapshots.SNAP_TIMEOUT)
+
+    def after_run(self, run_id: str, kernel: KernelBackend, reply: Any) -> None:
+        """The run ended: the state it left is the one the next run finds. Taken now, off that run's path."""
+        if canonical_language(kernel.language) == PYTHON and self._pool.existing(PYTHON) is kernel:
+            self._take_ahead(kernel)
+
+    def _take_ahead(self, kernel: KernelBackend) -> None:
+        snap = self._take(kernel)
+        if snap is not None:
+            self._ahead[id(kernel)] = snap
 
     def _target(self, events: list[dict[str, Any]]) -> tuple[str | None, str | None]:
         """(the earliest python run undone, why its variables cannot come back or None)."""
@@ -139,6 +158,7 @@ class VariableUndo:
             return VariablesPlan([], [], [{"name": "kernel variables", "why": str(exc)}], run_id)
         if commit:
             log.info("variables restored from before run %s in %s ms", run_id, answer.get("ms"))
+            self._take_ahead(kernel)  # the state the next run finds is the one just restored
         lost = [{"name": f"variable {item['name']}", "why": str(item["why"])} for item in answer.get("lost", [])]
         return VariablesPlan(names, list(answer.get("removed" if commit else "remove", [])), lost, run_id)
 

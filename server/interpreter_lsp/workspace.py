@@ -182,6 +182,7 @@ class Workspace:
             # is taken before that, or undo would call the user's edit the run's own.
             after_run=self.file_undo.run_finished,
             before_code=self.variable_undo.before_run,
+            after_code=self.variable_undo.after_run,
         )
         self.conversation = Conversation(History(history_file(root), ctx.redact_shown), root)
         self.gate = Gate(self, self.conversation.record, self._start_checked, ledger)

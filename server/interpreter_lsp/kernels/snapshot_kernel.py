@@ -1,7 +1,7 @@
 """Kernel side of variables undo: this file's source is executed inside a python kernel (never imported by the
 server), as the module `_interpreter_lsp_snapshots` (snapshots.py installs it and calls it silently).
 
-When the server asks (`snap(key)`: when the kernel is ready and right after each run), the kernel forks.
+When the server asks (`snap(key)`: when the kernel is ready, and after each run), the kernel forks.
 The child is the kernel's memory as it was, kept by the operating system copy-on-write: it costs the page
 tables at fork time and, later, one copy of each page the kernel writes (what the run changed, ~1x the
 bytes changed). It runs no code of the user's: it waits on a socket
@@ -24,6 +24,7 @@ teardown in a forked copy). At most MAX_SNAPSHOTS are kept, and at most MAX_BYTE
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import marshal
@@ -243,18 +244,26 @@ def snap(key: str) -> str:
     drop([key])
     mine, theirs = socket.socketpair()
     parent = os.getpid()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # "this process is multi-threaded": see _child
-        pid = os.fork()
-    if pid == 0:
-        mine.close()
-        _child(theirs, parent)
-    theirs.close()
+    pid = 0
     try:
-        os.setpgid(pid, pid)  # as the child does: whichever runs first
-    except OSError:
-        pass
-    _kids[key] = (pid, mine)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # "this process is multi-threaded": see _child
+            pid = os.fork()
+        if pid == 0:
+            mine.close()
+            _child(theirs, parent)
+        theirs.close()
+        with contextlib.suppress(OSError):
+            os.setpgid(pid, pid)  # as the child does: whichever runs first
+        _kids[key] = (pid, mine)
+    except BaseException:  # an interrupt meanwhile: no half-kept snapshot
+        mine.close()
+        theirs.close()
+        if pid:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+            _ending.append(pid)
+        raise
     _resident[key] = _rss()
     while len(_kids) > MAX_SNAPSHOTS:
         drop([next(iter(_kids))])  # the oldest first: an undo of the last steps needs the newest
