@@ -85,6 +85,7 @@ class Settings:
     sandbox_network: bool = False
     allow_env: tuple[str, ...] = ()
     run_timeout: float = 0.0
+    undo_variables: bool = True
     connect_timeout: float = 10.0
     first_token_timeout: float = 120.0
     stream_stall_timeout: float = 60.0
@@ -180,6 +181,10 @@ SCHEMA: tuple[Spec, ...] = (
     _s("runTimeout", "number", 0.0,
        "Seconds after which a run is interrupted (the kernel restarts if it ignores the interrupt). 0: none.",
        minimum=0),
+    _s("undoVariables", "boolean", True,
+       "Undo brings back the python kernel's variables: the kernel keeps a copy-on-write snapshot of "
+       "itself as each run finds it (a trivial run takes ~4 ms longer). Off: undo names the variables as not "
+       "restored."),
     _s("connectTimeout", "number", 10.0, "Seconds to connect to the model's endpoint.", minimum=0.1, maximum=600),
     _s("firstTokenTimeout", "number", 120.0,
        "Seconds from a request to the first streamed token (local models load slowly).", minimum=1, maximum=3600),

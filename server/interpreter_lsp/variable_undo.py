@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,8 +54,9 @@ class VariablesPlan:
 
 
 class VariableUndo:
-    def __init__(self, pool: KernelPool) -> None:
+    def __init__(self, pool: KernelPool, enabled: Callable[[], bool] = lambda: True) -> None:
         self._pool = pool
+        self._enabled = enabled  # interpreter.undoVariables
         self._snaps: dict[str, _Snap] = {}  # run id -> the snapshot of what it found
         self._ahead: dict[int, _Snap] = {}  # id(kernel) -> the snapshot of its state now, for its next run
         self._keys = itertools.count(1)
@@ -73,7 +75,8 @@ class VariableUndo:
         except Exception as exc:  # runs go ahead; undo names their variables as not restorable, with this
             log.warning("variables undo is not available in this kernel: %s", exc)
             return
-        self._take_ahead(kernel)
+        if self._enabled():
+            self._take_ahead(kernel)
 
     def _take(self, kernel: KernelBackend) -> _Snap | None:
         """Send a snapshot request now (no await): the kernel takes it before anything sent after it."""
@@ -102,6 +105,9 @@ class VariableUndo:
         it failed, one is taken now. Waited for only while under way (bounded), before the run's code goes."""
         if canonical_language(kernel.language) != PYTHON:
             return
+        if not self._enabled():
+            self._snaps[run_id] = _Snap(kernel, "", "variables undo is off (interpreter.undoVariables)")
+            return
         snap = self._ahead.pop(id(kernel), None)
         if snap is None or snap.kernel is not kernel or (snap.done is not None and snap.done.done() and snap.why_not):
             snap = self._take(kernel)
@@ -115,7 +121,7 @@ class VariableUndo:
 
     def after_run(self, run_id: str, kernel: KernelBackend, reply: Any) -> None:
         """The run ended: the state it left is the one the next run finds. Taken now, off that run's path."""
-        if canonical_language(kernel.language) == PYTHON and self._pool.existing(PYTHON) is kernel:
+        if canonical_language(kernel.language) == PYTHON and self._pool.existing(PYTHON) is kernel and self._enabled():
             self._take_ahead(kernel)
 
     def _take_ahead(self, kernel: KernelBackend) -> None:

@@ -166,7 +166,8 @@ class Workspace:
             gateway=lambda: GatewayConfig.from_settings(self.settings.kernel),
             on_failed=self._kernel_failed,
         )
-        self.variable_undo = VariableUndo(self.pool)  # the python kernel's variables, per run (variable_undo.py)
+        # The python kernel's variables, per run (variable_undo.py).
+        self.variable_undo = VariableUndo(self.pool, lambda: self.settings.undo_variables)
         ledger = Ledger()  # the gate mints approvals, the run manager redeems them: nothing else starts a run
         self.runs = RunManager(
             self.pool,

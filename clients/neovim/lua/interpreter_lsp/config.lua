@@ -92,6 +92,7 @@ M.known_settings = {
   sandboxNetwork = "boolean",
   allowEnv = "table",
   runTimeout = "number",
+  undoVariables = "boolean",
   connectTimeout = "number",
   firstTokenTimeout = "number",
   streamStallTimeout = "number",
