@@ -15,10 +15,10 @@ import asyncio
 import contextlib
 import logging
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 from .backend import DeathCallback, ExecuteReply, ExecutionSink, KernelDied, KernelStartError, StateCallback
+from .execution import Executions, Pending
 from .gateway_channels import Channels
 from .gateway_client import GatewayClient, GatewayError, GatewayUnreachable, KernelGone
 from .specs import KernelChoice, UnknownLanguage
@@ -28,18 +28,6 @@ log = logging.getLogger(__name__)
 READY_TIMEOUT = 60.0
 DELETE_TIMEOUT = 5.0
 STATE_LOST = "its state (variables, imports) was lost"
-
-
-@dataclass
-class _Pending:
-    sink: ExecutionSink | None
-    done: asyncio.Future[ExecuteReply]
-    frame: str = ""
-    idle: bool = False
-    reply: dict[str, Any] | None = None
-    saw_iopub: bool = False
-    sent_epoch: int = -1
-    replied: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 class GatewayKernel:
@@ -61,7 +49,9 @@ class GatewayKernel:
         self._client = client
         self._on_state = on_state
         self._on_death = on_death
-        self._pending: dict[str, _Pending] = {}
+        # Requests in flight and the routing of their messages: the one execution path (execution.py).
+        self._executions = Executions(lambda: self.state, self._set_state, self._spawn_input)
+        self._pending = self._executions.pending
         self._channels = Channels(self.language, self._dispatch, self._connection_lost, self._sent)
         self._reconnecting: asyncio.Task[None] | None = None
         self._death_task: asyncio.Task[None] | None = None
@@ -200,10 +190,7 @@ class GatewayKernel:
     # ---- death ------------------------------------------------------------------------------------------------
 
     def _fail_pending(self, status: str, reason: str | None = None) -> None:
-        for pending in list(self._pending.values()):
-            if not pending.done.done():
-                pending.done.set_result(ExecuteReply(status, {"reason": reason} if reason else {}))
-        self._pending.clear()
+        self._executions.fail_all(status, {"reason": reason} if reason else {})
 
     def _died(self, after: str, reason: str, *, restart: bool = True) -> None:
         """The remote kernel (or our way to it) is gone: fail what waits, say why, let the pool restart."""
@@ -302,10 +289,8 @@ class GatewayKernel:
 
     # ---- messages ---------------------------------------------------------------------------------------------
 
-    def _register(self, msg_id: str, sink: ExecutionSink | None, frame: str) -> _Pending:
-        pending = _Pending(sink, asyncio.get_running_loop().create_future(), frame)
-        self._pending[msg_id] = pending
-        return pending
+    def _register(self, msg_id: str, sink: ExecutionSink | None, frame: str) -> Pending:
+        return self._executions.register(msg_id, sink, frame)
 
     async def execute(
         self,
@@ -340,44 +325,25 @@ class GatewayKernel:
         msg_id, frame = self._channels.message("shell", "execute_request", content)
         pending = self._register(msg_id, sink, frame)
         self._channels.send(frame, msg_id)
-        pending.done.add_done_callback(lambda _f: self._pending.pop(msg_id, None))
+        self._executions.forget_when_done(msg_id)
         return pending.done
 
     def _dispatch(self, msg: dict[str, Any]) -> None:
-        channel = msg.get("channel")
-        msg_type = msg.get("msg_type") or msg.get("header", {}).get("msg_type", "")
+        channel = msg.get("channel") or ""
+        header = msg.get("header") or {}
+        msg_type = msg.get("msg_type") or header.get("msg_type", "")
         content = msg.get("content") or {}
         parent = msg.get("parent_header") or {}
-        pending = self._pending.get(parent.get("msg_id", ""))
-        if channel == "iopub":
-            if msg_type == "status":
-                state = content.get("execution_state")
-                if pending is None:
-                    self._kernel_status(state, parent)
-                    return
-                # The server's own silent requests (sink None) are not the user's work: no busy for them.
-                if state in ("busy", "idle") and self.state in ("busy", "idle") and pending.sink is not None:
-                    self._set_state(state)
-                pending.saw_iopub = True
-                if state == "busy" and pending.sink is not None:
-                    pending.sink.on_busy()
-                elif state == "idle":
-                    pending.idle = True
-                    self._maybe_finish(pending)
-            elif msg_type == "shutdown_reply" and parent.get("session") != self._channels.session:
-                self._shutdown_seen(bool(content.get("restart")))
-            elif pending is not None:
-                pending.saw_iopub = True
-                if pending.sink is not None:
-                    pending.sink.on_iopub(msg_type, content)
-        elif channel == "shell":
-            if pending is not None:
-                pending.reply = content
-                pending.replied.set()
-                self._maybe_finish(pending)
-        elif channel == "stdin" and msg_type == "input_request":
-            if pending is not None and pending.sink is not None:
-                self._spawn(self._answer_input(pending.sink, content, msg.get("header", {})))
+        if self._executions.route(channel, msg_type, content, parent, header):
+            return
+        # Not an execution of ours: the gateway's own news, or another client's request.
+        if channel == "iopub" and msg_type == "status":
+            self._kernel_status(content.get("execution_state"), parent)
+        elif channel == "iopub" and msg_type == "shutdown_reply" and parent.get("session") != self._channels.session:
+            self._shutdown_seen(bool(content.get("restart")))
+
+    def _spawn_input(self, sink: ExecutionSink, content: dict[str, Any], header: dict[str, Any]) -> None:
+        self._spawn(self._answer_input(sink, content, header))
 
     def _kernel_status(self, state: str | None, parent: dict[str, Any]) -> None:
         """A status without an execution of ours: the gateway's own news, or another client's request."""
@@ -400,11 +366,6 @@ class GatewayKernel:
         reason = f"the gateway {self.url} shut the kernel down (idle culling, or it was deleted there); {STATE_LOST}"
         # An idle kernel that was culled is not started again at once (that would defeat the culling).
         self._died("gone", reason, restart=bool(self._pending))
-
-    @staticmethod
-    def _maybe_finish(pending: _Pending) -> None:
-        if pending.idle and pending.reply is not None and not pending.done.done():
-            pending.done.set_result(ExecuteReply(str(pending.reply.get("status", "ok")), pending.reply))
 
     async def _answer_input(self, sink: ExecutionSink, content: dict[str, Any], header: dict[str, Any]) -> None:
         try:

@@ -31,6 +31,7 @@ from ..errors import UserError
 from ..portable import portable_forced
 from . import cgroups, launcher
 from .connection import StdinWatch, encrypt, manager_class, new_context, zmq_again
+from .execution import Executions, Pending
 from .launcher import Limits
 from .limits import exit_cause
 from .process_watch import ProcessWatch
@@ -83,16 +84,6 @@ class ExecuteReply:
     content: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
-class _Pending:
-    sink: ExecutionSink | None
-    done: asyncio.Future[ExecuteReply]
-    idle: bool = False
-    reply: dict[str, Any] | None = None
-    saw_iopub: bool = False
-    replied: asyncio.Event = field(default_factory=asyncio.Event)
-
-
 StateCallback = Callable[[str, str | None], None]
 # (the kernel's command, its runtime directory, the launcher's prefix) -> the command to run (the sandbox)
 CommandWrapper = Callable[[list[str], Path, list[str]], list[str]]
@@ -130,7 +121,9 @@ class Kernel:
         self.transport = "ipc"
         self._km: Any = None
         self._kc: AsyncKernelClient | None = None
-        self._pending: dict[str, _Pending] = {}
+        # Requests in flight and the routing of their messages: the one execution path (execution.py).
+        self._executions = Executions(lambda: self.state, self._set_state, self._spawn_input)
+        self._pending = self._executions.pending
         self._router: asyncio.Task[None] | None = None
         self._stdin_watch: StdinWatch | None = None
         self._drains: dict[str, Callable[[], None]] = {}
@@ -349,11 +342,7 @@ class Kernel:
             self._death_task = asyncio.create_task(self._on_death(self))
 
     def _fail_pending(self, status: str, cause: str | None = None) -> None:
-        for pending in list(self._pending.values()):
-            if not pending.done.done():
-                pending.done.set_result(ExecuteReply(status, {"cause": cause} if cause else {}))
-            pending.replied.set()  # a start waiting for this kernel_info reply looks again at once
-        self._pending.clear()
+        self._executions.fail_all(status, {"cause": cause} if cause else {})
 
     async def _end_descendants(self) -> None:
         """Kill every process the kernel started (detached ones included) before the kernel itself goes:
@@ -445,10 +434,8 @@ class Kernel:
 
     # ---- execution ---------------------------------------------------------------------------------
 
-    def _register(self, msg_id: str, sink: ExecutionSink | None) -> _Pending:
-        pending = _Pending(sink, asyncio.get_running_loop().create_future())
-        self._pending[msg_id] = pending
-        return pending
+    def _register(self, msg_id: str, sink: ExecutionSink | None) -> Pending:
+        return self._executions.register(msg_id, sink)
 
     async def execute(
         self,
@@ -491,7 +478,7 @@ class Kernel:
         # Registered before any await: the router cannot see this msg_id's messages earlier.
         pending = self._register(msg_id, sink)
         self._sent("shell")
-        pending.done.add_done_callback(lambda _f: self._pending.pop(msg_id, None))
+        self._executions.forget_when_done(msg_id)
         return pending.done
 
     # ---- the router --------------------------------------------------------------------------------
@@ -550,43 +537,20 @@ class Kernel:
             asyncio.get_running_loop().call_soon(drain)
 
     def _dispatch(self, channel: str, msg: dict[str, Any]) -> None:
-        msg_type = msg["header"]["msg_type"]
+        header = msg.get("header", {})
         content = msg.get("content", {})
-        pending = self._pending.get(msg.get("parent_header", {}).get("msg_id", ""))
-        if channel == "iopub":
-            if msg_type == "status":
-                state = content.get("execution_state")
-                # The server's own silent requests (sink None: a snapshot, the variables) are not the user's
-                # work: the kernel does not show busy for them.
-                internal = pending is not None and pending.sink is None
-                if state in ("busy", "idle") and self.state in ("busy", "idle") and not internal:
-                    self._set_state(state)
-                if pending is None:
-                    return
-                pending.saw_iopub = True
-                if state == "busy" and pending.sink is not None:
-                    pending.sink.on_busy()
-                elif state == "idle":
-                    pending.idle = True
-                    self._maybe_finish(pending)
-            elif pending is not None and pending.sink is not None:
-                pending.sink.on_iopub(msg_type, content)
-        elif channel == "shell":
-            if pending is not None:
-                pending.reply = content
-                pending.replied.set()
-                self._maybe_finish(pending)
-        elif channel == "stdin" and msg_type == "input_request":
-            if pending is not None and pending.sink is not None:
-                task = asyncio.create_task(self._answer_input(pending.sink, content))
-                self._input_tasks.add(task)
-                task.add_done_callback(self._input_tasks.discard)
+        if self._executions.route(channel, header.get("msg_type", ""), content, msg.get("parent_header", {}), header):
+            return
+        # Not an execution of ours (another client's): its status is still the kernel's.
+        if channel == "iopub" and header.get("msg_type") == "status":
+            state = content.get("execution_state")
+            if state in ("busy", "idle") and self.state in ("busy", "idle"):
+                self._set_state(state)
 
-    @staticmethod
-    def _maybe_finish(pending: _Pending) -> None:
-        # The reply can precede trailing iopub output: finish on idle *and* reply.
-        if pending.idle and pending.reply is not None and not pending.done.done():
-            pending.done.set_result(ExecuteReply(str(pending.reply.get("status", "ok")), pending.reply))
+    def _spawn_input(self, sink: ExecutionSink, content: dict[str, Any], _header: dict[str, Any]) -> None:
+        task = asyncio.create_task(self._answer_input(sink, content))
+        self._input_tasks.add(task)
+        task.add_done_callback(self._input_tasks.discard)
 
     async def _answer_input(self, sink: ExecutionSink, content: dict[str, Any]) -> None:
         try:

@@ -1,0 +1,99 @@
+"""The one execution path: the requests in flight on a kernel and the routing of the kernel's messages to
+them, for every backend (a local kernel's zmq channels, a gateway's websocket). A backend sends a request,
+registers it here, and hands every message it reads to `route`; what is not an execution of ours (another
+client's, the gateway's own news) comes back to the backend.
+
+An execution ends on its shell reply *and* its iopub idle status, whichever comes last (the reply can
+precede trailing output). Its busy status says it started (`ExecutionSink.on_busy`); its output goes to its
+sink; its input requests go to the backend's `answer_input`. The server's own silent requests (no sink:
+a snapshot, the variables, kernel_info) do not make the kernel show busy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .kernel import ExecuteReply, ExecutionSink
+
+
+@dataclass
+class Pending:
+    sink: ExecutionSink | None
+    done: asyncio.Future[ExecuteReply]
+    frame: str = ""  # a gateway's request as sent (sent again after a reconnect if it never arrived)
+    idle: bool = False
+    reply: dict[str, Any] | None = None
+    saw_iopub: bool = False  # any iopub message for it: the request reached the kernel
+    sent_epoch: int = -1  # a gateway's connection it went out on
+    replied: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class Executions:
+    def __init__(
+        self,
+        state: Callable[[], str],
+        set_state: Callable[[str], None],
+        answer_input: Callable[[ExecutionSink, dict[str, Any], dict[str, Any]], None],
+    ) -> None:
+        self.pending: dict[str, Pending] = {}
+        self._state = state
+        self._set_state = set_state
+        self._answer_input = answer_input
+
+    def register(self, msg_id: str, sink: ExecutionSink | None, frame: str = "") -> Pending:
+        """Before the request can be answered (no await between its send and this)."""
+        pending = Pending(sink, asyncio.get_running_loop().create_future(), frame)
+        self.pending[msg_id] = pending
+        return pending
+
+    def forget_when_done(self, msg_id: str) -> None:
+        self.pending[msg_id].done.add_done_callback(lambda _f: self.pending.pop(msg_id, None))
+
+    def fail_all(self, status: str, detail: dict[str, Any]) -> None:
+        """The kernel (or the way to it) went: everything in flight ends with `status`."""
+        from .kernel import ExecuteReply
+
+        for pending in list(self.pending.values()):
+            if not pending.done.done():
+                pending.done.set_result(ExecuteReply(status, dict(detail)))
+            pending.replied.set()  # a start waiting for a kernel_info reply looks again at once
+        self.pending.clear()
+
+    def route(self, channel: str, msg_type: str, content: dict[str, Any], parent: dict[str, Any],
+              header: dict[str, Any]) -> bool:
+        """Route a message to the execution it answers; False when it answers none of ours."""
+        pending = self.pending.get(parent.get("msg_id", ""))
+        if pending is None:
+            return False
+        if channel == "iopub":
+            pending.saw_iopub = True
+            if msg_type == "status":
+                state = content.get("execution_state")
+                if state in ("busy", "idle") and self._state() in ("busy", "idle") and pending.sink is not None:
+                    self._set_state(state)
+                if state == "busy" and pending.sink is not None:
+                    pending.sink.on_busy()
+                elif state == "idle":
+                    pending.idle = True
+                    self._finish(pending)
+            elif pending.sink is not None:
+                pending.sink.on_iopub(msg_type, content)
+        elif channel == "shell":
+            pending.reply = content
+            pending.replied.set()
+            self._finish(pending)
+        elif channel == "stdin" and msg_type == "input_request" and pending.sink is not None:
+            self._answer_input(pending.sink, content, header)
+        return True
+
+    @staticmethod
+    def _finish(pending: Pending) -> None:
+        from .kernel import ExecuteReply
+
+        # The reply can precede trailing iopub output: finish on idle *and* reply.
+        if pending.idle and pending.reply is not None and not pending.done.done():
+            pending.done.set_result(ExecuteReply(str(pending.reply.get("status", "ok")), pending.reply))
