@@ -14,10 +14,23 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from .kernel import ExecuteReply, ExecutionSink
+
+class ExecutionSink(Protocol):
+    """Receives what one execution produces, in order."""
+
+    def on_busy(self) -> None: ...
+
+    def on_iopub(self, msg_type: str, content: dict[str, Any]) -> None: ...
+
+    async def on_input(self, prompt: str, password: bool) -> str | None: ...
+
+
+@dataclass
+class ExecuteReply:
+    status: str  # "ok" | "error" | "aborted" | "died" | "interrupted"
+    content: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -55,8 +68,6 @@ class Executions:
 
     def fail_all(self, status: str, detail: dict[str, Any]) -> None:
         """The kernel (or the way to it) went: everything in flight ends with `status`."""
-        from .kernel import ExecuteReply
-
         for pending in list(self.pending.values()):
             if not pending.done.done():
                 pending.done.set_result(ExecuteReply(status, dict(detail)))
@@ -92,8 +103,6 @@ class Executions:
 
     @staticmethod
     def _finish(pending: Pending) -> None:
-        from .kernel import ExecuteReply
-
         # The reply can precede trailing iopub output: finish on idle *and* reply.
         if pending.idle and pending.reply is not None and not pending.done.done():
             pending.done.set_result(ExecuteReply(str(pending.reply.get("status", "ok")), pending.reply))

@@ -23,15 +23,14 @@ import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
 from ..portable import portable_forced
 from . import cgroups, launcher
 from .connection import StdinWatch, encrypt, manager_class, new_context, zmq_again
-from .execution import Executions, Pending
+from .execution import ExecuteReply, Executions, ExecutionSink, Pending
 from .launcher import Limits
 from .limits import exit_cause
 from .process_watch import ProcessWatch
@@ -66,22 +65,6 @@ class KernelStartError(UserError):
     def __init__(self, message: str, *, retry: bool = False) -> None:
         super().__init__(message)
         self.retry = retry
-
-
-class ExecutionSink(Protocol):
-    """Receives what one execution produces, in order."""
-
-    def on_busy(self) -> None: ...
-
-    def on_iopub(self, msg_type: str, content: dict[str, Any]) -> None: ...
-
-    async def on_input(self, prompt: str, password: bool) -> str | None: ...
-
-
-@dataclass
-class ExecuteReply:
-    status: str  # "ok" | "error" | "aborted" | "died" | "interrupted"
-    content: dict[str, Any] = field(default_factory=dict)
 
 
 StateCallback = Callable[[str, str | None], None]

@@ -221,10 +221,9 @@ def _child(sock: socket.socket, parent: int) -> None:
         # A process group of its own: ipykernel's shutdown terminates and waits for the children in the
         # kernel's group (up to ~30 s for one that is not reaped), and an interrupt goes to that group.
         os.setpgid(0, 0)
-        # Every descriptor but its own socket is closed: the kernel's zmq connections (a copy held here would
-        # keep them open after the kernel closed them: a gateway never heard of a culled kernel's end), its
-        # pipes, the other snapshots' ends (theirs see end of file when the kernel goes). Python objects
-        # that held them are never used here.
+        # Every descriptor but its own socket is closed: no copy of the kernel's zmq connections or pipes
+        # outlives the kernel here, and the other snapshots' ends go (theirs see end of file when the kernel
+        # goes). Python objects that held them are never used here.
         keep = sock.fileno()
         os.closerange(0, keep)
         os.closerange(keep + 1, _max_fd())
@@ -328,9 +327,8 @@ def _compare(key: str) -> tuple[dict[str, str], list[str], list[str], list[dict[
     now = _names()
     mine = {name: _fingerprint(value) for name, value in now.items()}  # while the snapshot computes its own
     theirs = json.loads(bytes(_recv(sock)[0]))
-    back, remove, lost = [], [], []
-    for name in sorted(set(now) - set(theirs["prints"])):
-        remove.append(name)
+    back, lost = [], []
+    remove = sorted(set(now) - set(theirs["prints"]))
     for name, before in sorted(theirs["prints"].items()):
         if name in now and before == mine[name] and not before.startswith("unpicklable"):
             continue  # unchanged (or another object of the same value)
