@@ -6,22 +6,10 @@ LSP with a real kernel; values compared inside the kernel."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
-
-import pytest
 
 from harness import Session, assert_shape, start_session, stop_session
 from interpreter_lsp import protocol as p
-
-
-@pytest.fixture
-async def session(workspace_root: Path, home: Path) -> AsyncIterator[Session]:
-    s = await start_session(workspace_root, home)
-    try:
-        yield s
-    finally:
-        await stop_session(s)
 
 
 async def value(s: Session, expression: str) -> object:
@@ -178,3 +166,35 @@ async def test_the_snapshots_end_with_their_kernel(session: Session) -> None:
     assert all(alive(pid) for pid in pids)
     await s.command(p.RESTART_KERNEL, {"language": "python"})
     await s.wait_for(lambda: not any(alive(pid) for pid in pids), what="the snapshots of the old kernel ending")
+
+
+async def test_with_variables_undo_off_undo_names_them(workspace_root: Path, home: Path) -> None:
+    """interpreter.undoVariables false: no snapshot is taken, and undo says the variables stay, and why."""
+    s = await start_session(workspace_root, home, configuration={"undoVariables": False})
+    try:
+        await s.run_and_wait("x = 1")
+        result = await s.command(p.UNDO, {})
+        lost = {item["name"]: item["why"] for item in result["notRestorable"]}
+        assert lost.get("kernel variables") == "variables undo is off (interpreter.undoVariables)", lost
+        assert result["variablesRemoved"] == []
+        assert await value(s, "'x' in globals()") is True
+        assert await value(s, "len(__import__('sys').modules['_interpreter_lsp_snapshots']._kids)") == 0
+    finally:
+        await stop_session(s)
+
+
+async def test_a_kernel_that_garbles_its_answer_does_not_break_undo(session: Session) -> None:
+    """The answer comes from the kernel, whose code may be hostile: one that replaces the restore with
+    garbage gets an undo that still takes the run back, files and conversation, and names nothing wrongly."""
+    s = session
+    (s.root / "data.txt").write_text("before")
+    await s.run_and_wait(
+        "import sys, json\n"
+        "sys.modules['_interpreter_lsp_snapshots'].restore = lambda key: json.dumps("
+        "{'restored': 'xyz', 'removed': [1, None], 'lost': ['not a dict', {'why': 3}]})\n"
+    )
+    await s.run_and_wait("open('data.txt', 'w').write('after')")
+    result = await s.command(p.UNDO, {})
+    assert result["restored"] == ["data.txt"] and (s.root / "data.txt").read_text() == "before"
+    assert result["variablesRestored"] == [] and result["variablesRemoved"] == []
+    assert {"name": "variable None", "why": "3"} in result["notRestorable"]

@@ -33,6 +33,7 @@ from .kernels.pool import KernelPool
 from .languages import PYTHON, canonical_language
 
 log = logging.getLogger(__name__)
+TAKING = "the snapshot was still being taken"  # why a snapshot cannot serve until the kernel answers
 
 
 @dataclass
@@ -50,7 +51,6 @@ class VariablesPlan:
     restore: list[str]
     remove: list[str]
     lost: list[dict[str, str]]
-    first: str | None = None  # the run whose snapshot it restores
 
 
 class VariableUndo:
@@ -86,12 +86,12 @@ class VariableUndo:
         except Exception as exc:  # the kernel is not running: undo names the variables, with this reason
             log.info("no snapshot of the variables: %s", exc)
             return None
-        snap = _Snap(kernel, key, "the snapshot was still being taken", sent)
+        snap = _Snap(kernel, key, TAKING, sent)
 
         def finished(future: asyncio.Future[Any]) -> None:
             try:
                 snapshots.answer(future.result())
-                if snap.why_not == "the snapshot was still being taken":
+                if snap.why_not == TAKING:
                     snap.why_not = None
             except BaseException as exc:  # an interrupt, the kernel died: undo says so
                 log.warning("a snapshot of the variables failed: %s", exc)
@@ -150,23 +150,28 @@ class VariableUndo:
         if run_id is None:
             return VariablesPlan([], [], [])
         if why is not None:
-            return VariablesPlan([], [], [{"name": "kernel variables", "why": why}], run_id)
+            return VariablesPlan([], [], [{"name": "kernel variables", "why": why}])
         snap = self._snaps[run_id]
         kernel = snap.kernel
         try:
             if commit:
                 answer = await snapshots.call(kernel, "restore", snap.key, snapshots.RESTORE_TIMEOUT)
-                names = list(answer.get("restored", []))
+                names = _names(answer.get("restored"))
             else:
                 answer = await snapshots.call(kernel, "plan", snap.key, snapshots.RESTORE_TIMEOUT)
-                names = list(answer.get("restore", []))
+                names = _names(answer.get("restore"))
         except Exception as exc:
-            return VariablesPlan([], [], [{"name": "kernel variables", "why": str(exc)}], run_id)
+            return VariablesPlan([], [], [{"name": "kernel variables", "why": str(exc)}])
         if commit:
             log.info("variables restored from before run %s in %s ms", run_id, answer.get("ms"))
             self._take_ahead(kernel)  # the state the next run finds is the one just restored
-        lost = [{"name": f"variable {item['name']}", "why": str(item["why"])} for item in answer.get("lost", [])]
-        return VariablesPlan(names, list(answer.get("removed" if commit else "remove", [])), lost, run_id)
+        found = answer.get("lost")
+        lost = [
+            {"name": f"variable {item.get('name')}", "why": str(item.get("why"))}
+            for item in (found if isinstance(found, list) else [])
+            if isinstance(item, dict)
+        ]
+        return VariablesPlan(names, _names(answer.get("removed" if commit else "remove")), lost)
 
     async def forget(self, run_ids: list[str] | None = None) -> None:
         """Snapshots no undo can reach any more (their runs were undone; the conversation was reset)."""
@@ -182,3 +187,9 @@ class VariableUndo:
                     await snapshots.call(kernel, "drop", keys, snapshots.SNAP_TIMEOUT)
                 except Exception as exc:
                     log.info("snapshots %s not dropped: %s", keys, exc)
+
+
+def _names(value: Any) -> list[str]:
+    """Names from the kernel's answer: JSON the kernel wrote, so whatever its code made of it. Anything but a
+    list of strings is read as none (an undo must not fail half done on it: the files are already back)."""
+    return [name for name in value if isinstance(name, str)] if isinstance(value, list) else []
