@@ -76,3 +76,21 @@ def test_messages_count_their_text_calls_and_overhead() -> None:
     parts = [{"role": "user", "content": [{"type": "text", "text": "hello there"}, {"type": "image_url"}]}]
     assert estimate.message_tokens(parts) == estimate.message_tokens(plain)  # images: agent/budget.py's
     assert estimate.text_tokens("") == 0
+
+
+def test_a_text_counted_again_costs_a_lookup_and_gives_the_same_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A conversation's earlier messages are counted at every request: remembered by length and hash,
+    bounded, and never a different answer."""
+    text = "The answer is 42, and here is why: " * 20
+    first = estimate.text_tokens(text)
+    calls = []
+    original = estimate._count
+    monkeypatch.setattr(estimate, "_count", lambda t: calls.append(t) or original(t))
+    assert estimate.text_tokens(text) == first == original(text)
+    assert calls == []  # remembered
+    assert estimate.text_tokens(text + "!") != 0 and len(calls) == 1  # another text is counted
+    monkeypatch.setattr(estimate, "_counted", type(estimate._counted)())
+    monkeypatch.setattr(estimate, "CACHE_SIZE", 8)
+    for i in range(50):
+        estimate.text_tokens(f"{i} " + text)
+    assert len(estimate._counted) == 8

@@ -437,3 +437,29 @@ async def test_export_notebook(chat: Session, model: ScriptedModel) -> None:
     assert path.read_bytes() == before  # noqa: ASYNC240
     again = await chat.command(p.EXPORT_NOTEBOOK, {"path": "out/session.ipynb", "overwrite": True})
     assert again["path"] == str(path)
+
+
+async def test_the_model_is_told_the_variables_the_last_run_left(chat: Session, model: ScriptedModel) -> None:
+    """The variables come with the snapshot taken after each run (one kernel request, not two): each chat
+    sees what the latest run left, a chat after a chat the same, and after a restart none (asked again)."""
+
+    async def told(text: str) -> str:
+        model.reply("Noted.")
+        turn = (await chat.command(p.CHAT, {"text": text}))["turnId"]
+        assert (await turn_end(chat, turn))["state"] == "done"
+        return last_user_content(model.requests[-1])
+
+    run_id, status = await chat.run_and_wait("x = 41")
+    assert status["state"] == "ok", chat.text(run_id)
+    assert "- x (int: 41)" in await told("what is x?")
+    run_id, status = await chat.run_and_wait("x = 42\ny = 'new'")
+    assert status["state"] == "ok", chat.text(run_id)
+    seen = await told("and now?")
+    assert "- x (int: 42)" in seen and "- y (str: 'new')" in seen, seen
+    assert "- x (int: 42)" in await told("still?")  # no run since: the same answer
+    await chat.command(p.RESTART_KERNEL, {"language": "python"})
+    await chat.run_and_wait("z = 7")
+    seen = await told("after the restart?")
+    assert "- z (int: 7)" in seen and "- x (" not in seen, seen
+    await chat.command(p.RESTART_KERNEL, {"language": "python"})
+    assert "Variables in the python kernel" not in await told("and now, nothing run?")

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .kernels import snapshots
-from .kernels.backend import KernelBackend
+from .kernels.backend import ExecuteReply, KernelBackend
 from .kernels.pool import KernelPool
 from .languages import PYTHON, canonical_language
 
@@ -78,11 +78,12 @@ class VariableUndo:
         if self._enabled():
             self._take_ahead(kernel)
 
-    def _take(self, kernel: KernelBackend) -> _Snap | None:
-        """Send a snapshot request now (no await): the kernel takes it before anything sent after it."""
+    def _take(self, kernel: KernelBackend, also: dict[str, str] | None = None) -> _Snap | None:
+        """Send a snapshot request now (no await): the kernel takes it before anything sent after it. `also`:
+        other user expressions for the same request (see after_run)."""
         key = f"s{next(self._keys)}"
         try:
-            sent = snapshots.submit(kernel, "snap", key)
+            sent = snapshots.submit(kernel, "snap", key, also)
         except Exception as exc:  # the kernel is not running: undo names the variables, with this reason
             log.info("no snapshot of the variables: %s", exc)
             return None
@@ -119,15 +120,22 @@ class VariableUndo:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(asyncio.shield(snap.done), snapshots.SNAP_TIMEOUT)
 
-    def after_run(self, run_id: str, kernel: KernelBackend, reply: Any) -> None:
-        """The run ended: the state it left is the one the next run finds. Taken now, off that run's path."""
+    def after_run(
+        self, run_id: str, kernel: KernelBackend, reply: Any, also: dict[str, str] | None = None
+    ) -> asyncio.Future[ExecuteReply] | None:
+        """The run ended: the state it left is the one the next run finds. Taken now, off that run's path.
+        `also`: user expressions answered by the same request (one kernel round trip after a run, not two);
+        returns that request's reply to come, or None when no snapshot was sent."""
         if canonical_language(kernel.language) == PYTHON and self._pool.existing(PYTHON) is kernel and self._enabled():
-            self._take_ahead(kernel)
+            snap = self._take_ahead(kernel, also)
+            return snap.done if snap is not None else None
+        return None
 
-    def _take_ahead(self, kernel: KernelBackend) -> None:
-        snap = self._take(kernel)
+    def _take_ahead(self, kernel: KernelBackend, also: dict[str, str] | None = None) -> _Snap | None:
+        snap = self._take(kernel, also)
         if snap is not None:
             self._ahead[id(kernel)] = snap
+        return snap
 
     def _target(self, events: list[dict[str, Any]]) -> tuple[str | None, str | None]:
         """(the earliest python run undone, why its variables cannot come back or None)."""

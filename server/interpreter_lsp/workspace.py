@@ -27,9 +27,9 @@ from .errors import UserError
 from .files import FileChanges
 from .gate import Approval, Gate, Ledger, UnknownProposal
 from .history import History, history_file
-from .kernels.backend import KernelStartError
+from .kernels.backend import ExecuteReply, KernelBackend, KernelStartError
 from .kernels.gateway_client import GatewayConfig
-from .kernels.introspect import python_variables
+from .kernels.introspect import VARIABLES, python_variables, variables_of
 from .kernels.launcher import Limits
 from .kernels.pool import KernelPool, LaunchOptions
 from .kernels.sandbox import SandboxConfig, bwrap_available, counts_processes_apart, wrap_command
@@ -183,7 +183,7 @@ class Workspace:
             # is taken before that, or undo would call the user's edit the run's own.
             after_run=self.file_undo.run_finished,
             before_code=self.variable_undo.before_run,
-            after_code=self.variable_undo.after_run,
+            after_code=self._after_code,
         )
         self.conversation = Conversation(History(history_file(root), ctx.redact_shown), root)
         self.gate = Gate(self, self.conversation.record, self._start_checked, ledger)
@@ -198,6 +198,8 @@ class Workspace:
         # does not ask the kernel again).
         self._variables: list[dict[str, Any]] | None = None
         self._variables_kernel: float | None = None
+        # The answer to come with the variables the last python run left (asked with its snapshot).
+        self._variables_soon: tuple[KernelBackend, asyncio.Future[ExecuteReply]] | None = None
         # Files runs created or changed: running or importing one of them is never "low" (its content was
         # not rated when it ran).
         self._written: set[Path] = set()
@@ -416,8 +418,13 @@ class Workspace:
             return None
         if self._variables is not None and self._variables_kernel == kernel.started_at:
             return self._variables
+        soon, self._variables_soon = self._variables_soon, None
         try:
-            variables = await asyncio.wait_for(python_variables(kernel), VARIABLES_FOR_CONTEXT_TIMEOUT)
+            if soon is not None and soon[0] is kernel:  # asked after the last run, with its snapshot
+                reply = await asyncio.wait_for(asyncio.shield(soon[1]), VARIABLES_FOR_CONTEXT_TIMEOUT)
+                variables = variables_of(reply)
+            else:
+                variables = await asyncio.wait_for(python_variables(kernel), VARIABLES_FOR_CONTEXT_TIMEOUT)
         except Exception:
             return None
         # started_at changes on a restart, whose empty namespace must not be hidden by the cache.
@@ -516,7 +523,7 @@ class Workspace:
         await self.variable_undo.forget(run_ids)
         lost = [*variables.lost, *plan.lost, *failed]
         if run_ids:
-            self._variables = None
+            self._forget_variables()
             text, for_model = undo_note(restored, removed, lost, variables.restore, variables.remove)
             self.conversation.add(p.NoteEvent(text, for_model=for_model))
         return {**undo_scope(dropped), "restored": restored, "removed": removed, "notRestorable": lost,
@@ -558,7 +565,7 @@ class Workspace:
         if lang == PYTHON:
             self.variable_undo.kernel_gone()
         await self.pool.restart(lang)
-        self._variables = None
+        self._forget_variables()
         self.conversation.add(
             p.KernelEvent(lang, "restarted", f"The {lang} kernel restarted: its variables and imports were cleared.")
         )
@@ -774,7 +781,7 @@ class Workspace:
     def _kernel_died(self, language: str, cause: str | None = None) -> None:
         why = f" ({cause})" if cause else ""
         text = f"The {language} kernel died{why}; its state (variables, imports) was lost. It is being restarted."
-        self._variables = None
+        self._forget_variables()
         if canonical_language(language) == PYTHON:
             self.variable_undo.kernel_gone("died")
         self.conversation.add(p.KernelEvent(language, "died", text))
@@ -784,6 +791,16 @@ class Workspace:
         """It could not be restarted and stays dead (kernels/restarts.py): said once."""
         self.conversation.add(p.KernelEvent(language, "died", why))
         self.ctx.show_message("error", why)
+
+    def _after_code(self, run_id: str, kernel: KernelBackend, reply: ExecuteReply) -> None:
+        """A run's reply arrived: the snapshot of the state it left also asks for the variables, which the
+        next chat tells the model (one kernel round trip after a run, off the chat's path)."""
+        sent = self.variable_undo.after_run(run_id, kernel, reply, also=VARIABLES)
+        self._variables_soon = (kernel, sent) if sent is not None else None
+
+    def _forget_variables(self) -> None:
+        """The kernel's variables changed other than by a run (undo, restart, death): asked again."""
+        self._variables, self._variables_soon = None, None
 
     def _run_finished(self, result: RunResult) -> None:
         if result.language == PYTHON:

@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from ..errors import UserError
-from .backend import KernelBackend
+from .backend import ExecuteReply, KernelBackend
 
 _EXPRESSION = """(lambda ns, hidden, json, types, reprlib: json.dumps([
     {"name": k, "type": type(v).__name__,
@@ -30,16 +30,26 @@ class VariablesUnavailable(UserError):
     pass
 
 
+# The user expression that lists the variables, for a request of the server's own that also asks something
+# else (variable_undo.py's snapshot after each run carries it: one round trip after a run, not two).
+VARIABLES = {"vars": _EXPRESSION}
+
+
 async def python_variables(kernel: KernelBackend) -> list[dict[str, Any]]:
     try:
         reply = await asyncio.wait_for(
-            kernel.execute("", None, silent=True, user_expressions={"vars": _EXPRESSION}), VARIABLES_TIMEOUT
+            kernel.execute("", None, silent=True, user_expressions=VARIABLES), VARIABLES_TIMEOUT
         )
     except asyncio.TimeoutError as exc:
         raise VariablesUnavailable(
             f"The python kernel is busy (no answer within {VARIABLES_TIMEOUT:.0f} s); "
             "try again when the running code has finished, or interrupt it."
         ) from exc
+    return variables_of(reply)
+
+
+def variables_of(reply: ExecuteReply) -> list[dict[str, Any]]:
+    """The variables a reply to a request with VARIABLES carries (VariablesUnavailable, saying why, if not)."""
     result = reply.content.get("user_expressions", {}).get("vars", {})
     if result.get("status") != "ok":
         raise VariablesUnavailable(

@@ -41,9 +41,12 @@ def _expression(function: str, argument: Any) -> dict[str, str]:
     return {"r": f"__import__({MODULE!r}).{function}({json.dumps(argument)})"}
 
 
-def submit(kernel: KernelBackend, function: str, argument: Any) -> asyncio.Future[ExecuteReply]:
-    """Send the call now (no await): it is in the kernel's queue ahead of anything sent after it."""
-    return kernel.submit("", None, silent=True, user_expressions=_expression(function, argument))
+def submit(
+    kernel: KernelBackend, function: str, argument: Any, also: dict[str, str] | None = None
+) -> asyncio.Future[ExecuteReply]:
+    """Send the call now (no await): it is in the kernel's queue ahead of anything sent after it. `also`: other
+    user expressions answered in the same request, evaluated before the call (ipykernel keeps their order)."""
+    return kernel.submit("", None, silent=True, user_expressions={**(also or {}), **_expression(function, argument)})
 
 
 def answer(reply: ExecuteReply) -> dict[str, Any]:

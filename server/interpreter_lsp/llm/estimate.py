@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections import OrderedDict
 from typing import Any
 
 _PATTERN = (
@@ -32,10 +33,31 @@ def _piece() -> re.Pattern[str]:
     return re.compile(_PATTERN)
 MARGIN = 1.1
 PER_MESSAGE = 4  # role and separators, as OpenAI's own accounting has it
+CACHED_FROM = 24  # characters: a shorter text is counted again (about as cheap as the bookkeeping)
+CACHE_SIZE = 16384  # texts remembered (~1.5 MB), by length and hash (never the text itself: it may be large)
+_counted: OrderedDict[tuple[int, int], int] = OrderedDict()
 
 
 def text_tokens(text: str) -> int:
-    """Tokens of `text`, estimated (see the module's docstring for how far off it may be)."""
+    """Tokens of `text`, estimated (see the module's docstring for how far off it may be).
+
+    Remembered for the texts seen last: a conversation's earlier messages are counted again at every request
+    (the prompt's size where the model reports no usage, the context budget), and counting is linear in
+    the text; a lookup is a hash."""
+    if len(text) < CACHED_FROM:
+        return _count(text)
+    key = (len(text), hash(text))
+    n = _counted.get(key)
+    if n is None:
+        n = _counted[key] = _count(text)
+        if len(_counted) > CACHE_SIZE:
+            _counted.popitem(last=False)
+    else:
+        _counted.move_to_end(key)
+    return n
+
+
+def _count(text: str) -> int:
     n = 0
     for match in _piece().finditer(text):
         piece = match.group()
