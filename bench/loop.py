@@ -5,6 +5,10 @@ its closing reply -> turn done (two model calls and one run, against the scripte
 two raw httpx streams of the same replies from the same scripted model, and one bare jupyter_client run
 of the same code. Interleaved, so that the machine's load hits both alike.
 
+The scripted model serves from a process of its own, as a user's model does: in this process, its thread
+would wait for the GIL while the bench's LSP client reads the server's notifications (the turn's model
+calls were charged ~2 ms each for that; the raw calls, made while nothing else happens, were not).
+
     .venv/bin/python bench/loop.py [--turns 30]
 
 Goal (issue 21): the turn <= 1.5x the sum of its parts.
@@ -15,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -26,55 +31,89 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness import Session, start_session, stop_session
 from interpreter_lsp import protocol as p
 from roundtrip import bare_execute, bare_kernel
-from scripted_model import ScriptedModel
 
 CODE = "print(1)"
 FIRST = f"Let me check.\n```python\n{CODE}\n```\n"
 SECOND = "It printed 1. Done."
 
 
-async def server_turn(s: Session, model: ScriptedModel) -> float:
-    model.reply(FIRST, chunk_size=16)
-    model.reply(SECOND, chunk_size=16)
+# The model's process: it answers by what it is asked (a raw call names the reply it wants; the server's
+# first request ends with the user's words, its second with the run's result).
+MODEL_PROCESS = f"""
+import sys, time
+sys.path.insert(0, {str(Path(__file__).resolve().parent.parent / "tests")!r})
+from scripted_model import ScriptedModel
+
+def respond(body):
+    last = str(body["messages"][-1].get("content"))
+    if last == "first" or (last != "second" and "print one" in last):
+        return {FIRST!r}
+    return {SECOND!r}
+
+with ScriptedModel() as model:
+    model.responder = respond
+    print(model.base_url, flush=True)
+    sys.stdin.read()  # until the bench ends
+"""
+
+
+async def server_turn(s: Session) -> float:
+    runs = len(s.notes[p.RUN_STATUS])
     start = time.perf_counter()
     turn = (await s.command(p.CHAT, {"text": "print one"}))["turnId"]
     await s.wait_for(lambda: any(n["turnId"] == turn and n["state"] == "done" for n in s.notes[p.TURN_STATUS]), 120)
-    return time.perf_counter() - start
+    took = time.perf_counter() - start
+    ended = [n for n in s.notes[p.RUN_STATUS][runs:] if n["state"] in p.FINAL_RUN_STATES]
+    if [n["state"] for n in ended] != ["ok"]:  # the turn measured is the one described: one run, then done
+        raise SystemExit(f"the turn was not two model calls and one run: {ended}")
+    return took
 
 
-async def raw_call(client, model: ScriptedModel, text: str) -> float:
-    model.reply(text, chunk_size=16)
-    body = {"model": "scripted", "messages": [{"role": "user", "content": "x"}], "stream": True}
+async def raw_call(client, base_url: str, which: str) -> float:
+    body = {"model": "scripted", "messages": [{"role": "user", "content": which}], "stream": True}
     start = time.perf_counter()
-    async with client.stream("POST", f"{model.base_url}/chat/completions", json=body) as response:
+    async with client.stream("POST", f"{base_url}/chat/completions", json=body) as response:
         async for _line in response.aiter_lines():
             pass
     return time.perf_counter() - start
 
 
-async def main(turns: int) -> None:
+def start_model() -> tuple[subprocess.Popen[str], str]:
+    """The scripted model in a process of its own; its base url."""
+    model = subprocess.Popen(
+        [sys.executable, "-c", MODEL_PROCESS], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert model.stdout is not None
+    base_url = model.stdout.readline().strip()
+    if not base_url:
+        model.kill()
+        raise SystemExit("the scripted model's process did not start")
+    return model, base_url
+
+
+async def main(turns: int, base_url: str) -> None:
     import httpx
 
-    with ScriptedModel() as model, tempfile.TemporaryDirectory(prefix="ilsp-bench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="ilsp-bench-") as tmp:
         tmp_path = Path(tmp)
         root, home = tmp_path / "ws", tmp_path / "home"
         root.mkdir()
         home.mkdir()
-        settings = {"model": "openai/scripted", "apiBase": model.base_url, "apiKey": "sk-bench", "autoRun": True}
+        settings = {"model": "openai/scripted", "apiBase": base_url, "apiKey": "sk-bench", "autoRun": True}
         km, kc = await bare_kernel(tmp_path)
         s = await start_session(root, home, configuration=settings)
         served, parts = [], []
         try:
             async with httpx.AsyncClient() as client:
                 for _ in range(3):  # warm both sides: the kernel, the connections
-                    await server_turn(s, model)
-                    await raw_call(client, model, FIRST)
+                    await server_turn(s)
+                    await raw_call(client, base_url, "first")
                     await bare_execute(kc, CODE)
                 for _ in range(turns):
-                    served.append(await server_turn(s, model))
-                    first = await raw_call(client, model, FIRST)
+                    served.append(await server_turn(s))
+                    first = await raw_call(client, base_url, "first")
                     run = (await bare_execute(kc, CODE))[0]
-                    second = await raw_call(client, model, SECOND)
+                    second = await raw_call(client, base_url, "second")
                     parts.append(first + run + second)
         finally:
             await stop_session(s)
@@ -91,4 +130,8 @@ async def main(turns: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--turns", type=int, default=30)
-    asyncio.run(main(parser.parse_args().turns))
+    model, base_url = start_model()
+    try:
+        asyncio.run(main(parser.parse_args().turns, base_url))
+    finally:
+        model.communicate(timeout=30)  # its stdin closes: it ends
