@@ -1,5 +1,5 @@
 """Verified export (interpreter.exportNotebook with verify): through the server (a real LSP client, the real
-server, the session's real kernel and a fresh real kernel run by nbclient), each code cell of the exported
+server, the session's real kernel and a fresh real kernel on the same execution path), each code cell of the exported
 notebook gets the verdict a reader should see, with the normalisation or cause named, and the command's
 result carries the summary the editors show."""
 
@@ -103,7 +103,7 @@ async def test_input_files_are_hashed_and_a_seeded_session_is_identical(session:
 
 
 async def test_interrupt_cancels_a_verification(session: Session) -> None:
-    """Interrupted while the fresh kernel runs a cell (nbclient would report a cancelled cell as a dead kernel)."""
+    """Interrupted while the fresh kernel runs a cell: cancelled, its kernel shut down, the notebook kept."""
     await session.run_and_wait("import time\nopen('started.txt', 'w').write('1')\ntime.sleep(4)")
     started = session.root / "started.txt"
     started.unlink()
@@ -141,6 +141,37 @@ async def test_a_cell_past_the_run_timeout_differs_and_ends_the_run(workspace_ro
     finally:
         await stop_session(s)
     assert [x["verdict"] for x in _stamps(_read(result["path"]))] == ["differs: timeout (past runTimeout)", "not run"]
+
+
+async def test_a_fresh_kernel_that_dies_is_said_and_the_rest_is_not_run(workspace_root: Path, home: Path) -> None:
+    s = await start_session(workspace_root, home)
+    try:
+        await s.run_and_wait("import os\nif os.path.exists('crash'):\n    os._exit(1)\nprint('alive')")
+        await s.run_and_wait("print('next')")
+        (workspace_root / "crash").write_text("")  # the fresh run finds it: its kernel dies in the first cell
+        result = await s.command(p.EXPORT_NOTEBOOK, {"path": "v.ipynb", "verify": True}, VERIFY_WAIT)
+    finally:
+        await stop_session(s)
+    assert [x["verdict"] for x in _stamps(_read(result["path"]))] == ["differs: the fresh kernel died", "not run"]
+    assert result["verification"]["notRun"] == 1
+
+
+async def test_verification_takes_the_portable_path_too(workspace_root: Path, home: Path) -> None:
+    """Forced here as on macOS and Windows (kernels over TCP with the connection key, death seen by polling):
+    the fresh kernel is started like the session's, so it works where the session's does."""
+    transport = "import json\nfrom ipykernel.connect import get_connection_info\n" \
+        "print(json.loads(get_connection_info())['transport'])"
+    s = await start_session(workspace_root, home, env={"INTERPRETER_LSP_PORTABLE": "1"})
+    try:
+        run_id, status = await s.run_and_wait(transport)
+        assert status["state"] == "ok" and s.text(run_id) == "tcp\n", s.text(run_id)
+        run_id, status = await s.run_and_wait("x = 6 * 7\nprint(x + 1)")
+        assert status["state"] == "ok", s.text(run_id)
+        result = await s.command(p.EXPORT_NOTEBOOK, {"path": "v.ipynb", "verify": True}, VERIFY_WAIT)
+    finally:
+        await stop_session(s)
+    # "identical" for the first cell: the fresh kernel printed "tcp" too.
+    assert [x["verdict"] for x in _stamps(_read(result["path"]))] == ["identical", "identical"]
 
 
 def _png(pixels: list[tuple[int, int, int]], level: int) -> str:

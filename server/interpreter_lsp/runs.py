@@ -18,6 +18,7 @@ from .gate import Approval, Ledger
 from .kernels.backend import ExecuteReply, KernelBackend, KernelDied, KernelStartError
 from .kernels.pool import KernelPool
 from .languages import canonical_language
+from .notebook import OutputRecords
 from .output import RunOutput
 from .protocol import RUN_STATUS, RunStatusParams, to_wire
 
@@ -80,7 +81,7 @@ class _Sink:
         self._manager = manager
         self._run = run
         self.output = output
-        self.records: list[dict[str, Any]] = []
+        self.recorded = OutputRecords()  # for history and notebook export
 
     def on_busy(self) -> None:
         self._manager._status(self._run, "running")
@@ -97,37 +98,11 @@ class _Sink:
             if ename == "StdinNotImplementedError" and self._manager.ask_input is None:
                 return self._condensed(NO_INPUT, content)
         self.output.on_iopub(msg_type, content)
-        self._record(msg_type, content)
+        self.recorded.add(msg_type, content)
 
     def _condensed(self, text: str, content: dict[str, Any]) -> None:
         self.output.exception(str(content.get("ename", "Error")), text, [text])
-        self.records.append(
-            {"output_type": "error", "ename": content.get("ename", ""), "evalue": text, "traceback": [text]}
-        )
-
-    def _record(self, msg_type: str, content: dict[str, Any]) -> None:
-        """Outputs kept for history and notebook export (nbformat shape), stream text bounded."""
-        if msg_type == "stream":
-            text = str(content.get("text", ""))
-            last = self.records[-1] if self.records else None
-            if last and last.get("output_type") == "stream" and last.get("name") == content.get("name"):
-                if len(last["text"]) < 100_000:
-                    last["text"] += text[: 100_000 - len(last["text"])]
-                return
-            self.records.append({"output_type": "stream", "name": content.get("name", "stdout"), "text": text})
-        elif msg_type in ("execute_result", "display_data"):
-            self.records.append(
-                {"output_type": msg_type, "data": content.get("data", {}), "metadata": content.get("metadata", {})}
-            )
-        elif msg_type == "error":
-            self.records.append(
-                {
-                    "output_type": "error",
-                    "ename": content.get("ename", ""),
-                    "evalue": content.get("evalue", ""),
-                    "traceback": content.get("traceback", []),
-                }
-            )
+        self.recorded.error(str(content.get("ename", "")), text, [text])
 
     async def on_input(self, prompt: str, password: bool) -> str | None:
         ask = self._manager.ask_input
@@ -316,7 +291,7 @@ class RunManager:
                 proposal_id=run.proposal_id,
                 code_hash=run.code_hash,
                 agent=run.agent,
-                outputs=sink.records,
+                outputs=sink.recorded.records,
                 files=touched.files,
             )
             self.runs.pop(run.run_id, None)

@@ -1,12 +1,13 @@
-"""Verified export: the exported notebook re-run top to bottom in a fresh kernel (nbclient), each code cell
-stamped with a verdict in `metadata.interpreter_lsp.verify`, and the notebook with what a reader needs to
+"""Verified export: the exported notebook re-run top to bottom in a fresh kernel, each code cell stamped
+with a verdict in `metadata.interpreter_lsp.verify`, and the notebook with what a reader needs to
 reproduce it (`metadata.interpreter_lsp.verify`: interpreter and package versions from the fresh kernel,
 the seeds the cells set, sha-256 of the workspace input files the cells name).
 
-The fresh kernel is the session's kernelspec (kernels/specs.py's choice for python: the workspace venv or
-interpreter.kernel.python), started in the workspace with the session's kernel environment and, when the
-session is sandboxed, through the same bubblewrap wrapper (the workspace's LaunchOptions), so what was
-approved to run sandboxed never runs outside it. Verdicts: `identical`; `equivalent` (normalise.py names what
+The fresh kernel is a `Kernel` of the session's kind (KernelPool.fresh: the same kernelspec, environment,
+limits and, when the session is sandboxed, the same bubblewrap wrapper, so what was approved to run
+sandboxed never runs outside it) and runs on the one execution path (kernels/execution.py) that the
+session's runs take; its outputs are recorded by notebook.OutputRecords as the session's were, so the two
+sides are kept alike before they are compared. Verdicts: `identical`; `equivalent` (normalise.py names what
 was forgiven); `differs: <cause>`; `not run` (an error the session did not have stopped the run).
 
 Everything here is one asyncio task per verification (Workspace holds it by id, `interpreter.interrupt`
@@ -18,24 +19,26 @@ from __future__ import annotations
 import ast
 import asyncio
 import contextlib
-import copy
 import json
 import shutil
-import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import causes, normalise
+from . import causes, normalise, notebook
 from . import protocol as p
 from .errors import UserError
+from .kernels.backend import KernelStartError
 from .kernels.figures import REGISTER
+from .kernels.kernel import Kernel
+from .notebook import OutputRecords
 
 UNFINISHED = ("interrupted", "timeout", "died")  # session runs that did not end by themselves
 STARTUP_TIMEOUT = 120.0  # a fresh kernel on a busy machine
 VERSIONS_TIMEOUT = 30.0
+INTERRUPT_WAIT = 10.0  # a cell past runTimeout: how long it has to stop after the interrupt
 
 # Run in the fresh kernel in a namespace of its own (nothing is left in the user's): the interpreter, and the
 # versions of the modules the cells import. packages_distributions() reads every installed distribution's
@@ -82,10 +85,7 @@ class Session:
 
     root: Path
     runs: list[dict[str, Any]]  # the surviving run events, in order (one per code cell)
-    kernel_name: str
-    kernel_dirs: tuple[str, ...]
-    env: dict[str, str]
-    wrapper: Any  # (cmd) -> cmd, or None: the sandbox's
+    kernel: Kernel  # fresh, not started (KernelPool.fresh)
     runtime_dir: Path
     sandbox: str | None
     timeout: float | None
@@ -99,93 +99,69 @@ def _code_cells(nb: Any) -> list[Any]:
     return [c for c in nb.cells if c.cell_type == "code"]
 
 
-async def _start(session: Session, nb: Any) -> Any:
-    from jupyter_client.kernelspec import KernelSpecManager
-    from nbclient import NotebookClient
+class _Cell:
+    """The execution sink of one cell: its outputs recorded as the session's runs record theirs; an input
+    request is refused (nothing answers one in a verification: the cell fails as it would unattended)."""
 
-    from .kernels.connection import manager_class  # the session's manager: its launch command can be wrapped
-    from .kernels.stderr import KernelStderr
+    def __init__(self) -> None:
+        self.recorded = OutputRecords()
 
-    session.runtime_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    km = manager_class()(
-        kernel_name=session.kernel_name,
-        transport="ipc",  # sockets in our own 0700 runtime directory, reachable inside the sandbox too
-        ip=str(session.runtime_dir / "k"),
-        connection_file=str(session.runtime_dir / "k.json"),
-    )
-    if session.kernel_dirs:
-        km.kernel_spec_manager = KernelSpecManager(kernel_dirs=list(session.kernel_dirs))
-    km.command_wrapper = session.wrapper
-    client = NotebookClient(
-        nb, km=km, timeout=session.timeout, startup_timeout=int(STARTUP_TIMEOUT), allow_errors=True,
-        record_timing=False, kernel_name=session.kernel_name,
-    )
-    # stdout is the LSP wire: the kernel never inherits it; nor the server's stderr (a sandboxed kernel holds
-    # no descriptor of the server's): a pipe of its own, logged, its tail said if the start fails.
-    stderr = km.ilsp_stderr = KernelStderr("verification")
+    def on_busy(self) -> None:
+        pass
+
+    def on_iopub(self, msg_type: str, content: dict[str, Any]) -> None:
+        self.recorded.add(msg_type, content)
+
+    async def on_input(self, prompt: str, password: bool) -> str | None:
+        return None
+
+
+async def _start(session: Session) -> None:
     try:
-        await km.start_kernel(
-            cwd=str(session.root), env=session.env, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
-            stderr=stderr.fd, extra_arguments=[],
-        )
-        await client.async_start_new_kernel_client()
-    except BaseException as exc:
-        with contextlib.suppress(Exception):
-            await km.shutdown_kernel(now=True)
-        tail = stderr.tail()
-        stderr.close()
-        if isinstance(exc, Exception):
-            said = f" Its last words: {tail}" if tail else ""
-            raise UserError(f"The fresh kernel for verification could not start: {exc}. The notebook was written "
-                            f"without verdicts.{said}") from exc
-        raise
-    return client
+        await asyncio.wait_for(session.kernel.start(), STARTUP_TIMEOUT)
+    except asyncio.TimeoutError as exc:
+        await session.kernel.shutdown()
+        raise UserError(f"The fresh kernel for verification did not start within {STARTUP_TIMEOUT:g} s. The "
+                        "notebook was written without verdicts.") from exc
+    except KernelStartError as exc:
+        await session.kernel.shutdown()
+        raise UserError(f"The fresh kernel for verification could not start: {exc}. The notebook was written "
+                        "without verdicts.") from exc
 
 
-async def _stop(client: Any) -> None:
-    km, kc = client.km, client.kc
-    with contextlib.suppress(Exception):
-        if kc is not None:
-            kc.stop_channels()
-    with contextlib.suppress(Exception):
-        if km is not None and km.has_kernel:
-            await km.shutdown_kernel(now=True)
-    if (stderr := getattr(km, "ilsp_stderr", None)) is not None:
-        stderr.close()
-
-
-async def _execute(client: Any, cell: Any, index: int, number: int) -> None:
-    """nbclient turns a cancellation of the cell's execution into DeadKernelError ("Kernel died"): it runs
-    shielded, so cancelling the verification raises CancelledError here, and the execution is then dropped
-    (the kernel is shut down next)."""
-    execution = asyncio.ensure_future(client.async_execute_cell(cell, index, execution_count=number))
+async def _execute(session: Session, code: str) -> tuple[str, list[dict[str, Any]]]:
+    """Run one cell: ("ok" | "error" | "timeout" | "died", its outputs recorded). Past runTimeout it is
+    interrupted (and given INTERRUPT_WAIT to stop)."""
+    cell = _Cell()
+    done = session.kernel.submit(code, cell)
     try:
-        await asyncio.shield(execution)
+        finished, _ = await asyncio.wait({done}, timeout=session.timeout)
     except asyncio.CancelledError:
-        execution.cancel()
-        with contextlib.suppress(BaseException):
-            await execution
+        done.cancel()
         raise
+    if not finished:
+        with contextlib.suppress(Exception):
+            await session.kernel.interrupt()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(asyncio.shield(done), INTERRUPT_WAIT)
+        return "timeout", cell.recorded.records
+    reply = done.result()
+    return ("died" if reply.status == "died" else reply.status), cell.recorded.records
 
 
-async def _silent(client: Any, code: str, expression: str | None = None) -> str | None:
+async def _silent(session: Session, code: str, expression: str | None = None) -> str | None:
     reply = await asyncio.wait_for(
-        client.kc.execute_interactive(
-            code, silent=True, store_history=False, user_expressions={"v": expression} if expression else None,
-            timeout=VERSIONS_TIMEOUT,
-        ),
-        VERSIONS_TIMEOUT + 5,
+        session.kernel.execute(code, None, silent=True, user_expressions={"v": expression} if expression else None),
+        VERSIONS_TIMEOUT,
     )
     if not expression:
         return None
-    value = reply["content"].get("user_expressions", {}).get("v", {}).get("data", {}).get("text/plain")
+    value = reply.content.get("user_expressions", {}).get("v", {}).get("data", {}).get("text/plain")
     return ast.literal_eval(value) if isinstance(value, str) else None
 
 
 async def verify(nb: Any, session: Session, history_path: Path | None = None) -> dict[str, Any]:
     """Re-run `nb` (the export, which it stamps in place) and return the summary for the command's result."""
-    from nbclient.exceptions import CellTimeoutError, DeadKernelError
-
     started = time.monotonic()
     if history_path is not None:
         session.dropped_runs = await asyncio.to_thread(causes.dropped_runs, history_path)
@@ -194,17 +170,15 @@ async def verify(nb: Any, session: Session, history_path: Path | None = None) ->
     if not cells:
         raise UserError("There is nothing to verify: the conversation has no code that ran. The notebook was "
                         "written.")
-    fresh = copy.deepcopy(nb)
-    fresh_cells = _code_cells(fresh)
     root_text = (str(session.root), str(session.root.resolve()))
     reports: list[CellReport] = []
     environment: dict[str, Any] = {}
-    client = await _start(session, fresh)
+    await _start(session)
     start_seconds = time.monotonic() - started
     try:
-        await _silent(client, REGISTER)  # the session's kernels show figures of any backend: so does this one
+        await _silent(session, REGISTER)  # the session's kernels show figures of any backend: so does this one
         stopped = False
-        for index, cell in enumerate(fresh_cells):
+        for index, source in enumerate(sources):
             number = index + 1
             if stopped:
                 reports.append(CellReport(number, "not run"))
@@ -214,21 +188,17 @@ async def verify(nb: Any, session: Session, history_path: Path | None = None) ->
                 # An interrupted loop would run until a timeout again: it is not re-run, and says why.
                 reports.append(CellReport(number, f"not run: the session's run ended {state}"))
                 continue
-            cell.outputs = []
-            try:
-                await _execute(client, cell, fresh.cells.index(cell), number)
-            except (CellTimeoutError, DeadKernelError) as exc:
-                why = "timeout (past runTimeout)" if isinstance(exc, CellTimeoutError) else "the fresh kernel died"
+            ended, records = await _execute(session, source)
+            if ended in ("timeout", "died"):
+                why = "timeout (past runTimeout)" if ended == "timeout" else "the fresh kernel died"
                 reports.append(CellReport(number, f"differs: {why}"))
                 stopped = True
-                if isinstance(exc, DeadKernelError):
+                if ended == "died":
                     break
-                with contextlib.suppress(Exception):  # the cell still runs: stop it before the versions probe
-                    await client.km.interrupt_kernel()
                 continue
             comparison = await asyncio.to_thread(
-                lambda old=list(cells[index].outputs), new=list(cell.outputs): normalise.compare(
-                    old, session.mask(new), root_text
+                lambda old=list(cells[index].outputs), new=records, n=number: normalise.compare(
+                    old, session.mask(notebook.outputs_of(new, n)), root_text
                 )
             )
             if comparison.verdict == "differs":
@@ -240,9 +210,9 @@ async def verify(nb: Any, session: Session, history_path: Path | None = None) ->
                 reports.append(CellReport(number, comparison.verdict, comparison.normalisations))
         with contextlib.suppress(Exception):
             probe = _versions_expression(causes.imported_modules(sources))
-            environment = json.loads(await _silent(client, "", probe) or "{}")
+            environment = json.loads(await _silent(session, "", probe) or "{}")
     finally:
-        await _stop(client)
+        await session.kernel.shutdown()
         await asyncio.to_thread(shutil.rmtree, session.runtime_dir, True)
     reports += [CellReport(n, "not run") for n in range(len(reports) + 1, len(cells) + 1)]
     seconds = time.monotonic() - started

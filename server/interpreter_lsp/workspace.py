@@ -638,25 +638,11 @@ class Workspace:
 
     def _verify_session(self, verification_id: str, runs: list[dict[str, Any]]) -> Any:
         from . import verify
-        from .kernels.launcher import command
 
-        choice = self.pool.choice(PYTHON)
-        options = self._launch_options()
         runtime_dir = self.ctx.runtime_dir / verification_id
-        prefix = command(options.limits) if os.name == "posix" else []
-        if options.command_wrapper is not None:
-            wrap = options.command_wrapper
-
-            def wrapper(cmd: list[str]) -> list[str]:
-                return wrap(cmd, runtime_dir, prefix)
-        else:
-
-            def wrapper(cmd: list[str]) -> list[str]:
-                return [*prefix, *cmd]
-
+        kernel, sandbox = self.pool.fresh(PYTHON, runtime_dir)
         return verify.Session(
-            root=self.root, runs=runs, kernel_name=choice.name, kernel_dirs=choice.kernel_dirs,
-            env=options.env, wrapper=wrapper, runtime_dir=runtime_dir, sandbox=options.sandbox,
+            root=self.root, runs=runs, kernel=kernel, runtime_dir=runtime_dir, sandbox=sandbox,
             timeout=self.settings.run_timeout or None, mask=self.ctx.redact_shown,
         )
 

@@ -120,6 +120,24 @@ class KernelPool:
             self._choices[lang] = cached
         return cached
 
+    def fresh(self, language: str, runtime_dir: Path) -> tuple[Kernel, str | None]:
+        """A local kernel of this workspace's kind that the pool does not hold (verification's, verify.py):
+        the same kernelspec, environment, sandbox and limits as the pool's own, and the same execution
+        path. Not started: the caller starts it and shuts it down. Returns it and its sandbox sentence."""
+        lang = canonical_language(language)
+        options = self._launch_options()
+        kernel = Kernel(
+            choose_kernel(lang, self.root, self._specs_root, self._python_setting()),
+            cwd=self.root,
+            runtime_dir=runtime_dir,
+            env=options.env,
+            on_state=lambda _state, _message: None,  # not the workspace's kernel: its state is not news
+            command_wrapper=options.command_wrapper,
+            limits=options.limits,
+            cgroup_root=cgroups.delegation().root if os.name == "posix" else None,
+        )
+        return kernel, options.sandbox
+
     def forget_choices(self) -> None:
         """Settings changed (kernel.python): resolve languages afresh, and start afresh a kernel that stays
         dead."""
