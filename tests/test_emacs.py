@@ -603,6 +603,59 @@ def test_undo_says_which_variables_and_files_came_back(emacs: Emacs) -> None:
     assert (emacs.workspace / "data.txt").read_text() == "original\n"
 
 
+def test_redo_brings_back_what_the_undo_took_back(emacs: Emacs) -> None:
+    """interpreter-lsp-redo (C-c i U) after an undo: the run is back, the file as the run wrote it and the
+    variables as it left them, and the output buffer says so. A second redo has nothing to redo: a plain
+    message (a `user-error`, never a trace)."""
+    (emacs.workspace / "data.txt").write_text("original\n")
+    seen = emacs.run(
+        r"""
+(ilsp-test-open "demo.py")
+(goto-char (point-min)) (forward-line 2)
+(ilsp-test-wait-output (format "run %s ok" (interpreter-lsp-run)))
+(ilsp-test-wait-output
+ (format "run %s ok"
+         (plist-get (interpreter-lsp--command (interpreter-lsp--server) "interpreter.run"
+                                              (list :code "x = 0\nopen('data.txt', 'w').write('changed')\nz = 1"))
+                    :runId)))
+(interpreter-lsp-undo)
+(ilsp-test-wait-output "Undone")
+(ilsp-test-record 'after-undo (with-temp-buffer (insert-file-contents "data.txt") (buffer-string)))
+(interpreter-lsp-redo)
+(ilsp-test-wait-output "Redone")
+(ilsp-test-record 'after-redo (with-temp-buffer (insert-file-contents "data.txt") (buffer-string)))
+(ilsp-test-record 'again (condition-case err (progn (interpreter-lsp-redo) "redone")
+                           (user-error (error-message-string err))))
+(ilsp-test-select "print('x and z are', x, z)\n")
+(ilsp-test-wait-output (format "run %s \\(ok\\|error\\)" (interpreter-lsp-run)))
+"""
+    )
+    out, values = seen["output"], seen["values"]
+    assert values["after-undo"] == "original\n" and values["after-redo"] == "changed", values
+    assert (
+        "↷ Redone: your last run is back in the conversation; files restored data.txt; variables restored x, z."
+    ) in out, out
+    assert "\nx and z are 0 1\n" in out, "the variables are as the run left them"
+    assert values["again"].startswith("Nothing to redo"), values
+
+
+def test_redo_text_says_the_request_is_back_and_what_did_not_come_back(emacs: Emacs) -> None:
+    """The redo of a request (not a run of the user's): its result, in the undo's shape, read as the output
+    buffer shows it."""
+    seen = emacs.run(
+        r"""
+(ilsp-test-record 'text (interpreter-lsp--redo-text
+                         (list :request "plot it" :runs ["r-1"] :restored ["a.csv"] :removed ["tmp.txt"]
+                               :variablesRestored ["df" "fig"] :variablesRemoved []
+                               :notRestorable [(:name "model" :why "cannot be copied")])))
+"""
+    )
+    assert seen["values"]["text"] == (
+        "↷ Redone: your last message and what followed it are back in the conversation; files restored a.csv; "
+        "removed tmp.txt; variables restored df, fig. Not restored: model (cannot be copied)."
+    )
+
+
 def test_a_quick_runs_end_shows_even_when_it_arrives_with_the_commands_answer(emacs: Emacs) -> None:
     """Emacs 28's jsonrpc leaves its process filter by a throw when a synchronous request's answer comes:
     messages read in the same chunk after it stayed unread until the server wrote again. A quick run's

@@ -33,6 +33,8 @@
 ;;   a  approve the newest proposal    r  reject it (C-u: say why)
 ;;   i  interrupt runs, queued runs and the model's reply; ends the turn
 ;;   k  restart the kernel    n  new conversation    o  show the output buffer
+;;   u  undo the last request (or your last run): its files and variables
+;;      come back as they were    U  redo: bring back what the undo took
 ;;   t  trust this folder: until then nothing runs in it (remembered in
 ;;      `interpreter-lsp-trust-file'; M-x interpreter-lsp-untrust withdraws it)
 ;;   e  export the conversation as a notebook (C-u: and verify it reproduces)
@@ -172,8 +174,9 @@ repository's .dir-locals.el may set without asking."
     "interpreter.chat" "interpreter.run" "interpreter.approve"
     "interpreter.reject" "interpreter.applyProposal" "interpreter.interrupt"
     "interpreter.restartKernel" "interpreter.reset" "interpreter.undo"
-    "interpreter.history" "interpreter.variables" "interpreter.status"
-    "interpreter.exportNotebook" "interpreter.setTrusted" "interpreter.compact"
+    "interpreter.redo" "interpreter.history" "interpreter.variables"
+    "interpreter.status" "interpreter.exportNotebook" "interpreter.setTrusted"
+    "interpreter.compact"
     ;; Notifications and requests: server -> client.
     "interpreter/message" "interpreter/proposal" "interpreter/output"
     "interpreter/runStatus" "interpreter/turnStatus" "interpreter/kernelStatus"
@@ -197,6 +200,7 @@ against the server's.")
     (define-key map "k" #'interpreter-lsp-restart-kernel)
     (define-key map "n" #'interpreter-lsp-reset)
     (define-key map "u" #'interpreter-lsp-undo)
+    (define-key map "U" #'interpreter-lsp-redo)
     (define-key map "o" #'interpreter-lsp-show-output)
     (define-key map "t" #'interpreter-lsp-trust)
     (define-key map "e" #'interpreter-lsp-export-notebook)
@@ -752,8 +756,37 @@ as they were; the output buffer says what came back and what could not."
     (interpreter-lsp--line server nil text)
     (message "%s" text)))
 
+(defun interpreter-lsp-redo ()
+  "Bring back what the last undo took back: the request and its runs.
+The files and python variables come back as its runs left them; the
+output buffer says what came back and what could not.  Once something
+new happened after the undo there is nothing to redo (the server says so)."
+  (interactive)
+  (let* ((server (interpreter-lsp--server))
+         (text (interpreter-lsp--redo-text
+                (interpreter-lsp--command server "interpreter.redo" nil))))
+    (interpreter-lsp--line server nil text)
+    (message "%s" text)))
+
 (defun interpreter-lsp--undo-text (result)
-  "What an undo RESULT says: what left the conversation, what came back, what did not."
+  "What an undo RESULT says: what left the conversation, what came back, what not."
+  (concat "↶ Undone: "
+          (if (stringp (plist-get result :request))
+              "your last message and what followed it are gone from the conversation"
+            "your last run is gone from the conversation")
+          (interpreter-lsp--restored-text result)))
+
+(defun interpreter-lsp--redo-text (result)
+  "What a redo RESULT says: what is back, in the conversation and the workspace.
+A redo answers in the undo's shape: its files and variables read alike."
+  (concat "↷ Redone: "
+          (if (stringp (plist-get result :request))
+              "your last message and what followed it are back in the conversation"
+            "your last run is back in the conversation")
+          (interpreter-lsp--restored-text result)))
+
+(defun interpreter-lsp--restored-text (result)
+  "What an undo or redo RESULT did to files and variables, and what it could not."
   (let* ((names (lambda (key) (mapconcat #'identity (append (plist-get result key) nil) ", ")))
          (files (delq nil (list (and (> (length (plist-get result :restored)) 0)
                                      (concat "restored " (funcall names :restored)))
@@ -765,11 +798,7 @@ as they were; the output buffer says what came back and what could not."
                                          (concat "removed " (funcall names :variablesRemoved))))))
          (lost (mapcar (lambda (item) (format "%s (%s)" (plist-get item :name) (plist-get item :why)))
                        (append (plist-get result :notRestorable) nil))))
-    (concat "↶ Undone: "
-            (if (stringp (plist-get result :request))
-                "your last message and what followed it are gone from the conversation"
-              "your last run is gone from the conversation")
-            (if files (concat "; files " (string-join files "; ")) "")
+    (concat (if files (concat "; files " (string-join files "; ")) "")
             (if variables (concat "; variables " (string-join variables "; ")) "")
             (if lost (concat ". Not restored: " (string-join lost "; ") ".") "."))))
 

@@ -128,6 +128,10 @@ async def undo(ls: InterpreterServer, args: Args) -> dict[str, Any]:
     return await ls.workspace_for(args.string("uri")).undo(dry_run=dry_run, confirm=confirm)
 
 
+async def redo(ls: InterpreterServer, args: Args) -> dict[str, Any]:
+    return await ls.workspace_for(args.string("uri")).redo(dry_run=args.flag("dryRun"))
+
+
 async def history(ls: InterpreterServer, args: Args) -> dict[str, Any]:
     return {"messages": ls.workspace_for(args.string("uri")).history()}
 
@@ -197,6 +201,7 @@ COMMANDS: dict[str, Handler] = {
     p.RESTART_KERNEL: restart_kernel,
     p.RESET: reset,
     p.UNDO: undo,
+    p.REDO: redo,
     p.HISTORY: history,
     p.VARIABLES: variables,
     p.STATUS: status,

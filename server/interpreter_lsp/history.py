@@ -10,6 +10,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,17 +29,75 @@ def history_file(root: Path) -> Path:
 
 def replay(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The live conversation from the event log: `reset` clears it, `undo` drops the last user message
-    (or the user's own run it names) and what followed, but for kernel restarts and deaths (see cut)."""
+    (or the user's own run it names) and what followed, but for kernel restarts and deaths (see cut);
+    `redo` brings back what the last undo dropped (see Redo)."""
     live: list[dict[str, Any]] = []
+    redo = Redo()
     for event in events:
         kind = event.get("type")
         if kind == "reset":
             live.clear()
+            redo.clear()
         elif kind == "undo":
+            before = list(live)
             drop_undone(live, event.get("runId"))
+            if len(live) != len(before):
+                redo.undone(before, live)
+        elif kind == "redo":
+            if redo.can():
+                live, _brought, _keep = redo.redo(live)
         else:
             live.append(event)
+            redo.seen(event)
     return live
+
+
+KEEPS_REDO = frozenset({"note", "kernel"})  # news that does not end what can be redone
+
+
+@dataclass
+class _Undone:
+    before: list[dict[str, Any]]  # the conversation as the undo found it
+    after: int  # its length right after the undo: what came later is what happened since
+    dropped: list[dict[str, Any]]  # what the undo took back
+    keep: Any  # what the caller needs to redo the rest (files, variables), or None
+
+
+class Redo:
+    """What redo can bring back: the conversation as each undo found it, the newest last, as VS Code's
+    redo does. Anything new in the conversation ends it (a note or kernel news does not: an undo writes a
+    note, and a kernel's restart is not a step), and so does a reset. A redo puts the conversation back as
+    the undo found it, followed by the kernel news that came since (it outlives undo and redo alike)."""
+
+    def __init__(self, on_discard: Callable[[Any], None] = lambda _keep: None) -> None:
+        self._stack: list[_Undone] = []
+        self._on_discard = on_discard  # a kept point no redo will use: its resources can go
+
+    def undone(self, before: list[dict[str, Any]], live: list[dict[str, Any]], keep: Any = None) -> None:
+        kept = {id(e) for e in live}
+        self._stack.append(_Undone(before, len(live), [e for e in before if id(e) not in kept], keep))
+
+    def seen(self, event: dict[str, Any]) -> None:
+        if event.get("type") not in KEEPS_REDO:
+            self.clear()
+
+    def clear(self) -> None:
+        stack, self._stack = self._stack, []
+        for undone in reversed(stack):
+            self._on_discard(undone.keep)
+
+    def can(self) -> bool:
+        return bool(self._stack)
+
+    def peek(self) -> tuple[list[dict[str, Any]], Any] | None:
+        """(what the next redo brings back, its kept point), or None."""
+        return (self._stack[-1].dropped, self._stack[-1].keep) if self._stack else None
+
+    def redo(self, live: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Any]:
+        """(the conversation after the redo, what came back, the kept point)."""
+        undone = self._stack.pop()
+        since = [e for e in live[undone.after:] if outlives_undo(e)]
+        return [*undone.before, *since], undone.dropped, undone.keep
 
 
 def outlives_undo(event: dict[str, Any]) -> bool:

@@ -25,6 +25,7 @@ INTERRUPT = "interpreter.interrupt"
 RESTART_KERNEL = "interpreter.restartKernel"
 RESET = "interpreter.reset"
 UNDO = "interpreter.undo"
+REDO = "interpreter.redo"
 HISTORY = "interpreter.history"
 VARIABLES = "interpreter.variables"
 STATUS = "interpreter.status"
@@ -49,6 +50,7 @@ ALL_COMMANDS: tuple[str, ...] = (
     RESTART_KERNEL,
     RESET,
     UNDO,
+    REDO,
     HISTORY,
     VARIABLES,
     STATUS,
@@ -345,6 +347,12 @@ class UndoArgs:
 
 
 @attrs.define
+class RedoArgs:
+    uri: str | None = None
+    dry_run: bool | None = None  # only say what would be brought back; nothing changes
+
+
+@attrs.define
 class EmptyArgs:
     """interrupt: `{}` (it interrupts every workspace)."""
 
@@ -386,7 +394,10 @@ class NotRestorable:
 
 @attrs.define
 class UndoResult:
-    """interpreter.undo: what it took back, or (`dryRun: true`) what it would, with nothing changed."""
+    """interpreter.undo: what it took back, or (`dryRun: true`) what it would, with nothing changed.
+    interpreter.redo answers the same shape for what it brought back: the request and runs the last undo
+    took back, `restored` the files written back as the undo found them, `removed` the files the undo had
+    put back that the runs had deleted, and the variables likewise."""
 
     request: str | None  # the undone request's text; null when the unit undone is the user's own run
     runs: list[str]  # the ids of the runs taken back with it
@@ -489,6 +500,7 @@ COMMAND_SHAPES: dict[str, tuple[type, type]] = {
     RESTART_KERNEL: (LanguageArgs, EmptyResult),
     RESET: (WorkspaceArgs, EmptyResult),
     UNDO: (UndoArgs, UndoResult),
+    REDO: (RedoArgs, UndoResult),
     HISTORY: (WorkspaceArgs, HistoryResult),
     VARIABLES: (LanguageArgs, VariablesResult),
     STATUS: (WorkspaceArgs, StatusResult),
@@ -655,6 +667,14 @@ class UndoEvent:
     run_id: str | None = None
 
 
+@attrs.define
+class RedoEvent:
+    """In the log only: the last undo is taken back (what it dropped comes back, before the events that
+    came since, which are kernel news and notes only: anything new ends what can be redone)."""
+
+    type: ClassVar[str] = "redo"
+
+
 HistoryEvent = (
     UserEvent
     | AssistantEvent
@@ -670,6 +690,7 @@ HistoryEvent = (
     | CompactionEvent
     | ResetEvent
     | UndoEvent
+    | RedoEvent
 )
 HISTORY_EVENTS: tuple[type, ...] = (
     UserEvent,
@@ -686,4 +707,5 @@ HISTORY_EVENTS: tuple[type, ...] = (
     CompactionEvent,
     ResetEvent,
     UndoEvent,
+    RedoEvent,
 )

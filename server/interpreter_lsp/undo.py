@@ -11,6 +11,7 @@ an earlier session, paths outside the workspace its code names); `apply` carries
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import re
@@ -57,11 +58,23 @@ class Plan:
         }
 
 
+@dataclass
+class RedoFiles:
+    """What a redo of one undo needs for the files: the workspace as the undo found it, the paths the undo
+    wrote or removed, and how it left them (a path changed since is kept as it is, and named)."""
+
+    before: Snapshot | None
+    why: str | None  # why there is no `before` (the copy failed or took too long)
+    paths: list[str] = field(default_factory=list)
+    after: dict[str, Signature | None] = field(default_factory=dict)
+
+
 class FileUndo:
     def __init__(self, root: Path, store: PreimageStore | None = None) -> None:
         self.root = root
         self.store = store or PreimageStore(root)
         self._runs: dict[str, _RunFiles] = {}
+        self._redo: list[RedoFiles] = []  # the redo points kept: their copies are not collected
         self._lock = asyncio.Lock()
         self._warming: asyncio.Future[None] | None = None
         self._stale = False
@@ -95,13 +108,78 @@ class FileUndo:
             return await asyncio.to_thread(self.store.snapshot)
 
     def _needed(self) -> set[str]:
-        """Blobs an undo may still ask for: the pre-images of the changes of the runs still known."""
+        """Blobs an undo may still ask for: the pre-images of the changes of the runs still known, and what a
+        redo would write back."""
         return {
             digest
             for record in self._runs.values()
             for path in record.changes
             if (entry := record.before.files.get(path)) is not None and (digest := entry[1]) is not None
+        } | {
+            digest
+            for point in self._redo
+            if point.before is not None
+            for path in point.paths
+            if (entry := point.before.files.get(path)) is not None and (digest := entry[1]) is not None
         }
+
+    # ---- redo ----------------------------------------------------------------------------------------
+
+    async def redo_point(self) -> RedoFiles:
+        """Before an undo writes anything: the workspace as it is (copied like a run's pre-images)."""
+        try:
+            before = await asyncio.wait_for(asyncio.shield(self._snapshot()), SNAPSHOT_WAIT)
+        except asyncio.TimeoutError:
+            return RedoFiles(None, f"the workspace copy before the undo took over {SNAPSHOT_WAIT:g} s")
+        except Exception as exc:
+            return RedoFiles(None, f"the workspace could not be copied before the undo ({exc})")
+        return RedoFiles(before, None)
+
+    def undone(self, point: RedoFiles, restored: list[str], removed: list[str]) -> RedoFiles:
+        """The undo wrote `restored` and removed `removed`: what a redo puts back, kept until `release`."""
+        point.paths = sorted({*restored, *removed})
+        point.after = {path: self.store.current(path) for path in point.paths}
+        self._redo.append(point)
+        return point
+
+    def redo_plan(self, point: RedoFiles) -> Plan:
+        """Each path the undo changed back as the undo found it; one changed since is kept, and named."""
+        plan = Plan()
+        for path in point.paths:
+            if point.before is None:
+                plan.lost.append({"name": path, "why": str(point.why)})
+                continue
+            now = self.store.current(path)
+            if now != point.after.get(path):
+                plan.lost.append({"name": path, "why": "it changed after the undo (kept as it is now)"})
+                continue
+            entry = point.before.files.get(path)
+            if entry is None:
+                if path in point.before.uncopied:
+                    plan.lost.append({"name": path, "why": point.before.uncopied[path]})
+                elif now is not None:
+                    plan.remove.append(path)  # the runs had deleted it; the undo put it back
+            elif entry[1] is None:
+                plan.lost.append({"name": path, "why": point.before.uncopied.get(path, "it was not copied")})
+            else:
+                plan.write[path] = (entry[1], stat.S_IMODE(entry[0][4]))
+        return plan
+
+    def redone(self, point: RedoFiles, run_ids: list[str]) -> None:
+        """The redo wrote the runs' files back: an undo of those runs compares with these, not with the
+        versions the runs wrote (same content, another inode and time)."""
+        for run_id in run_ids:
+            record = self._runs.get(run_id)
+            if record is not None:
+                for path in record.changes:
+                    if path in point.paths:
+                        record.after[path] = self.store.current(path)
+        self.release(point)
+
+    def release(self, point: RedoFiles) -> None:
+        """No redo will use `point`: its copies may be collected."""
+        with contextlib.suppress(ValueError):
+            self._redo.remove(point)
 
     async def before_run(self, run_id: str) -> None:
         try:
@@ -257,6 +335,36 @@ def undo_scope(events: list[dict[str, Any]]) -> dict[str, Any]:
     if first.get("type") == "user":
         return {"request": str(first.get("text", "")), "runs": runs}
     return {"request": None, "runs": runs}
+
+
+def redo_note(
+    restored: list[str],
+    removed: list[str],
+    lost: list[dict[str, str]],
+    variables: list[str],
+    removed_variables: list[str],
+) -> tuple[str, str]:
+    """The panel's note and what the model reads after a redo."""
+    files = []
+    if restored:
+        files.append(f"restored {', '.join(restored)}")
+    if removed:
+        files.append(f"removed {', '.join(removed)} (deleted by the redone runs)")
+    kernel = []
+    if variables:
+        kernel.append(f"restored {', '.join(variables)}")
+    if removed_variables:
+        kernel.append(f"removed {', '.join(removed_variables)}")
+    files_said = "; ".join(files) or "none needed restoring"
+    said = "; ".join(kernel) or "none needed restoring"
+    not_back = [f"{item['name']} ({item['why']})" for item in lost] or ["nothing"]
+    text = f"↷ Redone. Files: {files_said}. Variables: {said}. Not restored: {'; '.join(not_back)}."
+    for_model = (
+        "The user redid what the last undo took back: the request and runs above are back, and so is the state "
+        f"they left. Workspace files: {files_said}. Python variables: {said}. Not restored: {'; '.join(not_back)}. "
+        "Take this state as it is now."
+    )
+    return text, for_model
 
 
 def undo_note(

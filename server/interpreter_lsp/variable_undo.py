@@ -159,7 +159,53 @@ class VariableUndo:
             return VariablesPlan([], [], [])
         if why is not None:
             return VariablesPlan([], [], [{"name": "kernel variables", "why": why}])
-        snap = self._snaps[run_id]
+        return await self._back_to(self._snaps[run_id], commit, f"run {run_id}")
+
+    async def redo_point(self, events: list[dict[str, Any]]) -> _Snap | str | None:
+        """Before an undo restores anything: a snapshot of the variables as they are, which a redo brings
+        back; or why there is none. None when the undo takes back no python run (a redo has no variables to
+        bring back)."""
+        runs = [e for e in events if e.get("type") == "run" and canonical_language(str(e.get("language"))) == PYTHON]
+        kernel = self._pool.existing(PYTHON)
+        if not runs:
+            return None
+        if kernel is None:
+            return "no python kernel was running at the undo"
+        if not self._enabled():
+            return "variables undo is off (interpreter.undoVariables)"
+        snap = self._take(kernel)
+        if snap is None:
+            return "no snapshot could be sent: the kernel was not running"
+        if snap.done is not None:
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(asyncio.shield(snap.done), snapshots.SNAP_TIMEOUT)
+        if snap.why_not == TAKING:
+            snap.why_not = f"the snapshot before the undo took over {snapshots.SNAP_TIMEOUT:g} s"
+        return snap
+
+    async def redo(self, snap: _Snap | str | None, *, commit: bool = False) -> VariablesPlan:
+        """What bringing back the variables as the undo found them does; with `commit`, does it."""
+        if snap is None:
+            return VariablesPlan([], [], [])
+        if isinstance(snap, str):
+            return VariablesPlan([], [], [{"name": "kernel variables", "why": snap}])
+        if snap.why_not:
+            return VariablesPlan([], [], [{"name": "kernel variables", "why": snap.why_not}])
+        if self._pool.existing(PYTHON) is not snap.kernel:
+            why = "the python kernel restarted since the undo: the variables it found are gone"
+            return VariablesPlan([], [], [{"name": "kernel variables", "why": why}])
+        return await self._back_to(snap, commit, "the undo")
+
+    async def release(self, snap: _Snap | str | None) -> None:
+        """A redo point no redo will use (or one used): its snapshot goes."""
+        if isinstance(snap, _Snap) and snap.key and self._pool.existing(PYTHON) is snap.kernel:
+            try:
+                await snapshots.call(snap.kernel, "drop", [snap.key], snapshots.SNAP_TIMEOUT)
+            except Exception as exc:
+                log.info("snapshot %s not dropped: %s", snap.key, exc)
+
+    async def _back_to(self, snap: _Snap, commit: bool, what: str) -> VariablesPlan:
+        """The kernel's variables as `snap` took them: what differs comes back, what is new goes."""
         kernel = snap.kernel
         try:
             if commit:
@@ -171,7 +217,7 @@ class VariableUndo:
         except Exception as exc:
             return VariablesPlan([], [], [{"name": "kernel variables", "why": str(exc)}])
         if commit:
-            log.info("variables restored from before run %s in %s ms", run_id, answer.get("ms"))
+            log.info("variables restored as they were before %s in %s ms", what, answer.get("ms"))
             self._take_ahead(kernel)  # the state the next run finds is the one just restored
         found = answer.get("lost")
         lost = [

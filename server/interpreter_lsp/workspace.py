@@ -48,7 +48,7 @@ from .runs import Run, RunManager, RunResult
 from .safety import policy
 from .safety.secrets import kernel_environment
 from .settings import Settings
-from .undo import FileUndo, undo_note, undo_scope
+from .undo import FileUndo, RedoFiles, redo_note, undo_note, undo_scope
 from .variable_undo import VariableUndo
 
 log = logging.getLogger(__name__)
@@ -60,6 +60,15 @@ FACTS_TIMEOUT = 10.0  # seconds litellm may take to describe a model (it may ask
 UNDO_STOP_WAIT = 30.0  # seconds an undo waits for the runs it stopped to end (a restart ends any in 10 s)
 RATING_BUDGET = 2.0  # seconds a proposal's rating may take before it counts as not understood
 CONTEXT_USE_WAIT = 0.25  # seconds status waits for a fresh context figure before it answers the last one
+
+
+@dataclass
+class _RedoPoint:
+    """What an undo keeps for its redo: the runs it took back, the files and the variables as it found them."""
+
+    run_ids: list[str]
+    files: RedoFiles
+    variables: Any  # variable_undo's snapshot, or why there is none, or None (no python run undone)
 
 
 @dataclass
@@ -185,7 +194,10 @@ class Workspace:
             before_code=self.variable_undo.before_run,
             after_code=self._after_code,
         )
-        self.conversation = Conversation(History(history_file(root), ctx.redact_shown), root)
+        self.conversation = Conversation(
+            History(history_file(root), ctx.redact_shown), root, on_redo_discarded=self._redo_discarded
+        )
+        self._releasing: set[asyncio.Task[None]] = set()  # redo points' snapshots being dropped
         self.gate = Gate(self, self.conversation.record, self._start_checked, ledger)
         self.loop = Loop(self, self.conversation, self.gate)
         self.agent_calls = AgentCalls(self.gate, self.conversation.record)
@@ -514,13 +526,17 @@ class Workspace:
         if events is None:
             raise UserError(nothing)
         plan = self.file_undo.plan(events, remote=bool(self.settings.kernel.gateway_url), force=confirm)
+        # What a redo brings back, taken before anything changes: the files and the variables as they are.
+        files_before = await self.file_undo.redo_point()
+        variables_before = await self.variable_undo.redo_point(events)
         restored, removed, failed = await self.file_undo.apply(plan)
         self.file_undo.warm()  # the files put back are the next run's pre-images: copied now, off its path
         variables = await self.variable_undo.plan(events, commit=True)
-        dropped = self.conversation.undo() or []
-        run_ids = [str(e.get("runId")) for e in dropped if e.get("type") == "run"]
-        self.file_undo.forget(run_ids)
-        await self.variable_undo.forget(run_ids)
+        run_ids = [str(e.get("runId")) for e in events if e.get("type") == "run"]
+        # The undone runs' pre-images and snapshots stay while a redo can bring the runs back (a later undo
+        # of them needs them); _redo_discarded lets them go.
+        point = _RedoPoint(run_ids, self.file_undo.undone(files_before, restored, removed), variables_before)
+        dropped = self.conversation.undo(point) or []
         lost = [*variables.lost, *plan.lost, *failed]
         if run_ids:
             self._forget_variables()
@@ -528,6 +544,56 @@ class Workspace:
             self.conversation.add(p.NoteEvent(text, for_model=for_model))
         return {**undo_scope(dropped), "restored": restored, "removed": removed, "notRestorable": lost,
                 "variablesRestored": variables.restore, "variablesRemoved": variables.remove}
+
+    async def redo(self, *, dry_run: bool = False) -> dict[str, Any]:
+        """Take back the last undo: its request (or the user's run) and runs come back to the conversation,
+        the files it wrote or removed as it found them, the variables too. Possible until something new
+        happens in the conversation. `dry_run`: only say what would come back. What cannot is named."""
+        found = self.conversation.to_redo()
+        if found is None:
+            raise UserError("Nothing to redo: redo takes back the last undo, until something new happens in the "
+                            "conversation (a message, a run).")
+        events, point = found
+        if self.runs.runs or self.loop.busy:
+            raise UserError("Nothing to redo now: something new is under way since the undo (a run or a turn).")
+        files = self.file_undo.redo_plan(point.files)
+        if dry_run:
+            variables = await self.variable_undo.redo(point.variables)
+            wire = files.to_wire()
+            return {"dryRun": True, **undo_scope(events), "restore": wire["restore"], "remove": wire["remove"],
+                    "notRestorable": [*variables.lost, *wire["notRestorable"]],
+                    "variablesRestore": variables.restore, "variablesRemove": variables.remove}
+        restored, removed, failed = await self.file_undo.apply(files)
+        self.file_undo.warm()
+        variables = await self.variable_undo.redo(point.variables, commit=True)
+        redone = self.conversation.redo()
+        brought = redone[0] if redone is not None else events
+        self.file_undo.redone(point.files, point.run_ids)
+        self._release(point.variables)
+        self._forget_variables()
+        lost = [*variables.lost, *files.lost, *failed]
+        text, for_model = redo_note(restored, removed, lost, variables.restore, variables.remove)
+        self.conversation.add(p.NoteEvent(text, for_model=for_model))
+        return {**undo_scope(brought), "restored": restored, "removed": removed, "notRestorable": lost,
+                "variablesRestored": variables.restore, "variablesRemoved": variables.remove}
+
+    def _redo_discarded(self, point: Any) -> None:
+        """Something new happened after an undo: no redo will bring its runs back; what it kept goes."""
+        if not isinstance(point, _RedoPoint):
+            return
+        self.file_undo.release(point.files)
+        self.file_undo.forget(point.run_ids)
+        self._release(point.variables, point.run_ids)
+
+    def _release(self, variables: Any, run_ids: list[str] | None = None) -> None:
+        async def release() -> None:
+            await self.variable_undo.release(variables)
+            if run_ids:
+                await self.variable_undo.forget(run_ids)
+
+        task = asyncio.ensure_future(release())
+        self._releasing.add(task)
+        task.add_done_callback(self._releasing.discard)
 
     def history(self) -> list[dict[str, Any]]:
         return self.conversation.events

@@ -1,4 +1,4 @@
-"""The workspace commands: variables, status, restart, export, reset, undo; what the user sees."""
+"""The workspace commands: variables, status, restart, export, reset, undo, redo; what the user sees."""
 
 from __future__ import annotations
 
@@ -98,3 +98,40 @@ def test_reset_and_undo_say_what_happened(start_editor) -> None:
     assert seen["ok"], seen
     ed.nvim.command("InterpreterReset")
     ed.wait_panel("── new conversation")
+
+
+def test_redo_brings_back_what_undo_took_and_says_so(start_editor) -> None:
+    """:InterpreterRedo takes the undos back, the newest first: the runs' variables and files come back and
+    the panel says so; with nothing more to redo, a plain note (no error, no hit-enter prompt)."""
+    ed: Editor = start_editor({"confirmDestructive": False})
+    run_first_cell(ed)  # x = 42
+    ed.lua("require('interpreter_lsp').run_code(\"open('made.txt', 'w').write('made')\", 'python')")
+    ed.wait_panel("✓ **Run**", count=2)
+    ed.nvim.command("InterpreterUndo")  # the file's run
+    seen = ed.helper("wait_note", "your last run is gone from the conversation; files removed made.txt.", 20_000)
+    assert seen["ok"], seen
+    assert not (ed.workspace / "made.txt").exists()
+    ed.nvim.command("InterpreterUndo")  # the cell's run
+    seen = ed.helper("wait_note", "your last run is gone from the conversation; variables removed x.", 20_000)
+    assert seen["ok"], seen
+
+    # The whole text in the panel; the message area has one line of it.
+    ed.nvim.command("InterpreterRedo")
+    ed.wait_panel("↷ Redone: your run is back in the conversation; variables restored x.")
+    ed.nvim.command("InterpreterRedo")
+    lines = ed.wait_panel("↷ Redone: your run is back in the conversation", count=2)
+    assert any("↷ Redone" in line and "made.txt" in line for line in lines), lines
+    assert (ed.workspace / "made.txt").read_text() == "made", "the redo writes the file back"
+
+    ed.nvim.command("InterpreterRedo")
+    seen = ed.helper("wait_note", "Nothing to redo", 20_000)
+    assert seen["ok"], seen
+    note = next(n for n in seen["notes"] if "Nothing to redo" in n["msg"])
+    assert note["level"] == 2, note  # vim.log.levels.INFO: an answer, not an error
+    assert any(line.startswith("Nothing to redo") for line in ed.panel())
+    assert not any("⚠ Nothing to redo" in line for line in ed.panel())
+    assert ed.nvim.api.get_mode()["blocking"] is False, "no hit-enter prompt"
+
+    # The kernel has x again.
+    ed.lua("require('interpreter_lsp').run_code('print(x * 2)', 'python')")
+    ed.wait_panel("84")

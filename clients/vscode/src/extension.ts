@@ -23,7 +23,7 @@ import {
 } from "./protocol";
 import { ProposalDocuments } from "./proposals";
 import { ServerNotFoundError } from "./serverCommand";
-import { kernelNewsNotice, undoNotice, verificationSummary } from "./statusText";
+import { kernelNewsNotice, redoNotice, undoNotice, verificationSummary } from "./statusText";
 import { ServerInstaller } from "./serverInstallUi";
 import { KernelStatusBar } from "./statusBar";
 
@@ -48,6 +48,7 @@ function resolveInFolder(folder: vscode.Uri, relative: string): vscode.Uri | und
 /** Keys of notices about a condition (conversation.ts NoticeEntry.key). */
 const SERVER_MISSING = "server-missing";
 const UNTRUSTED = "untrusted";
+const NOTHING_TO_REDO = "nothing-to-redo";
 
 class Extension implements vscode.Disposable {
   private readonly output = vscode.window.createOutputChannel("Interpreter");
@@ -154,6 +155,7 @@ class Extension implements vscode.Disposable {
     command("interpreterLsp.restartKernel", () => this.restartKernel());
     command("interpreterLsp.reset", () => this.reset());
     command("interpreterLsp.undo", () => this.undo());
+    command("interpreterLsp.redo", () => this.redo());
     command("interpreterLsp.showVariables", () => this.showVariables());
     command("interpreterLsp.exportNotebook", () => this.exportNotebook());
     command("interpreterLsp.exportVerifiedNotebook", () => this.exportNotebook(true));
@@ -538,6 +540,31 @@ class Extension implements vscode.Disposable {
     const history = await this.client.command<HistoryResult>(Commands.history);
     this.panel.push({ type: "history", messages: history.messages ?? [] });
     this.panel.push({ type: "notice", level: "info", text: undoNotice(result) });
+    this.statusBar.clearContext();
+    await this.refreshStatus();
+  }
+
+  /**
+   * Takes back the last undo. As after undo, the panel is redrawn from the server's history, so the turn
+   * that came back shows again. Nothing to redo (no undo yet, or something new since) is an answer, not a
+   * failure: said in the panel and a toast, in the server's words, without the error's "Show Log".
+   */
+  private async redo(): Promise<void> {
+    let result: UndoResult;
+    try {
+      result = await this.client.command<UndoResult>(Commands.redo);
+    } catch (error) {
+      const message = errorMessage(error);
+      if (!/^Nothing to redo/i.test(message)) throw error;
+      this.panel.push({ type: "notice", level: "info", text: message, key: NOTHING_TO_REDO });
+      if (this.openToasts.has(message)) return; // asked again while the toast shows: once is enough
+      this.openToasts.add(message);
+      void vscode.window.showInformationMessage(`Interpreter: ${message}`).then(() => this.openToasts.delete(message));
+      return;
+    }
+    const history = await this.client.command<HistoryResult>(Commands.history);
+    this.panel.push({ type: "history", messages: history.messages ?? [] });
+    this.panel.push({ type: "notice", level: "info", text: redoNotice(result) });
     this.statusBar.clearContext();
     await this.refreshStatus();
   }

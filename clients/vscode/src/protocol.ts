@@ -13,6 +13,7 @@ export const Commands = {
   restartKernel: "interpreter.restartKernel",
   reset: "interpreter.reset",
   undo: "interpreter.undo",
+  redo: "interpreter.redo",
   history: "interpreter.history",
   variables: "interpreter.variables",
   status: "interpreter.status",
@@ -249,6 +250,12 @@ export interface UndoArgs {
   confirm?: boolean;
 }
 
+export interface RedoArgs {
+  uri?: string;
+  /** Only say what would be brought back; nothing changes. */
+  dryRun?: boolean;
+}
+
 /** restartKernel, variables: a kernel's language (python by default). */
 export interface LanguageArgs {
   language?: string;
@@ -317,7 +324,12 @@ export interface NotRestorable {
   why: string;
 }
 
-/** interpreter.undo: what it took back, or (dryRun: true) what it would, with nothing changed. */
+/**
+ * interpreter.undo: what it took back, or (dryRun: true) what it would, with nothing changed.
+ * interpreter.redo answers the same shape for what it brought back: the request and runs the last undo took
+ * back, `restored` the files written back as the undo found them, `removed` the files the undo had put back
+ * that the runs had deleted, and the variables likewise. With nothing to redo it fails ("Nothing to redo…").
+ */
 export interface UndoResult {
   /** The undone request's text; null when the unit undone is the user's own run. */
   request: string | null;
@@ -544,10 +556,17 @@ export interface UndoEvent {
   runId?: string;
 }
 
+/** In the server's log only (`interpreter.history` returns the history with it applied): the last undo is
+ * taken back, what it dropped comes back (anything new since ends what can be redone). */
+export interface RedoEvent {
+  type: "redo";
+}
+
 /**
  * One event of `interpreter.history` ({messages: [event, ...]}): the server's record of the conversation.
- * Every event has `ts` (seconds); unknown types are skipped. (`reset` and `undo` are in the server's log
- * only: the history it returns has them applied.)
+ * Every event has `ts` (seconds); unknown types are skipped. (`reset`, `undo` and `redo` are in the server's
+ * log only: the history it returns has them applied. `redo`, which has no fields, is in the union as in
+ * protocol.py's; the panel skips it like any type it does not draw.)
  */
 export type HistoryEvent = { ts?: number } & (
   | UserEvent
@@ -562,6 +581,7 @@ export type HistoryEvent = { ts?: number } & (
   | TurnEndEvent
   | KernelEvent
   | CompactionEvent
+  | RedoEvent
 );
 
 export interface HistoryResult {

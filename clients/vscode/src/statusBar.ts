@@ -86,7 +86,7 @@ export class KernelStatusBar implements vscode.Disposable {
     this.render();
   }
 
-  /** The conversation was reset or undone: the last turn's numbers no longer hold. */
+  /** The conversation was reset, undone or redone: the last turn's numbers no longer hold. */
   clearContext(): void {
     this.liveContext = undefined;
     if (this.details) this.details = { ...this.details, context: undefined };

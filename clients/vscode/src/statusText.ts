@@ -151,12 +151,8 @@ export function verificationSummary(result: ExportNotebookResult): { reproduces:
   return { reproduces: false, text: `Notebook ${name} does not fully reproduce (${v.identical + v.equivalent} of ${v.cells} cells as in the session, ${seconds}): ${parts.join("; ")}.` };
 }
 
-/** The panel's notice after an undo: what went, which files came back, and what could not. */
-export function undoNotice(result: UndoResult | undefined): string {
-  const what =
-    result?.request !== null && result?.request !== undefined
-      ? "your last message and what followed it are gone from the conversation"
-      : "your last run is gone from the conversation";
+/** What undo and redo both say after what they took or brought: files, variables, and what could not be. */
+function restoredText(result: UndoResult | undefined): string {
   const files: string[] = [];
   if (result?.restored?.length) files.push(`restored ${result.restored.join(", ")}`);
   if (result?.removed?.length) files.push(`removed ${result.removed.join(", ")}`);
@@ -165,9 +161,37 @@ export function undoNotice(result: UndoResult | undefined): string {
   if (result?.variablesRemoved?.length) variables.push(`removed ${result.variablesRemoved.join(", ")}`);
   const lost = (result?.notRestorable ?? []).map((item) => item.name);
   return (
-    `Undone: ${what}` +
     (files.length ? `; files ${files.join("; ")}` : "") +
     (variables.length ? `; variables ${variables.join("; ")}` : "") +
     (lost.length ? `. Not restored: ${lost.join(", ")}.` : ".")
   );
+}
+
+/** The panel's notice after an undo: what went, which files came back, and what could not. */
+export function undoNotice(result: UndoResult | undefined): string {
+  const what =
+    result?.request !== null && result?.request !== undefined
+      ? "your last message and what followed it are gone from the conversation"
+      : "your last run is gone from the conversation";
+  return `Undone: ${what}${restoredText(result)}`;
+}
+
+/** Longest a request is quoted in a notice: enough to tell which came back; the conversation shows all of it. */
+const QUOTED_REQUEST = 60;
+
+/**
+ * The panel's notice after a redo: which request (or the user's own run) came back, the files written back
+ * as the undo found them (`removed`: those the runs had deleted, deleted again), the variables likewise, and
+ * what could not be brought back.
+ */
+export function redoNotice(result: UndoResult | undefined): string {
+  const request = result?.request?.replace(/\s+/g, " ").trim();
+  let what = "your run is back in the conversation";
+  if (request) {
+    const quoted = request.length > QUOTED_REQUEST ? `${request.slice(0, QUOTED_REQUEST - 1).trimEnd()}…` : request;
+    what = `your message "${quoted}" and what followed it are back in the conversation`;
+  } else if (result?.request !== null && result?.request !== undefined) {
+    what = "your message and what followed it are back in the conversation";
+  }
+  return `Redone: ${what}${restoredText(result)}`;
 }

@@ -17,22 +17,28 @@ from pathlib import Path
 from typing import Any
 
 from .. import protocol as p
-from ..history import History, cut, outlives_undo, replay, undo_start
+from ..history import History, Redo, cut, outlives_undo, replay, undo_start
 from . import images, prompt, runtool
 from .codeblocks import CodeBlock
 
 
 class Conversation:
-    def __init__(self, history: History, root: Path | None = None) -> None:
+    def __init__(
+        self, history: History, root: Path | None = None, on_redo_discarded: Callable[[Any], None] | None = None
+    ) -> None:
         self._history = history
         self._workspace = str(root) if root is not None else None
         self.events: list[dict[str, Any]] = replay(history.load())
         self._held_turn: str | None = None
         self._held: list[p.HistoryEvent] = []
+        # What redo can bring back (history.Redo); empty at start: what an earlier server's undo kept (the
+        # files' and variables' side) went with it.
+        self._redo = Redo(on_redo_discarded or (lambda _keep: None))
 
     def add(self, event: p.HistoryEvent) -> dict[str, Any]:
         stored = self._history.append(p.to_wire(event))
         self.events.append(stored)
+        self._redo.seen(stored)
         return stored
 
     # ---- a streaming reply's events, in order --------------------------------------------------------
@@ -59,6 +65,7 @@ class Conversation:
     def reset(self) -> None:
         self._history.append(p.to_wire(p.ResetEvent()))
         self.events.clear()
+        self._redo.clear()
 
     def to_undo(self) -> list[dict[str, Any]] | None:
         """The events an undo would drop: from the last user message, or from a user's own run made after
@@ -66,15 +73,32 @@ class Conversation:
         start = undo_start(self.events)
         return None if start is None else [e for e in self.events[start:] if not outlives_undo(e)]
 
-    def undo(self) -> list[dict[str, Any]] | None:
-        """Drop what `to_undo` names; returns those events."""
+    def undo(self, keep: Any = None) -> list[dict[str, Any]] | None:
+        """Drop what `to_undo` names; returns those events. `keep`: what a redo of this undo needs besides
+        the conversation (handed back by `redo`, or to `on_redo_discarded` when no redo can come)."""
         start = undo_start(self.events)
         if start is None:
             return None
         first = self.events[start]
         run_id = first.get("runId") if first.get("type") == "run" else None
         self._history.append(p.to_wire(p.UndoEvent(run_id)))
-        return cut(self.events, start)
+        before = list(self.events)
+        dropped = cut(self.events, start)
+        self._redo.undone(before, self.events, keep)
+        return dropped
+
+    def to_redo(self) -> tuple[list[dict[str, Any]], Any] | None:
+        """(the events a redo would bring back, what their undo kept), or None: nothing to redo."""
+        return self._redo.peek()
+
+    def redo(self) -> tuple[list[dict[str, Any]], Any] | None:
+        """Take back the last undo: (the events it brought back, what their undo kept), or None."""
+        if not self._redo.can():
+            return None
+        self._history.append(p.to_wire(p.RedoEvent()))
+        events, brought, keep = self._redo.redo(self.events)
+        self.events[:] = events  # in place: views hold this list
+        return brought, keep
 
     def close(self) -> None:
         self._history.close()

@@ -281,12 +281,13 @@ function M.notify(client, method, params)
 end
 
 --- Send `workspace/executeCommand` once the client is ready. `on_result(result)` runs on success;
---- errors are shown to the user (the server writes them for people) and passed to `on_error`.
+--- errors are passed to `on_error` and shown to the user (the server writes them for people), unless
+--- `on_error` returns true: it told the user itself (an answer such as "Nothing to redo" is no failure).
 ---@param client vim.lsp.Client
 ---@param command string
 ---@param args table
 ---@param on_result fun(result: any)|nil
----@param on_error fun(err: table)|nil
+---@param on_error fun(err: table): boolean|nil
 ---@param buf integer|nil the buffer whose pending changes must reach the server first
 function M.execute(client, command, args, on_result, on_error, buf)
   local function send()
@@ -302,10 +303,11 @@ function M.execute(client, command, args, on_result, on_error, buf)
         -- an error code, in one line (the whole of it in the panel), never as a hit-enter prompt.
         local text = words.neovim(err.message or vim.inspect(err))
         err = vim.tbl_extend("force", err, { message = text })
+        if on_error and on_error(err) == true then
+          return
+        end
         words.say(text, vim.log.levels.ERROR)
-        if on_error then
-          on_error(err)
-        else
+        if not on_error then
           local s = session_mod.get(client.root_dir or client.config.root_dir, assert(M.opts))
           s:note("⚠ " .. text, "InterpreterError")
         end

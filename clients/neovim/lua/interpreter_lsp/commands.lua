@@ -54,6 +54,7 @@ local commands = {
   },
   InterpreterReset = { function() api().reset() end, { desc = "Start a new conversation" } },
   InterpreterUndo = { function() api().undo() end, { desc = "Drop the last request and what followed" } },
+  InterpreterRedo = { function() api().redo() end, { desc = "Take back the last undo: bring the request back" } },
   InterpreterPanel = { function() api().toggle_panel() end, { desc = "Toggle the interpreter panel" } },
   InterpreterOutput = { function() api().show_output() end, { desc = "All output of the last run" } },
   InterpreterVariables = {

@@ -179,6 +179,7 @@ M.export_verified = workspace.export_verified
 M.interrupt = workspace.interrupt
 M.languages = workspace.languages
 M.refresh_status = workspace.refresh_status
+M.redo = workspace.redo
 M.reset = workspace.reset
 M.restart = workspace.restart
 M.status = workspace.status

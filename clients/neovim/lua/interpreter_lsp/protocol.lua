@@ -12,6 +12,7 @@ M.INTERRUPT = "interpreter.interrupt"
 M.RESTART_KERNEL = "interpreter.restartKernel"
 M.RESET = "interpreter.reset"
 M.UNDO = "interpreter.undo"
+M.REDO = "interpreter.redo"
 M.HISTORY = "interpreter.history"
 M.VARIABLES = "interpreter.variables"
 M.STATUS = "interpreter.status"
@@ -64,6 +65,7 @@ M.FIELDS = {
   WorkspaceArgs = { uri = "string?" },
   UndoArgs = { uri = "string?", dryRun = "boolean?", confirm = "boolean?" },
   UndoResult = { request = "string?", runs = "table", notRestorable = "table", restored = "table?", removed = "table?", dryRun = "boolean?", restore = "table?", remove = "table?", changedSince = "table?", running = "table?", variablesRestored = "table?", variablesRemoved = "table?", variablesRestore = "table?", variablesRemove = "table?" },
+  RedoArgs = { uri = "string?", dryRun = "boolean?" },
   HistoryResult = { messages = "table" },
   VariablesResult = { variables = "table" },
   StatusResult = { version = "string", protocolVersion = "number", root = "string", model = "string?", autoRun = "boolean", autoRunMaxRisk = "table", usage = "table", kernels = "table", trusted = "boolean", settingsErrors = "table", settingsIgnored = "table", settingsSources = "table", workspaces = "table", context = "table?", agentsWaiting = "table?" },

@@ -1,12 +1,13 @@
 -- Commands about a whole workspace: its kernels (interrupt, restart), its conversation (reset, undo,
--- compact, export), its status and settings, its trust, and what happens when its server is ready (the
--- history drawn, the status asked). The buffer-level commands are in source.lua (chat, run) and
+-- redo, compact, export), its status and settings, its trust, and what happens when its server is ready
+-- (the history drawn, the status asked). The buffer-level commands are in source.lua (chat, run) and
 -- proposals.lua.
 local client = require("interpreter_lsp.client")
 local session_mod = require("interpreter_lsp.session")
 local protocol = require("interpreter_lsp.protocol")
 local trust = require("interpreter_lsp.trust")
 local history = require("interpreter_lsp.history")
+local words = require("interpreter_lsp.words")
 
 local M = {}
 
@@ -124,17 +125,38 @@ function M.undo()
   end
 end
 
---- What an undo says: what left the conversation, the files and variables that came back, what did not.
----@param result table the undo result ({request, restored, removed, variablesRestored, variablesRemoved, notRestorable})
+--- Take back the last undo: the request and runs come back, and the files and variables as they were.
+function M.redo()
+  local c, s = with_session()
+  if c and s then
+    client.execute(c, protocol.REDO, { uri = root_uri(s) }, function(result)
+      local text = M.redo_text(result or {})
+      -- The whole of it in the panel; one line of it in the message area (a longer one stops the editor
+      -- at a hit-enter prompt).
+      s:note(text)
+      words.say(text)
+    end, function(err)
+      -- Nothing to redo (no undo, or something new came after it) is an answer, not a failure: a plain
+      -- note, not an error in red.
+      if vim.startswith(err.message or "", "Nothing to redo") then
+        s:note(err.message)
+        words.say(err.message)
+        return true
+      end
+      s:note("⚠ " .. err.message, "InterpreterError")
+    end)
+  end
+end
+
+--- The rest of what an undo or a redo says, after what it did to the conversation: the files and
+--- variables it wrote back or removed, and what it could not bring back.
+---@param result table an undo or redo result
 ---@return string
-function M.undo_text(result)
-  local what = result.request ~= nil and result.request ~= vim.NIL
-      and "your last message and what followed it are gone from the conversation"
-    or "your last run is gone from the conversation"
+local function changes_text(result)
   local function list(items)
     return type(items) == "table" and #items > 0 and table.concat(items, ", ") or nil
   end
-  local parts = { "↶ Undone: " .. what }
+  local parts = {}
   local files, variables = {}, {}
   if list(result.restored) then table.insert(files, "restored " .. list(result.restored)) end
   if list(result.removed) then table.insert(files, "removed " .. list(result.removed)) end
@@ -148,6 +170,30 @@ function M.undo_text(result)
   end
   table.insert(parts, #lost > 0 and (". Not restored: " .. table.concat(lost, "; ") .. ".") or ".")
   return table.concat(parts)
+end
+
+--- Whether an undo or redo result names a request (null when the unit was the user's own run).
+local function has_request(result)
+  return result.request ~= nil and result.request ~= vim.NIL
+end
+
+--- What an undo says: what left the conversation, the files and variables that came back, what did not.
+---@param result table the undo result ({request, restored, removed, variablesRestored, variablesRemoved, notRestorable})
+---@return string
+function M.undo_text(result)
+  local what = has_request(result) and "your last message and what followed it are gone from the conversation"
+    or "your last run is gone from the conversation"
+  return "↶ Undone: " .. what .. changes_text(result)
+end
+
+--- What a redo says: what came back to the conversation, the files written back as the undo found them and
+--- those removed again, the variables likewise, and what could not come back.
+---@param result table the redo result (the undo result's shape)
+---@return string
+function M.redo_text(result)
+  local what = has_request(result) and "your message and what followed it are back in the conversation"
+    or "your run is back in the conversation"
+  return "↷ Redone: " .. what .. changes_text(result)
 end
 
 local function float(lines, title)

@@ -1145,6 +1145,11 @@ suite("VS Code, panel truths", { timeout: 15 * 60_000 }, () => {
     await panel.locator(".entry.notice", { hasText: /^Undone: your last message/ }).waitFor({ timeout: STEP });
     assert.equal(await panel.locator(".entry.user", { hasText: "A message to undo" }).count(), 0);
     assert.equal(await panel.locator(".entry.assistant", { hasText: "An answer to undo." }).count(), 0);
+    // Redo takes the last undo back: the message and its answer are in the panel again.
+    await vscode.command("Interpreter: Redo Last Undone Step");
+    await panel.locator(".entry.notice", { hasText: /^Redone: your message/ }).waitFor({ timeout: STEP });
+    await panel.locator(".entry.user", { hasText: "A message to undo" }).waitFor({ timeout: STEP });
+    await panel.locator(".entry.assistant", { hasText: "An answer to undo." }).waitFor({ timeout: STEP });
   });
 
   test("a tool call written as JSON shows as its proposal, not as raw JSON", async () => {

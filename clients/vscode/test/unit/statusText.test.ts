@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { KernelInfo, KernelStatusParams } from "../../src/protocol";
-import { agentsWaitingSummary, contextLine, formatTokens, kernelNewsNotice, kernelSummary, undoNotice, verificationSummary } from "../../src/statusText";
+import { agentsWaitingSummary, contextLine, formatTokens, kernelNewsNotice, kernelSummary, redoNotice, undoNotice, verificationSummary } from "../../src/statusText";
 
 const kernels = new Map<string, KernelStatusParams>([["python", { language: "python", state: "busy" }]]);
 
@@ -138,4 +138,21 @@ test("an undo's notice names the files and the variables that came back, and wha
       "variables restored df, model; removed tmp. Not restored: variable fh.",
   );
   assert.equal(undoNotice({ request: null, runs: [], notRestorable: [] }), "Undone: your last run is gone from the conversation.");
+});
+
+test("a redo's notice names the request that came back, the files and variables, and what did not", () => {
+  const text = redoNotice({
+    request: "clean the data", runs: ["r-1"], restored: ["data.csv"], removed: ["old.csv"], variablesRestored: ["df"], variablesRemoved: [],
+    notRestorable: [{ name: "variable fh", why: "TextIOWrapper (cannot pickle): its state cannot be captured" }],
+  });
+  assert.equal(
+    text,
+    'Redone: your message "clean the data" and what followed it are back in the conversation; ' +
+      "files restored data.csv; removed old.csv; variables restored df. Not restored: variable fh.",
+  );
+  assert.equal(redoNotice({ request: null, runs: ["r-2"], notRestorable: [] }), "Redone: your run is back in the conversation.");
+  // A long or multi-line request is quoted on one line, shortened.
+  const long = redoNotice({ request: `plot the\n\ncolumns ${"x".repeat(100)}`, runs: [], notRestorable: [] });
+  assert.match(long, /^Redone: your message "plot the columns x+…" and what followed it are back in the conversation\.$/);
+  assert.ok(long.length < 140, long);
 });
