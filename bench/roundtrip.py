@@ -130,6 +130,19 @@ async def main(runs: int) -> None:
                 served.append(await waiter.run(s, "print(1)"))
                 cored.append(await core_execute(core, "print(1)"))
 
+            # The same in a workspace of 5,000 files: a run that changes nothing must not cost a walk of them.
+            for i in range(50):
+                package = core.root / f"pkg{i}"
+                package.mkdir()
+                for j in range(100):
+                    (package / f"m{j}.py").write_text("x = 1\n" * 20)
+            for _ in range(3):
+                await core_execute(core, "print(1)")
+            big_bare, big_core = [], []
+            for _ in range(max(10, runs // 4)):
+                big_bare.append((await bare_execute(kc, "print(1)"))[0])
+                big_core.append(await core_execute(core, "print(1)"))
+
             paced_bare, paced_served = [], []
             for _ in range(max(20, runs // 4)):
                 await asyncio.sleep(0.05)  # pacing, not waiting on anything: what a person's runs look like
@@ -170,6 +183,11 @@ async def main(runs: int) -> None:
     print(
         f"  of which the core (Workspace API in-process, no LSP): {core_ms:.2f} ms, ratio {core_ms / bare_ms:.2f}x; "
         f"the two LSP process hops add {served_ms - core_ms:.2f} ms"
+    )
+    big_ms, big_bare_ms = statistics.median(big_core) * 1000, statistics.median(big_bare) * 1000
+    print(
+        f"  in a workspace of 5,000 files (core, median of {len(big_core)}): {big_ms:.2f} ms, bare kernel "
+        f"{big_bare_ms:.2f} ms, ratio {big_ms / big_bare_ms:.2f}x"
     )
     print(
         f"flood of 200,000 lines (median of 3): server {server_flood:.2f} s, bare kernel {bare_flood:.2f} s, "

@@ -232,3 +232,22 @@ async def test_undo_stops_a_run_in_progress_and_takes_it_back(seeded: Session) -
     assert (await s.finished(run_id))["state"] == "interrupted"
     assert result["runs"] == [run_id] and result["restored"] == ["a.txt"]
     assert_original(root)
+
+
+async def test_a_change_made_between_runs_is_the_next_runs_pre_image(session: Session) -> None:
+    """A run that changed nothing leaves the workspace's copy as it was, and the next run reuses it without
+    walking the workspace again, but only while the files tracker saw no change: the user's own edit between
+    runs (a file, a new directory with a file in it) is what undo of the next run brings back."""
+    s = session
+    (s.root / "f.txt").write_text("v1")
+    for _ in range(3):  # runs that change nothing: the copy is reused from here on
+        await s.run_and_wait("pass")
+    (s.root / "f.txt").write_text("v2 (the user's edit)")
+    (s.root / "new dir").mkdir()
+    (s.root / "new dir" / "g.txt").write_text("u1")
+    _run, status = await s.run_and_wait("open('f.txt', 'w').write('v3')\nopen('new dir/g.txt', 'w').write('u2')")
+    assert status["state"] == "ok"
+    result = await s.command(p.UNDO, {})
+    assert result["restored"] == ["f.txt", "new dir/g.txt"], result
+    assert (s.root / "f.txt").read_text() == "v2 (the user's edit)"
+    assert (s.root / "new dir" / "g.txt").read_text() == "u1"

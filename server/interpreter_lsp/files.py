@@ -91,6 +91,10 @@ class FileChanges:
         self._poll: list[Any] = []  # polling: the events of the poll under way, applied when it ends
         self.kind: str | None = None  # "inotify" | "fsevents" | "windows" | "polling" once started
         self.unavailable: str | None = None
+        # Counts every change seen in the workspace, in a run or not (and every overflow or limit reached):
+        # unchanged between two moments, with a native observer that missed nothing, nothing changed.
+        self.generation = 0
+        self._missed = False  # a limit was reached or the queue overflowed: some change may be unseen
 
     # ---- life cycle -------------------------------------------------------------------------------------
 
@@ -201,6 +205,29 @@ class FileChanges:
             note = f"the list of files this run touched may be incomplete: {note}"
         return Touched(files, note)
 
+    @property
+    def sees_everything(self) -> bool:
+        """Every change in the workspace reaches `generation`, soon: inotify watching every directory, no
+        overflow (a poll is late by design; FSEvents and Windows coalesce: not relied on)."""
+        return self.kind == "inotify" and not self._missed and not self._closed
+
+    async def caught_up(self, timeout: float = SETTLE_TIMEOUT) -> bool:
+        """Wait until the changes made before now have reached the loop (a barrier); False if it did not come."""
+        if self._built is None:
+            return False
+        arrived: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        try:
+            token = self._send(_Waiter(lambda: arrived.done() or arrived.set_result(None), opens=False))
+        except OSError:
+            return False
+        try:
+            await asyncio.wait_for(asyncio.shield(arrived), timeout)
+            return True
+        except asyncio.TimeoutError:
+            return False
+        finally:
+            self._drop(token)
+
     # ---- barriers ---------------------------------------------------------------------------------------
 
     def _send(self, waiter: _Waiter) -> str | int:
@@ -260,6 +287,10 @@ class FileChanges:
     def _apply(self, event: Any) -> None:
         src = os.fsdecode(event.src_path)
         if event.is_directory:
+            # A directory made, moved or removed: its files may come with it unseen. (A directory's
+            # "modified" only says its listing changed, as a barrier's file does: its files' events say how.)
+            if event.event_type in ("created", "deleted", "moved"):
+                self.generation += 1
             return
         if event.event_type == "moved":
             self._note(src, "deleted")
@@ -312,6 +343,7 @@ class FileChanges:
             if (waiter := self._probes.pop(name, None)) is not None:
                 self._fire(waiter)
             return
+        self.generation += 1
         if not self._active:
             return
         relative = self._relative(path)
@@ -328,6 +360,8 @@ class FileChanges:
             changes[relative] = "modified" if previous == "deleted" and change == "created" else change
 
     def _incomplete(self, why: str) -> None:
+        self._missed = True
+        self.generation += 1
         for run_id in [*self._active, *self._opening]:
             self._notes.setdefault(run_id, why)
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .files import FileChanges
 from .preimages import PreimageStore, Signature, Snapshot
 
 log = logging.getLogger(__name__)
@@ -70,9 +71,13 @@ class RedoFiles:
 
 
 class FileUndo:
-    def __init__(self, root: Path, store: PreimageStore | None = None) -> None:
+    def __init__(self, root: Path, store: PreimageStore | None = None, changes: FileChanges | None = None) -> None:
         self.root = root
         self.store = store or PreimageStore(root)
+        # The files tracker: when it saw no change since the last walk (and sees everything), that walk's
+        # snapshot is the workspace still, and a run does not wait for another (~40 ms for 5,000 files).
+        self._changes = changes
+        self._last: tuple[int, Snapshot] | None = None  # (the tracker's generation when it began, the walk)
         self._runs: dict[str, _RunFiles] = {}
         self._redo: list[RedoFiles] = []  # the redo points kept: their copies are not collected
         self._lock = asyncio.Lock()
@@ -103,9 +108,30 @@ class FileUndo:
 
     async def _snapshot(self) -> Snapshot:
         async with self._lock:  # one snapshot at a time: they share the store's index
+            if (kept := await self._unchanged()) is not None:
+                return kept
             if self.store.used > self.store.limit * 0.8:
                 await asyncio.to_thread(self.store.collect, self._needed())
-            return await asyncio.to_thread(self.store.snapshot)
+            generation = self._changes.generation if self._changes is not None else None
+            snapshot = await asyncio.to_thread(self.store.snapshot)
+            # Kept for reuse only if the walk was not racy (a file written within a clock tick of it is read
+            # again next time) and the tracker saw everything.
+            if generation is not None and self._changes is not None and self._changes.sees_everything \
+                    and not self.store.racy:
+                self._last = (generation, snapshot)
+            else:
+                self._last = None
+            return Snapshot(dict(snapshot.files), dict(snapshot.uncopied))
+
+    async def _unchanged(self) -> Snapshot | None:
+        """The last walk's snapshot, if the tracker proves nothing in the workspace changed since it began:
+        its barrier has come out (every change made before now has been seen) and no change was seen."""
+        changes, last = self._changes, self._last
+        if changes is None or last is None or not changes.sees_everything or changes.generation != last[0]:
+            return None
+        if not await changes.caught_up() or changes.generation != last[0] or not changes.sees_everything:
+            return None
+        return Snapshot(dict(last[1].files), dict(last[1].uncopied))
 
     def _needed(self) -> set[str]:
         """Blobs an undo may still ask for: the pre-images of the changes of the runs still known, and what a

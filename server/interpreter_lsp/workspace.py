@@ -160,7 +160,7 @@ class Workspace:
         self.settings_errors: list[str] = []
         self._settings_report = settings_mod.SettingsReport(self.settings)
         self.file_changes = FileChanges(root)
-        self.file_undo = FileUndo(root)  # pre-images of the workspace's files, per run (undo.py)
+        self.file_undo = FileUndo(root, changes=self.file_changes)  # pre-images of the files, per run (undo.py)
         self.pool = KernelPool(
             root,
             ctx.runtime_dir,
