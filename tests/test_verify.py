@@ -286,3 +286,16 @@ async def test_an_outside_agents_cell_that_differs_names_the_agent(workspace_roo
         await stop_session(s)
     [differs] = result["verification"]["differs"]
     assert differs["cause"].startswith("an outside agent's run (Claude Code 1.0): output"), differs
+
+
+async def test_versions_are_recorded_under_the_import_name(session: Session) -> None:
+    """A module whose distribution has another name (sklearn: scikit-learn, PIL: pillow) is recorded with its
+    distribution's version, as for the others."""
+    import importlib.metadata as md
+
+    _run, status = await session.run_and_wait("import sklearn, PIL, numpy\nprint('ok')")
+    assert status["state"] == "ok", session.text(_run)
+    result = await session.command(p.EXPORT_NOTEBOOK, {"path": "v.ipynb", "verify": True}, VERIFY_WAIT)
+    packages = _read(result["path"])["metadata"]["interpreter_lsp"]["verify"]["packages"]
+    assert packages == {"sklearn": md.version("scikit-learn"), "PIL": md.version("pillow"),
+                        "numpy": md.version("numpy")}, packages
