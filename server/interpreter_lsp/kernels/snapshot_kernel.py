@@ -348,11 +348,25 @@ def _compare(key: str) -> tuple[dict[str, str], list[str], list[str], list[dict[
     return theirs["prints"], back, remove, lost
 
 
+_EXACT = (int, float, complex, bool, str, bytes, bytearray, type(None))
+
+
+def _exact(copy: Any) -> bool:
+    """A type whose pickle round trip is exact by construction (its bytes, or a numpy array of plain dtype:
+    its buffer, dtype and shape): its copy needs no check (for 100 MB, a fingerprint is ~25 ms)."""
+    if type(copy) in _EXACT:
+        return True
+    numpy = sys.modules.get("numpy")
+    return numpy is not None and type(copy) is numpy.ndarray and not copy.dtype.hasobject
+
+
 def _faithful(copy: Any, original: str) -> bool:
-    """Whether the copy pickle brought back holds what the original held. The same fingerprint: yes. Else a
-    copy that pickle leaves as it is (a second round trip changes nothing) is taken as faithful: the first
-    one only settled what the original had left lazy (a masked array's fill value, a figure's canvas);
-    one that changes at every round trip is losing something."""
+    """Whether the copy pickle brought back holds what the original held. An exact type (above): yes. The
+    same fingerprint: yes. Else a copy that pickle leaves as it is (a second round trip changes nothing) is
+    taken as faithful: the first one only settled what the original had left lazy (a masked array's fill
+    value, a figure's canvas); one that changes at every round trip is losing something."""
+    if _exact(copy):
+        return True
     first = _fingerprint(copy)
     if first == original:
         return True
