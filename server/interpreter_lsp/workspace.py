@@ -431,14 +431,16 @@ class Workspace:
         if self._variables is not None and self._variables_kernel == kernel.started_at:
             return self._variables
         soon, self._variables_soon = self._variables_soon, None
-        try:
-            if soon is not None and soon[0] is kernel:  # asked after the last run, with its snapshot
+        variables = None
+        if soon is not None and soon[0] is kernel:  # asked after the last run, with its snapshot
+            with contextlib.suppress(Exception):  # that request failed (interrupted): asked on its own below
                 reply = await asyncio.wait_for(asyncio.shield(soon[1]), VARIABLES_FOR_CONTEXT_TIMEOUT)
                 variables = variables_of(reply)
-            else:
+        if variables is None:
+            try:
                 variables = await asyncio.wait_for(python_variables(kernel), VARIABLES_FOR_CONTEXT_TIMEOUT)
-        except Exception:
-            return None
+            except Exception:
+                return None
         # started_at changes on a restart, whose empty namespace must not be hidden by the cache.
         self._variables, self._variables_kernel = variables, kernel.started_at
         return variables
