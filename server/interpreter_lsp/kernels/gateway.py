@@ -170,13 +170,18 @@ class GatewayKernel:
         self.kernel_id = await self._client.start_kernel(self.choice.name)
         await self._open()
 
-    async def shutdown(self) -> None:
+    async def shutdown(self, *, quietly: bool = False) -> None:
+        """`quietly`: its end is not news (a dead kernel let go of as another starts: "stopped" then "starting"
+        would read as a kernel started afresh because its settings changed)."""
         self._closing = True
         self._fail_pending("died")
         await self._teardown(delete=True)
         for task in list(self._tasks):
             task.cancel()
-        self._set_state("stopped")
+        if quietly:
+            self.state = "stopped"
+        else:
+            self._set_state("stopped")
 
     async def interrupt(self) -> None:
         if self.kernel_id is None or self.state in ("dead", "stopped"):

@@ -228,7 +228,7 @@ class KernelPool:
             raise KernelStartError(reason)
         old = self._kernels.get(lang)
         if isinstance(old, GatewayKernel):
-            await old.shutdown()  # a dead remote kernel (e.g. culled): let go of its connection
+            await old.shutdown(quietly=True)  # a dead remote kernel (e.g. culled): let go of its connection
         client = self.gateway_client()
         if client is not None:
             # Nothing of the editor's environment goes to a remote kernel: only what the user set.

@@ -57,6 +57,13 @@ local commands = {
   InterpreterRedo = { function() api().redo() end, { desc = "Take back the last undo: bring the request back" } },
   InterpreterPanel = { function() api().toggle_panel() end, { desc = "Toggle the interpreter panel" } },
   InterpreterOutput = { function() api().show_output() end, { desc = "All output of the last run" } },
+  InterpreterClearOutput = {
+    function(cmd)
+      local line1, line2 = range_of(cmd)
+      api().clear_output({ line1 = line1, line2 = line2 })
+    end,
+    { range = true, desc = "Remove the output under the code (the range's cells), images too; the panel keeps it" },
+  },
   InterpreterVariables = {
     function(cmd) api().variables(cmd.args) end,
     { nargs = "?", desc = "Show the kernel's variables" },

@@ -22,6 +22,8 @@ local M = {}
 ---@field keymaps table<string, string|false>
 ---@field panel interpreter_lsp.PanelOptions
 ---@field image_dir string|nil where images from output are saved; nil: stdpath("cache")/interpreter_lsp
+---@field images "auto"|"image.nvim"|"kitty"|"path" how images are drawn: image.nvim, the kitty graphics
+--- protocol, or their path alone; "auto": image.nvim when installed, else kitty's in kitty or Ghostty
 ---@field install_source string|nil what :InterpreterInstall installs from: a clone, a .whl, a git URL
 ---@field apply_preview "split"|"inline"|false a diff to accept before a proposal is written into a buffer
 ---@field inline_output boolean the latest output of a run started from a buffer shows under its code
@@ -63,6 +65,7 @@ M.defaults = {
     throttle_ms = 50,
   },
   image_dir = nil,
+  images = "auto",
   apply_preview = "split",
   install_source = nil,
   inline_output = true,
@@ -159,6 +162,9 @@ function M.resolve(user)
     fail("apply_preview must be \"split\", \"inline\" or false, got " .. tostring(opts.apply_preview))
   end
   check("inline_output", opts.inline_output, { "boolean" })
+  if not vim.tbl_contains(require("interpreter_lsp.images").MODES, opts.images) then
+    fail("images must be \"auto\", \"image.nvim\", \"kitty\" or \"path\", got " .. tostring(opts.images))
+  end
   check("install_source", opts.install_source, { "string" }, true)
   if not vim.tbl_contains({ "right", "left", "bottom", "top" }, opts.panel.position) then
     fail("panel.position must be one of right, left, bottom, top, got " .. tostring(opts.panel.position))

@@ -1,8 +1,43 @@
 -- Images in run output: a MIME bundle's image is saved to a file (setup option image_dir, else
 -- stdpath("cache")/interpreter_lsp/images) and shown as an "[image] path" line; with image.nvim installed
--- it is also drawn below that line. A bundle without an image shows its best text form, else a line
--- saying there is none.
+-- it is also drawn below that line. How images are drawn (setup option `images`) is decided here too:
+-- image.nvim, the kitty graphics protocol (kitty.lua), or the path alone. A bundle without an image
+-- shows its best text form, else a line saying there is none.
 local M = {}
+
+M.MODES = { "auto", "image.nvim", "kitty", "path" }
+
+--- image.nvim's module when it is installed, else nil.
+function M.image_nvim()
+  local ok, image = pcall(require, "image")
+  if ok and type(image) == "table" and type(image.from_file) == "function" then
+    return image
+  end
+  return nil
+end
+
+--- How images are drawn now, for setup option `images` ("auto" when nil): "image.nvim" when it is
+--- installed (and not turned off), else "kitty" when the terminal shows kitty's Unicode placeholders
+--- (auto) or was named (kitty), else "path": the file's path alone. Decided at each image: a terminal
+--- UI can attach after startup, and image.nvim can be loaded late.
+---@param want string|nil
+---@return "image.nvim"|"kitty"|"path"
+function M.mode(want)
+  want = want or "auto"
+  if want == "path" then
+    return "path"
+  end
+  if (want == "auto" or want == "image.nvim") and M.image_nvim() then
+    return "image.nvim"
+  end
+  if want == "kitty" or want == "auto" then
+    local kitty = require("interpreter_lsp.kitty")
+    if kitty.tui() and (want == "kitty" or kitty.terminal()) then
+      return "kitty"
+    end
+  end
+  return "path"
+end
 
 --- The image types saved from output, with their file extension.
 M.TYPES = { ["image/png"] = "png", ["image/jpeg"] = "jpg", ["image/gif"] = "gif", ["image/svg+xml"] = "svg" }
@@ -40,9 +75,10 @@ end
 --- With image.nvim installed, draw the image below its "[image] path" line once that line is written.
 ---@param panel interpreter_lsp.Panel
 ---@param path string
-function M.draw_later(panel, path)
-  local ok, image = pcall(require, "image")
-  if not ok or type(image.from_file) ~= "function" then
+---@param want string|nil setup option `images`
+function M.draw_later(panel, path, want)
+  local image = M.mode(want) == "image.nvim" and M.image_nvim()
+  if not image then
     return
   end
   panel.on_flush = panel.on_flush or {}
@@ -88,7 +124,7 @@ function M.bundle_text(s, data, run)
     if type(data[mime]) == "string" then
       local path = M.save(s, mime, data[mime], run)
       if path then
-        M.draw_later(s.panel, path)
+        M.draw_later(s.panel, path, s.opts.images)
         return "[image] " .. path .. "\n", "muted"
       end
     end

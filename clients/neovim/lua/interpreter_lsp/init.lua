@@ -153,6 +153,20 @@ function M.show_output()
   vim.api.nvim_win_set_buf(0, buf)
 end
 
+--- Remove the output shown under the code of the current buffer (inline.lua), images included: all of
+--- it, or with a range (1-based lines) the blocks under those lines. The panel keeps every output.
+---@param args {line1: integer|nil, line2: integer|nil}|nil
+function M.clear_output(args)
+  args = args or {}
+  local buf = vim.api.nvim_get_current_buf()
+  local inline = require("interpreter_lsp.inline")
+  if args.line1 and args.line2 then
+    inline.clear(buf, args.line1 - 1, args.line2 - 1)
+  else
+    inline.clear(buf)
+  end
+end
+
 --- Kernel and turn state for a statusline, e.g. "python:idle thinking".
 ---@return string
 function M.statusline()

@@ -274,7 +274,7 @@ return function(Session)
     -- At most one redraw per panel tick: a flood of output costs one extmark update.
     vim.defer_fn(function()
       run.inline_pending = false
-      pcall(inline.draw, self.panel, run)
+      pcall(inline.draw, self.panel, run, self.opts.images)
     end, self.opts.panel.throttle_ms)
   end
 

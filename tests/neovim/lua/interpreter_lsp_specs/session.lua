@@ -443,40 +443,6 @@ it("a reopened long output says it was cut on screen and where the whole of it i
   t.has_line("line 50")
 end)
 
-it("a run's image is drawn under its code with image.nvim when installed, its path shown otherwise", function(t)
-  local s = t.session()
-  local buf = vim.api.nvim_create_buf(true, false)
-  vim.api.nvim_buf_set_lines(buf, 0, -1, false, { "import matplotlib", "plot()", "", "more = 1" })
-  vim.api.nvim_set_current_buf(buf)
-  local drawn = {}
-  package.loaded["image"] = { from_file = function(path, o)
-    table.insert(drawn, { path = path, buffer = o.buffer, y = o.y })
-    return { render = function() end }
-  end }
-  local anchor = require("interpreter_lsp.inline").anchor(buf, 0, 2)
-  local run = s:user_run({ language = "python", code = "plot()", origin = "user", anchor = anchor })
-  s:bind_run(run, "r1")
-  local png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8/5+hHgAHggJ/PchI7wAAAABJRU5ErkJggg=="
-  t.feed(s, "OUTPUT", { runId = "r1", seq = 0, kind = "display", data = { ["image/png"] = png } })
-  t.feed(s, "RUN_STATUS", { runId = "r1", state = "ok", language = "python", durationMs = 40 })
-  t.lines(s)
-  local function in_source()
-    for _, d in ipairs(drawn) do
-      if d.buffer == buf then
-        return d
-      end
-    end
-  end
-  vim.wait(2000, function() return in_source() ~= nil end, 10)
-  package.loaded["image"] = nil
-  local d = in_source()
-  t.truthy(d, "image.nvim was asked to draw it in the source buffer: " .. vim.inspect(drawn))
-  t.eq(d.y, 2, "under the cell's last line")
-  t.truthy(d.path:find("r1%-1%.png$"), d.path)
-  local virt = require("interpreter_lsp_test").inline_lines(buf)
-  t.truthy(virt[2] and virt[2].text:find("[image] ", 1, true), vim.inspect(virt))
-end)
-
 it("long output under the code shows its last lines and says how many more the panel has", function(t)
   local s = t.session()
   local buf = vim.api.nvim_create_buf(true, false)
