@@ -85,6 +85,11 @@ async def test_verified_export_stamps_each_cell(session: Session) -> None:
     # data.csv was deleted by the session: no hash; nothing else the cells name exists in the workspace.
     assert record["inputFiles"] == {}
     assert record["summary"]["cells"] == 7
+    # The model is told too: the user can ask it why cell 4 differs.
+    note = [e for e in (await session.command(p.HISTORY, {}))["messages"] if e["type"] == "note"][-1]
+    assert note["text"].startswith("Verified export ") and "does not fully reproduce (4 of 7" in note["text"]
+    assert "cell 4 differs: seed not set" in note["forModel"], note["forModel"]
+    assert "cell 6 differs: missing input file data.csv" in note["forModel"], note["forModel"]
 
 
 async def test_input_files_are_hashed_and_a_seeded_session_is_identical(session: Session) -> None:

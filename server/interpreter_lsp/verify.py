@@ -263,3 +263,21 @@ async def verify(nb: Any, session: Session, history_path: Path | None = None) ->
         "summary": summary,
     }
     return summary
+
+
+def note(path: str, summary: dict[str, Any]) -> tuple[str, str]:
+    """The conversation's note of a verification: the panel's line, and what the model reads (so that the user
+    can ask it why a cell differs, and it knows which and why)."""
+    same = summary["identical"] + summary["equivalent"]
+    differs = [f"cell {d['cell']} differs: {d['cause']}" for d in summary["differs"]]
+    if summary["notRun"]:
+        differs.append(f"{summary['notRun']} not run (after an error or the stop)")
+    verdict = "reproduces" if not differs else "does not fully reproduce"
+    text = f"Verified export {path}: {verdict} ({same} of {summary['cells']} code cells as in the session)."
+    for_model = (
+        f"The user exported this conversation's code as the notebook {path} and re-ran it top to bottom in a fresh "
+        f"kernel: {same} of {summary['cells']} code cells gave the session's output again (identical or "
+        f"equivalent). " + ("; ".join(differs) + ". " if differs else "")
+        + "Cells are numbered in the notebook's order (the surviving runs, in execution order)."
+    )
+    return text, for_model

@@ -702,6 +702,8 @@ class Workspace:
             raise UserError(f"Verification was interrupted; {written} was written without verdicts.")
         summary = task.result()
         write_inside(self.root, path, notebook.dumps(nb), overwrite=True)
+        text, for_model = verify.note(str(written), summary)
+        self.conversation.add(p.NoteEvent(text, for_model=for_model))  # the model can be asked about it
         return {"path": str(written), "verification": {"id": verification_id, **summary}}
 
     def _verify_session(self, verification_id: str, runs: list[dict[str, Any]]) -> Any:
