@@ -109,13 +109,13 @@ def test_without_image_nvim_or_kitty_the_figure_is_its_path_under_the_cell(start
 
 
 class Tty:
-    """A program in a pty of 120x40 cells of 10x20 pixels, as kitty runs it: Neovim's TUI (`argv` starts
+    """A program in a pty of 120x40 cells of 10x24 pixels, as kitty runs it: Neovim's TUI (`argv` starts
     it with --listen `sock`, maybe inside tmux); everything written to the terminal is kept in `out`, and
     the editor is driven over its socket."""
 
     def __init__(self, argv: list[str], env: dict[str, str], cwd: Path, sock: Path) -> None:
         master, slave = pty.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 1200, 800))
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 1200, 960))
         self.master = master
         self.out = bytearray()
         self.lock = threading.Lock()
@@ -245,32 +245,49 @@ def test_in_kitty_the_figure_is_sent_with_the_graphics_protocol_and_drawn_as_pla
     assert all(r.count("\U0010eeee") == cols for r in rows), rows
     assert rows[0].startswith("\U0010eeee\u0305\u0305\U0010eeee\u0305\u030d"), "row 0: columns 0 and 1"
     assert rows[1].startswith("\U0010eeee\u030d\u0305"), "row 1, column 0"
-    # Sized for cells of 10x20 pixels, the figure's shape kept, at most half the window's height.
+    # Sized for the terminal's cells (10x24 pixels), the figure's shape kept, at most half the window high.
     width, height = png_size(path)
     assert 4 <= len(rows) <= ed.lua("return vim.api.nvim_win_get_height(0)") // 2, len(rows)
-    assert abs(cols * 10 / (len(rows) * 20) - width / height) < 0.1, (cols, len(rows), width, height)
+    assert abs(cols * 10 / (len(rows) * 24) - width / height) < 0.1, (cols, len(rows), width, height)
+    # The panel draws it too, below its "[image] path" line (an image of its own, sized for the panel).
+    panel = ed.lua(
+        "local s = require('interpreter_lsp').session() s.panel:flush()"
+        " local ns = vim.api.nvim_get_namespaces().interpreter_lsp_panel_images"
+        " local lines = vim.api.nvim_buf_get_lines(s.panel.buf, 0, -1, false)"
+        " local m = vim.api.nvim_buf_get_extmarks(s.panel.buf, ns, 0, -1, { details = true })[1]"
+        " return m and { line = lines[m[2] + 1], hl = m[4].virt_lines[1][2][2], rows = #m[4].virt_lines } or vim.NIL"
+    )
+    assert panel and panel["line"] == f"[image] {path}" and panel["rows"] >= 4, panel
+    panel_id = int(panel["hl"].removeprefix("InterpreterKittyImage"))
+    assert panel_id != image_id
     # What reached the terminal: the PNG by its path (t=f), quiet, as a virtual placement of that size ...
     apc = re.compile(rb"\x1b_G([^;\x1b]*);([A-Za-z0-9+/=]*)\x1b\\")
-    out = t.wait(lambda b: any(b"a=T" in m.group(1) for m in apc.finditer(b)), "the graphics escape")
-    sent = [m for m in apc.finditer(out) if b"a=T" in m.group(1)]
-    assert len(sent) == 1, sent
-    keys = dict(kv.split("=") for kv in sent[0].group(1).decode().split(","))
+
+    def transmits(b: bytes) -> dict[int, tuple[dict[str, str], str]]:
+        found = {}
+        for m in apc.finditer(b):
+            keys = dict(kv.split("=") for kv in m.group(1).decode().split(","))
+            if keys.get("a") == "T":
+                found[int(keys["i"])] = (keys, base64.b64decode(m.group(2)).decode())
+        return found
+
+    out = t.wait(lambda b: {image_id, panel_id} <= set(transmits(b)), "the graphics escapes")
+    keys, sent_path = transmits(out)[image_id]
     assert keys == {"a": "T", "U": "1", "f": "100", "t": "f", "i": str(image_id), "c": str(cols),
                     "r": str(len(rows)), "C": "1", "q": "2"}, keys  # fmt: skip
-    assert base64.b64decode(sent[0].group(2)).decode() == path
+    assert sent_path == path and transmits(out)[panel_id][1] == path
     # ... and the placeholder cells, drawn by Neovim's screen in the image id's colour.
     r, g, b = image_id >> 16, (image_id >> 8) & 0xFF, image_id & 0xFF
-    colour = re.compile(rb"\x1b\[(?:[0-9;:]*;)?38[;:]2[;:]+%d[;:]%d[;:]%dm" % (r, g, b))
     first_cell = PLACEHOLDER + "\u0305\u0305".encode()
-    out = t.wait(lambda b: first_cell in b and colour.search(b) is not None, "the placeholders on the screen")
-    assert colour.search(out[: out.index(first_cell)]), "the placeholder is written in the image's colour"
+    colour = rb"\x1b\[(?:[0-9;:]*;)?38[;:]2[;:]+%d[;:]%d[;:]%dm" % (r, g, b)
+    coloured = re.compile(colour + rb"(?:\x1b\[[0-9;:]*m)*" + re.escape(first_cell))  # maybe a background too
+    t.wait(lambda b: coloured.search(b) is not None, "the first placeholder cell, in the image's colour")
     t.wait(lambda b: b.count(PLACEHOLDER) >= cols * len(rows), "every cell of the image on the screen")
     # The cell again: the terminal frees the first image; the new one is sent.
     run_plot_cell(ed, times=2)
     delete = b"\x1b_Ga=d,d=I,i=%d,q=2\x1b\\" % image_id
     t.wait(lambda b: delete in b, "the first image's deletion")
-    t.wait(lambda b: len([m for m in apc.finditer(b) if b"a=T" in m.group(1)]) == 2, "the second figure")
-
+    t.wait(lambda b: len(transmits(b)) == 4, "the second figure, under the cell and in the panel")
 
 def tmux_passthrough() -> bool:
     """tmux 3.3 or later (allow-passthrough)."""

@@ -14,6 +14,7 @@ from nvim_harness import Editor
         ("{ settings = { autoRun = 'yes' } }", "settings.autoRun must be a boolean, got string"),
         ("{ keymaps = { approve = 1 } }", "keymaps.approve must be a key (string) or false"),
         ("{ cmd = {} }", "cmd is an empty list"),
+        ("{ images = 'sixel' }", 'images must be "auto", "image.nvim", "kitty" or "path", got sixel'),
     ],
 )
 def test_bad_options_are_refused_with_a_reason(start_editor, options: str, message: str) -> None:

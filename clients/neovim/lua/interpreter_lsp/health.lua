@@ -94,6 +94,18 @@ function M.check()
   else
     health.ok("setup() done")
   end
+  local mode = require("interpreter_lsp.images").mode(opts.images)
+  if mode == "image.nvim" then
+    health.ok("images in output: drawn with image.nvim")
+  elseif mode == "kitty" then
+    health.ok("images in output: drawn with the kitty graphics protocol ("
+      .. (require("interpreter_lsp.kitty").terminal() or "images = \"kitty\"") .. ")")
+  elseif opts.images == "path" then
+    health.info("images in output: shown as their file's path (images = \"path\")")
+  else
+    health.info("images in output: shown as their file's path; image.nvim, or a terminal UI in kitty or Ghostty, "
+      .. "draws them (:help interpreter_lsp-images)")
+  end
   local unknown = config.unknown_settings(opts.settings)
   if #unknown > 0 then
     health.warn("settings the server does not document: " .. table.concat(unknown, ", "),

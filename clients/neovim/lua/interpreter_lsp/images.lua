@@ -72,13 +72,17 @@ function M.save(s, mime, payload, run)
   return path
 end
 
---- With image.nvim installed, draw the image below its "[image] path" line once that line is written.
+local panel_ns = vim.api.nvim_create_namespace("interpreter_lsp_panel_images")
+
+--- Draw the image below its "[image] path" line in the panel once that line is written and the panel
+--- is in a window (its width bounds the image): with image.nvim, or as kitty placeholders in virtual
+--- lines under the line (gone with the line when a long output is folded over it).
 ---@param panel interpreter_lsp.Panel
 ---@param path string
 ---@param want string|nil setup option `images`
 function M.draw_later(panel, path, want)
-  local image = M.mode(want) == "image.nvim" and M.image_nvim()
-  if not image then
+  local mode = M.mode(want)
+  if mode == "path" or (mode == "kitty" and not path:lower():match("%.png$")) then
     return
   end
   panel.on_flush = panel.on_flush or {}
@@ -90,9 +94,20 @@ function M.draw_later(panel, path, want)
     local lines = vim.api.nvim_buf_get_lines(panel.buf, 0, -1, false)
     for row = #lines, 1, -1 do
       if lines[row] == "[image] " .. path then
-        local img = image.from_file(path, { window = win, buffer = panel.buf, with_virtual_padding = true, x = 0, y = row })
-        if img then
-          img:render()
+        if mode == "image.nvim" then
+          -- image.nvim draws below its `y` line (0-based): the "[image]" line.
+          local img = M.image_nvim().from_file(path, { window = win, buffer = panel.buf, with_virtual_padding = true,
+            x = 0, y = row - 1 })
+          if img then
+            img:render()
+          end
+        else
+          local kitty = require("interpreter_lsp.kitty")
+          local k = kitty.show(path, win, 0)
+          if k then
+            vim.api.nvim_buf_set_extmark(panel.buf, panel_ns, row - 1, 0, {
+              virt_lines = kitty.placeholder_lines(k.id, k.cols, k.rows, ""), invalidate = true, undo_restore = false })
+          end
         end
         return true
       end

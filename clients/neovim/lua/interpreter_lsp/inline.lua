@@ -39,6 +39,17 @@ local function drop_image(buf, mark)
   end
 end
 
+vim.api.nvim_create_autocmd("BufWipeout", {
+  group = vim.api.nvim_create_augroup("interpreter_lsp_inline", { clear = true }),
+  desc = "the images drawn under a wiped buffer's code go with it",
+  callback = function(ev)
+    for mark in pairs(M.drawn[ev.buf] or {}) do
+      drop_image(ev.buf, mark)
+    end
+    M.drawn[ev.buf] = nil
+  end,
+})
+
 M.MAX_LINES = 8
 
 local ICONS = { ok = "✓", error = "✗", interrupted = "■", died = "✗", timeout = "⏱", running = "▶", queued = "…" }
@@ -132,7 +143,9 @@ local function image_for(a, path, want, rows)
   else
     local row = vim.api.nvim_buf_get_extmark_by_id(a.buf, ns, a.mark, {})[1]
     -- Anchored on the cell's last line, as the block is: image.nvim draws below its `y` line, padded
-    -- with virtual lines; render_offset_top puts it below the block's rows rather than over them.
+    -- with virtual lines; render_offset_top puts it below the block's rows rather than over them (its
+    -- padding counts those rows again, so as many blank rows follow the image: better than covering
+    -- the block, whichever order Neovim draws the two marks' virtual lines in).
     local ok, img = pcall(images.image_nvim().from_file, path, { window = win, buffer = a.buf,
       with_virtual_padding = true, x = 0, y = row, render_offset_top = rows })
     if ok and img then
