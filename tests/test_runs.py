@@ -240,3 +240,20 @@ async def test_run_code_stays_out_of_ipythons_history_file(workspace_root, home)
         await stop_session(s)  # the kernel ends its IPython session, which writes out what it would keep
     kept = [path for path in home.rglob("*.sqlite") if marker.encode() in path.read_bytes()]
     assert kept == []
+
+
+async def test_a_request_the_kernel_ends_without_a_reply_ends_the_run(session: Session) -> None:
+    """ipykernel drops a request's reply when a KeyboardInterrupt lands in its handler before the code starts
+    (an interrupt sent the moment a run shows busy, on a loaded machine): the run ends, says so, and the
+    kernel's state is kept. Simulated here by a handler that raises it once, for the next run only."""
+    await session.run_and_wait(
+        "kept = 'state survives'\n"
+        "_k = get_ipython().kernel\n_orig = _k.do_execute\n"
+        "def _boom(**kw):\n    if kw.get('silent'):\n        return _orig(**kw)\n"
+        "    _k.do_execute = _orig\n    raise KeyboardInterrupt\n"
+        "_k.do_execute = _boom"
+    )
+    _run, status = await session.run_and_wait("print('never runs')", timeout=60)
+    assert status["state"] == "error" and "without answering" in status["message"], status
+    check, _ = await session.run_and_wait("print(kept)")
+    assert session.text(check) == "state survives\n"

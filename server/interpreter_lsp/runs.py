@@ -330,7 +330,7 @@ class RunManager:
         if reply.status == "ok":
             return "ok", None
         if reply.status == "aborted":
-            return "error", "the kernel aborted this run"
+            return "error", reply.content.get("reason") or "the kernel aborted this run"
         if said := self._pool.limit_reached(run.language, reply.content):  # out of memory, of processes
             return "error", said
         return "error", reply.content.get("reason")

@@ -4,8 +4,9 @@ registers it here, and hands every message it reads to `route`; what is not an e
 client's, the gateway's own news) comes back to the backend.
 
 An execution ends on its shell reply *and* its iopub idle status, whichever comes last (the reply can
-precede trailing output). Its busy status says it started (`ExecutionSink.on_busy`); its output goes to its
-sink; its input requests go to the backend's `answer_input`. The server's own silent requests (no sink:
+precede trailing output), or NO_REPLY_WAIT after its idle status when no reply came (the kernel dropped
+it). Its busy status says it started (`ExecutionSink.on_busy`); its output goes to its sink; its input
+requests go to the backend's `answer_input`. The server's own silent requests (no sink:
 a snapshot, the variables, kernel_info) do not make the kernel show busy.
 """
 
@@ -15,6 +16,10 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+# After its idle status, how long a request's reply may still take to arrive (the shell socket is read apart
+# from iopub, and the reply is sent before the idle status): past it, there is none.
+NO_REPLY_WAIT = 5.0
 
 
 class ExecutionSink(Protocol):
@@ -91,6 +96,8 @@ class Executions:
                 elif state == "idle":
                     pending.idle = True
                     self._finish(pending)
+                    if pending.reply is None and not pending.done.done():
+                        asyncio.get_running_loop().call_later(NO_REPLY_WAIT, self._no_reply, pending)
             elif pending.sink is not None:
                 pending.sink.on_iopub(msg_type, content)
         elif channel == "shell":
@@ -100,6 +107,17 @@ class Executions:
         elif channel == "stdin" and msg_type == "input_request" and pending.sink is not None:
             self._answer_input(pending.sink, content, header)
         return True
+
+    @staticmethod
+    def _no_reply(pending: Pending) -> None:
+        """Idle, and still no reply: the kernel ended the request without answering it. ipykernel does that
+        when a KeyboardInterrupt lands in its handler before the code starts (it logs "KeyboardInterrupt
+        caught in kernel"): without this the run would wait for ever, and an interrupt's fallback restart
+        would take the kernel's state for nothing."""
+        if pending.reply is None and not pending.done.done():
+            pending.done.set_result(ExecuteReply("aborted", {
+                "status": "aborted", "reason": "the kernel ended this request without answering it",
+            }))
 
     @staticmethod
     def _finish(pending: Pending) -> None:
