@@ -95,6 +95,8 @@ class FileChanges:
         # unchanged between two moments, with a native observer that missed nothing, nothing changed.
         self.generation = 0
         self._missed = False  # a limit was reached or the queue overflowed: some change may be unseen
+        self._arrivals: dict[str | int, asyncio.Future[None]] = {}  # barriers in flight, by token
+        self._in_flight: asyncio.Future[None] | None = None  # the last one sent, until it comes out
 
     # ---- life cycle -------------------------------------------------------------------------------------
 
@@ -212,26 +214,47 @@ class FileChanges:
         return self.kind == "inotify" and not self._missed and not self._closed
 
     async def caught_up(self, timeout: float = SETTLE_TIMEOUT) -> bool:
-        """Wait until the changes made before now have reached the loop (a barrier); False if it did not come."""
+        """Wait until the changes made before now have reached the loop (a barrier); False if it did not come.
+        A barrier still in flight serves (a run's start barrier, sent just before its pre-images are asked
+        for: what changed after it was sent counts as the run's), so a run does not send two."""
         if self._built is None:
             return False
-        arrived: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        try:
-            token = self._send(_Waiter(lambda: arrived.done() or arrived.set_result(None), opens=False))
-        except OSError:
-            return False
+        token: str | int | None = None
+        arrived = self._in_flight
+        if arrived is None or arrived.done():
+            try:
+                token = self._send(_Waiter(lambda: None, opens=False))
+            except OSError:
+                return False
+            arrived = self._arrivals[token]
         try:
             await asyncio.wait_for(asyncio.shield(arrived), timeout)
             return True
         except asyncio.TimeoutError:
             return False
         finally:
-            self._drop(token)
+            if token is not None:
+                self._drop(token)
 
     # ---- barriers ---------------------------------------------------------------------------------------
 
     def _send(self, waiter: _Waiter) -> str | int:
         """Send a barrier; `waiter` is called when it comes out. Returns a token for `_drop`."""
+        arrived: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        sent: list[str | int] = []
+
+        def then(then: Callable[[], None] = waiter.then) -> None:
+            then()
+            self._arrivals.pop(sent[0], None)
+            if not arrived.done():
+                arrived.set_result(None)
+
+        token = self._send_barrier(_Waiter(then, waiter.opens))
+        sent.append(token)  # it comes out later: through watchdog's thread, or the next poll
+        self._arrivals[token] = self._in_flight = arrived
+        return token
+
+    def _send_barrier(self, waiter: _Waiter) -> str | int:
         number = next(self._probe_ids)
         request = self._built.request_batch_end if self._built is not None else None
         if request is not None:  # polling: the end of the next whole poll, no file
@@ -251,6 +274,9 @@ class FileChanges:
         return probe.name
 
     def _drop(self, token: object) -> None:
+        dropped = self._arrivals.pop(token, None) if isinstance(token, (str, int)) else None
+        if dropped is not None and dropped is self._in_flight:
+            self._in_flight = None  # it will not come: the next caught_up sends its own
         if isinstance(token, int):
             self._poll_waiters.pop(token, None)
         elif isinstance(token, str):

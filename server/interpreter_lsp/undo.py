@@ -363,6 +363,26 @@ def undo_scope(events: list[dict[str, Any]]) -> dict[str, Any]:
     return {"request": None, "runs": runs}
 
 
+def _state_said(
+    restored: list[str], removed: list[str], removed_why: str, variables: list[str], removed_variables: list[str],
+    removed_variables_why: str, lost: list[dict[str, str]],
+) -> tuple[str, str, str]:
+    """(the files, the variables, what did not come back) in words, for the notes of undo and redo; the files
+    part is empty when none changed (each note says so its own way)."""
+    files = []
+    if restored:
+        files.append(f"restored {', '.join(restored)}")
+    if removed:
+        files.append(f"removed {', '.join(removed)}{removed_why}")
+    kernel = []
+    if variables:
+        kernel.append(f"restored {', '.join(variables)}")
+    if removed_variables:
+        kernel.append(f"removed {', '.join(removed_variables)}{removed_variables_why}")
+    not_back = [f"{item['name']} ({item['why']})" for item in lost] or ["nothing"]
+    return "; ".join(files), "; ".join(kernel) or "none needed restoring", "; ".join(not_back)
+
+
 def redo_note(
     restored: list[str],
     removed: list[str],
@@ -371,23 +391,14 @@ def redo_note(
     removed_variables: list[str],
 ) -> tuple[str, str]:
     """The panel's note and what the model reads after a redo."""
-    files = []
-    if restored:
-        files.append(f"restored {', '.join(restored)}")
-    if removed:
-        files.append(f"removed {', '.join(removed)} (deleted by the redone runs)")
-    kernel = []
-    if variables:
-        kernel.append(f"restored {', '.join(variables)}")
-    if removed_variables:
-        kernel.append(f"removed {', '.join(removed_variables)}")
-    files_said = "; ".join(files) or "none needed restoring"
-    said = "; ".join(kernel) or "none needed restoring"
-    not_back = [f"{item['name']} ({item['why']})" for item in lost] or ["nothing"]
-    text = f"↷ Redone. Files: {files_said}. Variables: {said}. Not restored: {'; '.join(not_back)}."
+    files, said, not_back = _state_said(
+        restored, removed, " (deleted by the redone runs)", variables, removed_variables, "", lost
+    )
+    files = files or "none needed restoring"
+    text = f"↷ Redone. Files: {files}. Variables: {said}. Not restored: {not_back}."
     for_model = (
         "The user redid what the last undo took back: the request and runs above are back, and so is the state "
-        f"they left. Workspace files: {files_said}. Python variables: {said}. Not restored: {'; '.join(not_back)}. "
+        f"they left. Workspace files: {files}. Python variables: {said}. Not restored: {not_back}. "
         "Take this state as it is now."
     )
     return text, for_model
@@ -401,24 +412,15 @@ def undo_note(
     created_variables: list[str] | None = None,
 ) -> tuple[str, str]:
     """The panel's note and what the model reads after an undo that took back runs."""
-    parts = []
-    if restored:
-        parts.append(f"restored {', '.join(restored)}")
-    if removed:
-        parts.append(f"removed {', '.join(removed)} (created by the undone runs)")
-    if not parts:
-        parts.append("no workspace file needed restoring")
-    kernel = []
-    if variables:
-        kernel.append(f"restored {', '.join(variables)}")
-    if created_variables:
-        kernel.append(f"removed {', '.join(created_variables)} (created by the undone runs)")
-    said = "; ".join(kernel) or "none needed restoring"
-    not_back = [f"{item['name']} ({item['why']})" for item in lost] or ["nothing"]
-    text = f"↶ Undone. Files: {'; '.join(parts)}. Variables: {said}. Not restored: {'; '.join(not_back)}."
+    created = " (created by the undone runs)"
+    files, said, not_back = _state_said(
+        restored, removed, created, variables or [], created_variables or [], created, lost
+    )
+    files = files or "no workspace file needed restoring"
+    text = f"↶ Undone. Files: {files}. Variables: {said}. Not restored: {not_back}."
     for_model = (
         "The user undid the last request and the runs that followed it. Workspace files: "
-        f"{'; '.join(parts)}. Python variables: {said}. Not restored: {'; '.join(not_back)}. Files outside "
+        f"{files}. Python variables: {said}. Not restored: {not_back}. Files outside "
         "the workspace are never restored; the state of imported modules (random generators, settings) and the "
         "working directory are not either. Take this state as it is now."
     )

@@ -48,6 +48,7 @@ class Pending:
     saw_iopub: bool = False  # any iopub message for it: the request reached the kernel
     sent_epoch: int = -1  # a gateway's connection it went out on
     replied: asyncio.Event = field(default_factory=asyncio.Event)
+    no_reply: asyncio.TimerHandle | None = None  # idle came first: the check that a reply still comes
 
 
 class Executions:
@@ -97,7 +98,7 @@ class Executions:
                     pending.idle = True
                     self._finish(pending)
                     if pending.reply is None and not pending.done.done():
-                        asyncio.get_running_loop().call_later(NO_REPLY_WAIT, self._no_reply, pending)
+                        pending.no_reply = asyncio.get_running_loop().call_later(NO_REPLY_WAIT, self._no_reply, pending)
             elif pending.sink is not None:
                 pending.sink.on_iopub(msg_type, content)
         elif channel == "shell":
@@ -123,4 +124,6 @@ class Executions:
     def _finish(pending: Pending) -> None:
         # The reply can precede trailing iopub output: finish on idle *and* reply.
         if pending.idle and pending.reply is not None and not pending.done.done():
+            if pending.no_reply is not None:
+                pending.no_reply.cancel()
             pending.done.set_result(ExecuteReply(str(pending.reply.get("status", "ok")), pending.reply))

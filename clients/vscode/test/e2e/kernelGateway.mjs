@@ -6,8 +6,9 @@
 
 import { spawn } from "node:child_process";
 import { appendFileSync, existsSync, mkdirSync, readFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { join, relative } from "node:path";
+
+import { freePort } from "./vscode.mjs";
 
 export const GATEWAY_TOKEN = "test-gateway-token-1f9c2e";
 const SETUP_HINT = "run `bash scripts/setup.d/gateways.sh` (scripts/setup.sh does it for the full setup)";
@@ -16,18 +17,6 @@ const SETUP_HINT = "run `bash scripts/setup.d/gateways.sh` (scripts/setup.sh doe
 export function kernelGatewayMissing(repo) {
   const exe = join(repo, ".venv-gateways/kg/bin/jupyter-kernelgateway");
   return existsSync(exe) ? undefined : `${relative(repo, exe)} is not installed: ${SETUP_HINT}`;
-}
-
-/** @returns {Promise<number>} */
-function freePort() {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.on("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => resolvePort(typeof address === "object" && address ? address.port : 0));
-    });
-  });
 }
 
 /** `promise`, or `fallback` after `ms` (the timer cleared either way: it keeps nothing alive). */

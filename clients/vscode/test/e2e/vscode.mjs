@@ -15,8 +15,8 @@ export const TOOLS = join(EXT_DIR, ".vscode-test/tools");
 const CODE_SERVER = join(TOOLS, "node_modules/.bin/code-server");
 const requireTool = createRequire(join(TOOLS, "package.json"));
 
-/** @returns {Promise<number>} */
-function freePort() {
+/** A free TCP port on 127.0.0.1. @returns {Promise<number>} */
+export function freePort() {
   return new Promise((resolvePort, reject) => {
     const server = createServer();
     server.on("error", reject);
