@@ -5,6 +5,7 @@ LSP with a real kernel; values compared inside the kernel."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -198,3 +199,54 @@ async def test_a_kernel_that_garbles_its_answer_does_not_break_undo(session: Ses
     assert result["restored"] == ["data.txt"] and (s.root / "data.txt").read_text() == "before"
     assert result["variablesRestored"] == [] and result["variablesRemoved"] == []
     assert {"name": "variable None", "why": "3"} in result["notRestorable"]
+
+
+def _read_lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+async def _lines(path: Path, at_least: int) -> list[str]:
+    """The lines of a file the kernel appends to, once it has at_least of them (polled, bounded: the kernel
+    writes it between requests, when no notification comes)."""
+    for _ in range(1200):
+        lines = _read_lines(path)
+        if len(lines) >= at_least:
+            return lines
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{path.name} never had {at_least} lines")
+
+
+async def test_each_snapshot_is_followed_by_an_unseen_warm_up(session: Session) -> None:
+    """After a run's snapshot, the kernel takes a run's path once, silently (snapshot_kernel.warm): the next run
+    does not pay the fork's copy-on-write faults. It shows nothing, and a stdout the user replaced is never
+    written to."""
+    s = session
+    first, status = await s.run_and_wait(
+        "import sys\n"
+        "_m = sys.modules['_interpreter_lsp_snapshots']\n"
+        "_warm = _m.warm\n"
+        "def _counting():\n"
+        "    with open('warmed', 'a') as out:\n"
+        "        out.write(type(sys.stdout).__name__ + '\\n')\n"
+        "    return _warm()\n"
+        "_m.warm = _counting\n"
+        "class Recorder:\n"
+        "    writes = []\n"
+        "    def write(self, text):\n"
+        "        Recorder.writes.append(text)\n"
+        "        return len(text)\n"
+        "    def flush(self):\n"
+        "        pass\n"
+    )
+    assert status["state"] == "ok", s.text(first)
+    warmed = await _lines(s.root / "warmed", 1)
+    assert warmed == ["OutStream"]
+    _run, status = await s.run_and_wait("_real = sys.stdout\nsys.stdout = Recorder()")
+    assert status["state"] == "ok"
+    assert (await _lines(s.root / "warmed", 2))[1] == "Recorder"  # the warm-up saw it, and left it alone
+    last, status = await s.run_and_wait("sys.stdout = _real\nopen('writes', 'w').write(repr(Recorder.writes))")
+    assert status["state"] == "ok"
+    assert (s.root / "writes").read_text() == "[]"
+    assert s.text(first) == ""
+    runs = {first, _run, last}
+    assert {o["runId"] for o in s.notes[p.OUTPUT]} <= runs  # no output of the warm-ups anywhere

@@ -220,6 +220,7 @@ class RunManager:
         sink = _Sink(self, run, output)
         state, message, started = "error", None, time.monotonic()
         watch_files = False
+        replied: tuple[KernelBackend, ExecuteReply] | None = None
         try:
             async with self._pool.run_lock(run.language):
                 kernel = await self._pool.kernel(run.language)
@@ -244,8 +245,7 @@ class RunManager:
                         timed_out = True
                         await self._stop(run.language, [execution], [run])
                 reply = await execution
-                if self._after_code is not None:
-                    self._after_code(run.run_id, kernel, reply)
+                replied = (kernel, reply)
                 if self._files is not None and watch_files:
                     await self._files.settle()  # the run's file events still crossing from watchdog's thread
                 if timed_out:
@@ -277,6 +277,11 @@ class RunManager:
                 except Exception:
                     log.exception("recording the files of run %s failed", run.run_id)
             self._status(run, state, duration, message, touched.files)
+            if replied is not None and self._after_code is not None:
+                # After the final status has left (its kernel requests are off the run's path: ~0.5 ms), and
+                # still before any other run's request: nothing since the lock's release has awaited, so the
+                # next run's task has not resumed yet.
+                self._after_code(run.run_id, *replied)
             result = RunResult(
                 run.run_id,
                 run.language,

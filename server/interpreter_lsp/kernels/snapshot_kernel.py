@@ -274,6 +274,17 @@ def snap(key: str) -> str:
     return json.dumps({"ms": round((time.perf_counter() - started) * 1000, 2)})
 
 
+def warm() -> None:
+    """Sent as a run's code, silently, right after each snapshot: it takes the path a run takes through the
+    kernel (the request, the cell, a write to the kernel's stdout, the reply), so that the copy-on-write
+    faults the fork left on that path are paid now, while the user reads, not by the next run (print(1):
+    ~600 page faults in the run without this, ~100 with it). A write of nothing sends no message; a stdout the
+    user replaced is not touched."""
+    stream = sys.stdout
+    if type(stream).__module__.startswith("ipykernel."):
+        stream.write("")
+
+
 def _private(kid: tuple[int, socket.socket]) -> int:
     """Bytes only this snapshot holds: the pages the kernel wrote since its fork (Linux; elsewhere 0, and
     only MAX_SNAPSHOTS bounds them)."""

@@ -22,6 +22,7 @@ INSTALL = (
     f"(lambda m: (exec(compile({_SOURCE!r}, '<interpreter-lsp snapshots>', 'exec'), m.__dict__), "
     f"__import__('sys').modules.__setitem__(m.__name__, m)))(__import__('types').ModuleType({MODULE!r}))"
 )
+WARM = f"__import__({MODULE!r}).warm()"
 SNAP_TIMEOUT = 10.0  # a fork of a large kernel: page tables, ~10-15 ms per resident GB
 RESTORE_TIMEOUT = 120.0  # fingerprints and the copy back of what changed: ~1.5 s per GB
 
@@ -47,6 +48,11 @@ def submit(
     """Send the call now (no await): it is in the kernel's queue ahead of anything sent after it. `also`: other
     user expressions answered in the same request, evaluated before the call (ipykernel keeps their order)."""
     return kernel.submit("", None, silent=True, user_expressions={**(also or {}), **_expression(function, argument)})
+
+
+def warm(kernel: KernelBackend) -> asyncio.Future[ExecuteReply]:
+    """Send snapshot_kernel.warm as a silent run (see there): after a snapshot, ahead of the next run."""
+    return kernel.submit(WARM, None, silent=True)
 
 
 def answer(reply: ExecuteReply) -> dict[str, Any]:
