@@ -184,6 +184,10 @@ function M.screen_of(root, width, height)
   s.panel:flush()
   vim.api.nvim_win_set_cursor(win, { 1, 0 })
   vim.fn.winrestview({ topline = 1 })
+  -- Neovim 0.11 parses for highlighting in 3 ms slices and finishes later: on a loaded machine a redraw
+  -- can show the markdown before its inline parse (backticks not concealed yet). The screen is taken as the
+  -- user sees it a moment later, once parsed: parsing finishes within the redraw.
+  vim.g._ts_force_sync_parsing = true
   vim.cmd("redraw!")
   local rows = {}
   for r = 1, height - 1 do
