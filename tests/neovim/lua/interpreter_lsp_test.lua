@@ -245,6 +245,7 @@ end
 --- The whole screen as the user sees it now (every window, virtual lines, conceal, the message line),
 --- trailing blanks removed.
 function M.screen()
+  vim.g._ts_force_sync_parsing = true -- as screen_of: parsed, as the user sees it a moment later
   vim.cmd("redraw!")
   local rows = {}
   for r = 1, vim.o.lines do
