@@ -53,6 +53,7 @@ class Scripted:
     chunk_size: int = 7
     delay: float = 0.0
     usage: tuple[int, int] | None = None
+    open_after_done: bool = False  # the body does not end after [DONE]: the connection stays open, silent
     status: int = 200
     body: str = ""
     retry_after: float | None = None
@@ -101,6 +102,7 @@ class ScriptedModel:
         self._server: asyncio.Server | None = None
         self._stopping: asyncio.Event | None = None
         self._connections: set[asyncio.Task[None]] = set()
+        self.connections_accepted = 0  # TCP connections opened by clients: kept-alive ones are counted once
         # When set: called (in the server's thread) with each chat request's body before the queue is
         # looked at; a str is streamed as the reply, an int is answered as that HTTP error, None takes the
         # next queued behaviour. For requests a test cannot order, such as a conversation's summaries.
@@ -158,12 +160,21 @@ class ScriptedModel:
     # -- the script ------------------------------------------------------------------------------------
 
     def reply(
-        self, text: str, *, chunk_size: int = 7, delay: float = 0.0, usage: tuple[int, int] | None = None
+        self,
+        text: str,
+        *,
+        chunk_size: int = 7,
+        delay: float = 0.0,
+        usage: tuple[int, int] | None = None,
+        open_after_done: bool = False,
     ) -> Scripted:
         """Queue a reply: streamed as SSE chunks of `chunk_size` characters, `delay` seconds apart
         (or one JSON completion for a stream=False request). `usage` = (prompt, completion) tokens,
-        sent as a final usage chunk when the client asked for it."""
-        return self._queue(Scripted("reply", text=text, chunk_size=max(1, chunk_size), delay=delay, usage=usage))
+        sent as a final usage chunk when the client asked for it. `open_after_done`: the body never ends
+        after [DONE] (a server that holds the connection until the client closes it)."""
+        item = Scripted("reply", text=text, chunk_size=max(1, chunk_size), delay=delay, usage=usage)
+        item.open_after_done = open_after_done
+        return self._queue(item)
 
     def tool_calls(
         self,
@@ -307,6 +318,7 @@ class ScriptedModel:
         task = asyncio.current_task()
         assert task is not None
         self._connections.add(task)
+        self.connections_accepted += 1
         try:
             while await self._handle_one(reader, writer):
                 pass
@@ -441,6 +453,10 @@ class ScriptedModel:
             if include_usage and item.usage is not None:
                 await _send_chunk(writer, _usage_chunk(created, item.usage))
             await _send_event(writer, "[DONE]")
+            if item.open_after_done:
+                await reader.read()  # EOF: the client closed the connection
+                item.disconnected.set()
+                return
             await _end_stream(writer)
         except ConnectionError:
             item.disconnected.set()

@@ -75,6 +75,27 @@ async def test_deltas_arrive_in_order_and_make_up_the_text(model: ScriptedModel)
     assert sent["stream"] is True and sent["stream_options"] == {"include_usage": True}
 
 
+async def test_calls_one_after_another_share_one_connection(model: ScriptedModel) -> None:
+    """An OpenAI-compatible stream ends with [DONE] before its body ends: the body is read to its end, so that
+    the connection is kept for the next call (against a provider, each new one is a TLS handshake)."""
+    for text in ("one", "two", "three"):
+        model.reply(text, chunk_size=2)
+        assert (await stream_completion(MESSAGES, config_for(model), lambda _d: None)).text == text
+    assert model.connections_accepted == 1
+
+
+async def test_a_server_that_holds_the_stream_open_after_done_does_not_hold_the_reply(model: ScriptedModel) -> None:
+    """[DONE] ends the reply, whether or not the body ends: the connection is then closed, not waited on."""
+    first = model.reply("held", open_after_done=True)
+    model.reply("next")
+    started = time.monotonic()
+    assert (await stream_completion(MESSAGES, config_for(model), lambda _d: None)).text == "held"
+    assert time.monotonic() - started < 30  # the read to the end is bounded (0.1 s), not the stall timeout
+    assert await asyncio.to_thread(first.disconnected.wait, 60)
+    assert (await stream_completion(MESSAGES, config_for(model), lambda _d: None)).text == "next"
+    assert model.connections_accepted == 2
+
+
 async def test_usage_is_counted_when_the_server_sends_none(model: ScriptedModel) -> None:
     model.reply("one two three four five six seven eight")
 

@@ -22,6 +22,10 @@ from interpreter_lsp.llm import wire
 from interpreter_lsp.llm.routes import ANTHROPIC, OLLAMA, Route
 
 ERROR_BODY_MAX = 64 * 1024  # bytes of an error answer read for its message
+# After a stream's end ([DONE]), how long its body's own end is waited for: read to its end, the connection goes
+# back to the pool for the next call (closed early, it is closed: each call paid a new connection, ~1-2 ms on
+# this machine against a local server, a TLS handshake against a provider). Past this, it is closed as before.
+DRAIN_SECONDS = 0.1
 
 # One client per event loop (connections are kept alive between turns; a client belongs to its loop).
 _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = weakref.WeakKeyDictionary()
@@ -79,6 +83,8 @@ class Stream:
         self._body = body
         self._timeout = timeout
         self._response: httpx.Response | None = None
+        self._events: AsyncIterator[Any] | None = None  # the server-sent events, read on after [DONE] (aclose)
+        self._ended = False  # the reply is complete ([DONE] came)
 
     async def open(self) -> None:
         http = client()
@@ -103,12 +109,14 @@ class Stream:
                         yield piece
             return
         anthropic = wire.AnthropicEvents() if self.route.wire == ANTHROPIC else None
+        self._events = events = EventSource(response).aiter_sse()
         try:
-            async for event in EventSource(response).aiter_sse():
+            async for event in events:
                 data = event.data
                 if not data.strip():
                     continue
                 if anthropic is None and data.strip() == "[DONE]":
+                    self._ended = True
                     return
                 for piece in anthropic.feed(data) if anthropic is not None else wire.openai_event(data):
                     yield piece
@@ -117,8 +125,16 @@ class Stream:
 
     async def aclose(self) -> None:
         if self._response is not None:
+            if self._ended and self._events is not None:
+                with contextlib.suppress(Exception):  # not read to its end: the connection is closed, no more
+                    await asyncio.wait_for(self._read_to_end(self._events), DRAIN_SECONDS)
             with contextlib.suppress(Exception):
                 await self._response.aclose()
+
+    @staticmethod
+    async def _read_to_end(events: AsyncIterator[Any]) -> None:
+        async for _event in events:
+            pass
 
 
 def _not_a_stream(response: httpx.Response, expected: str) -> NotAStream:
