@@ -87,6 +87,10 @@ class Stream:
         self._ended = False  # the reply is complete ([DONE] came)
 
     async def open(self) -> None:
+        loop = asyncio.get_running_loop()
+        if finishing := {task for task in _finishing if task.get_loop() is loop}:
+            # A reply's body still being read to its end (microseconds): its connection then serves this call.
+            await asyncio.wait(finishing, timeout=DRAIN_SECONDS)
         http = client()
         request = http.build_request(
             "POST", self.route.url, json=self._body, headers=wire.headers(self.route), timeout=self._timeout
@@ -124,17 +128,32 @@ class Stream:
             raise _not_a_stream(response, "server-sent events") from None
 
     async def aclose(self) -> None:
-        if self._response is not None:
-            if self._ended and self._events is not None:
-                with contextlib.suppress(Exception):  # not read to its end: the connection is closed, no more
-                    await asyncio.wait_for(self._read_to_end(self._events), DRAIN_SECONDS)
-            with contextlib.suppress(Exception):
-                await self._response.aclose()
+        response, self._response = self._response, None
+        if response is None:
+            return
+        if self._ended and self._events is not None:
+            # The reply is complete: its body's end is read in the background (the caller has its reply now),
+            # bounded; a call that comes meanwhile opens a connection of its own.
+            task = asyncio.ensure_future(_read_to_end_and_close(response, self._events))
+            _finishing.add(task)
+            task.add_done_callback(_finishing.discard)
+            return
+        with contextlib.suppress(Exception):
+            await response.aclose()
 
-    @staticmethod
-    async def _read_to_end(events: AsyncIterator[Any]) -> None:
+
+_finishing: set[asyncio.Future[None]] = set()  # bodies being read to their end (held: a task needs a reference)
+
+
+async def _read_to_end_and_close(response: httpx.Response, events: AsyncIterator[Any]) -> None:
+    async def read_on() -> None:
         async for _event in events:
             pass
+
+    with contextlib.suppress(Exception):  # not read to its end in time: the connection is closed, no more
+        await asyncio.wait_for(read_on(), DRAIN_SECONDS)
+    with contextlib.suppress(Exception):
+        await response.aclose()
 
 
 def _not_a_stream(response: httpx.Response, expected: str) -> NotAStream:
