@@ -67,6 +67,36 @@ def test_an_unwritable_history_keeps_the_conversation_in_memory(tmp_path: Path) 
 # ---- Conversation ----------------------------------------------------------------------------------------
 
 
+def test_usage_and_compactions_follow_adds_undo_redo_reset_and_a_reload(tmp_path: Path) -> None:
+    """Tallied as events come (not rescanned at every step), and right after whatever takes events away."""
+    path = tmp_path / "h.jsonl"
+    conversation = Conversation(History(path))
+    conversation.add(p.UserEvent("t-1", "one", "one"))
+    conversation.add(p.UsageEvent("t-1", 100, 10, 0.5))
+    conversation.add(p.CompactionEvent("summary of t-1", "t-1"))
+    assert conversation.usage() == {"promptTokens": 100, "completionTokens": 10, "cost": 0.5}
+    conversation.add(p.UserEvent("t-2", "two", "two"))
+    conversation.add(p.UsageEvent("t-2", 200, 20, 0.25))
+    conversation.add(p.CompactionEvent("summary of t-2", "t-2"))
+    assert conversation.usage() == {"promptTokens": 300, "completionTokens": 30, "cost": 0.75}
+    assert [c["summary"] for c in conversation.compactions()] == ["summary of t-1", "summary of t-2"]
+    conversation.undo()  # takes back t-2, its usage and its compaction
+    assert conversation.usage() == {"promptTokens": 100, "completionTokens": 10, "cost": 0.5}
+    assert [c["summary"] for c in conversation.compactions()] == ["summary of t-1"]
+    conversation.redo()
+    assert conversation.usage()["promptTokens"] == 300 and len(conversation.compactions()) == 2
+    conversation.close()
+    again = Conversation(History(path))  # the same figures from the history on disk
+    assert again.usage() == {"promptTokens": 300, "completionTokens": 30, "cost": 0.75}
+    again.reset()
+    assert again.usage() == {"promptTokens": 0, "completionTokens": 0, "cost": 0.0}
+    assert again.compactions() == []
+    again.add(p.UsageEvent("t-3", 7, 1, 0.0))
+    assert again.usage()["promptTokens"] == 7
+    again.close()
+
+
+
 def test_model_messages_alternate_and_carry_runs_decisions_and_kernel_events(tmp_path: Path) -> None:
     c = Conversation(History(tmp_path / "h.jsonl"), tmp_path)
     c.add(p.UserEvent("t-1", "hi", "hi (with context)"))

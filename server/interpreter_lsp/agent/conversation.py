@@ -12,7 +12,7 @@ state can make an invalid message list.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,10 @@ class Conversation:
         # What redo can bring back (history.Redo); empty at start: what an earlier server's undo kept (the
         # files' and variables' side) went with it.
         self._redo = Redo(on_redo_discarded or (lambda _keep: None))
+        # usage() and compactions() are asked at every step: tallied as events are added, not rescanned (a
+        # conversation of weeks has thousands of events); recounted after an undo, a redo or a reset.
+        self._generation = 0
+        self._tally = _Tally(0)
 
     def add(self, event: p.HistoryEvent) -> dict[str, Any]:
         stored = self._history.append(p.to_wire(event))
@@ -64,6 +68,7 @@ class Conversation:
 
     def reset(self) -> None:
         self._history.append(p.to_wire(p.ResetEvent()))
+        self._generation += 1
         self.events.clear()
         self._redo.clear()
 
@@ -83,6 +88,7 @@ class Conversation:
         run_id = first.get("runId") if first.get("type") == "run" else None
         self._history.append(p.to_wire(p.UndoEvent(run_id)))
         before = list(self.events)
+        self._generation += 1
         dropped = cut(self.events, start)
         self._redo.undone(before, self.events, keep)
         return dropped
@@ -97,6 +103,7 @@ class Conversation:
             return None
         self._history.append(p.to_wire(p.RedoEvent()))
         events, brought, keep = self._redo.redo(self.events)
+        self._generation += 1
         self.events[:] = events  # in place: views hold this list
         return brought, keep
 
@@ -105,14 +112,23 @@ class Conversation:
 
     # ---- views ----------------------------------------------------------------------------------------
 
+    def _tallied(self) -> _Tally:
+        tally = self._tally
+        if tally.generation != self._generation or tally.seen > len(self.events):
+            tally = self._tally = _Tally(self._generation)
+        for event in self.events[tally.seen :]:
+            kind = event.get("type")
+            if kind == "usage":
+                tally.usage["promptTokens"] += int(event.get("promptTokens", 0))
+                tally.usage["completionTokens"] += int(event.get("completionTokens", 0))
+                tally.usage["cost"] += float(event.get("cost", 0.0))
+            elif kind == "compaction":
+                tally.compactions.append(event)
+        tally.seen = len(self.events)
+        return tally
+
     def usage(self) -> dict[str, float]:
-        total = {"promptTokens": 0, "completionTokens": 0, "cost": 0.0}
-        for event in self.events:
-            if event.get("type") == "usage":
-                total["promptTokens"] += int(event.get("promptTokens", 0))
-                total["completionTokens"] += int(event.get("completionTokens", 0))
-                total["cost"] += float(event.get("cost", 0.0))
-        return total
+        return dict(self._tallied().usage)
 
     def proposal(self, proposal_id: str) -> dict[str, Any] | None:
         for event in reversed(self.events):
@@ -127,7 +143,7 @@ class Conversation:
         return None
 
     def compactions(self) -> list[dict[str, Any]]:
-        return [e for e in self.events if e.get("type") == "compaction"]
+        return list(self._tallied().compactions)
 
     def model_messages(self, system: str, *, native: bool = False) -> list[dict[str, Any]]:
         return self.model_view(system, native=native).messages
@@ -277,6 +293,16 @@ class Conversation:
         latest = compactions[-1]
         start = after_turn(self.events, str(latest.get("upTo", "")))
         return [e for e in self.events[start:] if e.get("type") != "compaction"], str(latest.get("summary", ""))
+
+
+@dataclass
+class _Tally:
+    """What the events up to `seen` add up to (Conversation._tallied), for one generation of the list."""
+
+    generation: int
+    seen: int = 0
+    usage: dict[str, float] = field(default_factory=lambda: {"promptTokens": 0, "completionTokens": 0, "cost": 0.0})
+    compactions: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
