@@ -3,7 +3,9 @@
 A real ipykernel (jupyter_client) runs each cell in a temporary workspace; the baseline is the same cell
 run without capture, in the same process, interleaved with the captured runs. Capture is what the server
 awaits before a local run starts (undo.FileUndo.before_run: a stat walk of the workspace plus a copy of
-every file changed since the previous snapshot); restore is plan + apply of an undo of that run.
+every file changed since the previous snapshot, or none when the files tracker saw no change since the last
+walk), with the tracker's start and end barriers around the run (files.FileChanges, inotify, as in the
+server); restore is plan + apply of an undo of that run.
 
 Workspaces: 1,000 files of 4 KB in 20 directories; and one 100 MB file beside 10 small ones.
 "capture" is measured right after the previous run changed the files (the worst case: the copy of what it
@@ -38,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "server"))
 
 from jupyter_client.manager import start_new_kernel
 
+from interpreter_lsp.files import FileChanges
 from interpreter_lsp.kernels.snapshots import INSTALL, MODULE, WARM
 from interpreter_lsp.preimages import PreimageStore
 from interpreter_lsp.undo import FileUndo
@@ -94,7 +97,10 @@ def pct(values: list[float], q: float) -> float:
 
 async def scenario(name: str, root: Path, cells: dict[str, tuple[str, list[str]]], repeats: int) -> None:
     store_dir = Path(tempfile.mkdtemp(prefix="undo-store-"))
-    undo = FileUndo(root, PreimageStore(root, store_dir))
+    # As in the server: the files tracker (inotify) says what each run touched, and lets a run reuse the last
+    # walk of the workspace when nothing changed since it began.
+    changes = FileChanges(root, polling=False)
+    undo = FileUndo(root, PreimageStore(root, store_dir), changes)
     live = size_of(root)
     started = time.perf_counter()
     await undo.before_run("first")
@@ -109,27 +115,37 @@ async def scenario(name: str, root: Path, cells: dict[str, tuple[str, list[str]]
             used_before = undo.store.used
             for i in range(repeats):
                 bare.append(run_cell(client, code))
-                # Undo needs the run's pre-images: the file is put back between the two runs.
+                # Undo needs the run's pre-images: the file is put back between the two runs. What the run
+                # waits for: its start barrier and pre-images before its code, its end barrier after.
                 t0 = time.perf_counter()
+                await changes.begin(f"r{i}")
                 await undo.before_run(f"r{i}")
                 t1 = time.perf_counter()
                 ran = run_cell(client, code)
-                capture.append(t1 - t0)
-                captured.append(t1 - t0 + ran)
-                undo.run_finished(f"r{i}", [{"path": p, "change": "modified"} for p in changed], None)
                 t2 = time.perf_counter()
+                await changes.settle()
+                touched = changes.end(f"r{i}")
+                waited = t1 - t0 + time.perf_counter() - t2
+                capture.append(waited)
+                captured.append(waited + ran)
+                files = undo.run_finished(f"r{i}", touched.files, touched.note)
+                assert sorted(f["path"] for f in files) == sorted(changed), (files, changed)
+                t3 = time.perf_counter()
                 plan = undo.plan([{"type": "run", "runId": f"r{i}"}], remote=False, force=True)
                 restored, _removed, failed = await undo.apply(plan)
-                restore.append(time.perf_counter() - t2)
+                restore.append(time.perf_counter() - t3)
                 assert not failed and sorted(restored) == sorted(changed), (restored, failed)
                 # The server copies what changed as soon as a run or an undo ends (FileUndo.warm): a run
-                # that comes after a pause pays the walk only.
+                # that comes after a pause finds it done.
                 undo.warm()
                 if undo._warming is not None:
                     await undo._warming
-                t3 = time.perf_counter()
+                t4 = time.perf_counter()
+                await changes.begin(f"idle{i}")
                 await undo.before_run(f"idle{i}")
-                idle.append(time.perf_counter() - t3)
+                await changes.settle()
+                changes.end(f"idle{i}")
+                idle.append(time.perf_counter() - t4)
             overhead = [c / b - 1 for c, b in zip(captured, bare, strict=True)]
             print(
                 f"{cell:34s} run {statistics.median(bare) * 1000:7.1f} ms | capture p50 "
@@ -142,6 +158,7 @@ async def scenario(name: str, root: Path, cells: dict[str, tuple[str, list[str]]
     finally:
         client.stop_channels()
         manager.shutdown_kernel(now=True)
+        changes.close()
     print(f"store after {name}: {undo.store.used / 1e6:.1f} MB for {live / 1e6:.1f} MB live "
           f"({undo.store.used / live:.2f}x)")
 
