@@ -96,6 +96,10 @@ def test_reset_and_undo_say_what_happened(start_editor) -> None:
     ed.nvim.command("InterpreterUndo")
     seen = ed.helper("wait_note", "Nothing to undo", 20_000)
     assert seen["ok"], seen
+    note = next(n for n in seen["notes"] if "Nothing to undo" in n["msg"])
+    assert note["level"] == 2, note  # vim.log.levels.INFO: an answer, not an error
+    assert any(line.startswith("Nothing to undo") for line in ed.panel())
+    assert not any("⚠ Nothing to undo" in line for line in ed.panel())
     ed.nvim.command("InterpreterReset")
     ed.wait_panel("── new conversation")
 

@@ -121,6 +121,14 @@ function M.undo()
       local text = M.undo_text(result or {})
       s:note(text)
       notify(text)
+    end, function(err)
+      -- Nothing to undo (no message or run of the user's yet) is an answer, not a failure: as for redo.
+      if vim.startswith(err.message or "", "Nothing to undo") then
+        s:note(err.message)
+        words.say(err.message)
+        return true
+      end
+      s:note("⚠ " .. err.message, "InterpreterError")
     end)
   end
 end
