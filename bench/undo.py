@@ -42,6 +42,7 @@ from jupyter_client.manager import start_new_kernel
 
 from interpreter_lsp.files import FileChanges
 from interpreter_lsp.kernels.snapshots import INSTALL, MODULE, WARM
+from interpreter_lsp.kernels.specs import MEMORY_HISTORY
 from interpreter_lsp.preimages import PreimageStore
 from interpreter_lsp.undo import FileUndo
 
@@ -185,7 +186,8 @@ VARIABLE_CELLS = {
 
 
 def variables(repeats: int, megabytes: int) -> None:
-    manager, client = start_new_kernel(kernel_name="python3")
+    # As the server starts its kernels (kernels/specs.py): IPython's history in memory, not in a sqlite file.
+    manager, client = start_new_kernel(kernel_name="python3", extra_arguments=[MEMORY_HISTORY])
     try:
         run_cell(client, INSTALL)
         run_cell(client, f"import numpy as np\nbig = np.random.rand({megabytes} * 125_000)\nsmall = [0]\n"

@@ -68,7 +68,7 @@ def workspace_python(root: Path) -> Path | None:
     return None
 
 
-_MEMORY_HISTORY = "--HistoryManager.hist_file=:memory:"
+MEMORY_HISTORY = "--HistoryManager.hist_file=:memory:"  # why: at the kernelspec below
 
 
 def run_module(module: str) -> list[str]:
@@ -132,7 +132,7 @@ def _python_choice(root: Path, specs_root: Path, configured: str | None) -> Kern
             # conversation is the record, masked; on disk, one sqlite file shared by every kernel of every
             # workspace would keep model-run code (and any secret in it) in plain text, and kernels racing
             # for it print "ERROR! Session/line number was not unique" into a run's output.
-            "argv": [str(exe), *run_module("ipykernel_launcher"), "-f", "{connection_file}", _MEMORY_HISTORY],
+            "argv": [str(exe), *run_module("ipykernel_launcher"), "-f", "{connection_file}", MEMORY_HISTORY],
             "display_name": f"Python ({exe})",
             "language": "python",
             "interrupt_mode": "signal",
