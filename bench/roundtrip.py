@@ -28,6 +28,7 @@ from lsprotocol import types
 
 from harness import Session, start_session, stop_session
 from interpreter_lsp import protocol as p
+from interpreter_lsp.kernels.specs import MEMORY_HISTORY
 from interpreter_lsp.workspace import ServerContext, Workspace
 
 FLOOD = "for i in range(200_000):\n    print(i)"
@@ -35,7 +36,9 @@ FLOOD = "for i in range(200_000):\n    print(i)"
 
 async def bare_kernel(cwd: Path) -> tuple[AsyncKernelManager, object]:
     km = AsyncKernelManager(kernel_name="python3", transport="ipc", ip=str(cwd / "bare"))
-    await km.start_kernel(cwd=str(cwd))
+    # Started as the server starts its own (kernels/specs.py): IPython's history in memory. A default kernel
+    # writes each run to a sqlite file (~1 ms a run here), which would flatter the server's ratio.
+    await km.start_kernel(cwd=str(cwd), extra_arguments=[MEMORY_HISTORY])
     kc = km.client()
     kc.start_channels(hb=False)
     await kc.wait_for_ready(timeout=60)
