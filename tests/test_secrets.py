@@ -103,6 +103,23 @@ def test_added_secrets_are_masked_from_then_on() -> None:
     assert redactor.redact(plain) == MASK
 
 
+def test_a_remembered_text_is_masked_again_once_a_secret_is_learned() -> None:
+    """Masked texts are remembered (a model request repeats the whole conversation), never past a new secret:
+    one learned from output masks it in texts seen before, and the text that taught it is not remembered as
+    it was first masked."""
+    value = f"Zq{uuid.uuid4().hex[:12]}X9"
+    redactor = Redactor()
+    alone = f"printed: {value}"
+    assert redactor.redact(alone) == alone  # nothing says it is a secret yet
+    assert redactor.redact(alone) == alone  # the same, remembered
+    assert redactor.redact(f"API_TOKEN={value}") == f"API_TOKEN={MASK}"  # learned here
+    assert redactor.redact(alone) == f"printed: {MASK}"
+    other = f"Wk{uuid.uuid4().hex[:12]}R7"
+    both = f"{other} then SECRET_KEY={other}"
+    assert redactor.redact(both) == f"{other} then SECRET_KEY={MASK}"  # the first sight of it, as before
+    assert redactor.redact(both) == f"{MASK} then SECRET_KEY={MASK}"
+
+
 @pytest.mark.parametrize(
     ("text", "masked"),
     [

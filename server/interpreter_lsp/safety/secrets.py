@@ -31,6 +31,11 @@ from typing import Any
 MIN_SECRET_LENGTH = 8  # shorter values ("1", "true") would redact ordinary text
 MASK = "***"
 MAX_LEARNED = 200  # values remembered from output (NAME=value seen); each is still masked where it is seen
+# Texts already masked, remembered with the secrets they were masked against: a model request carries the
+# whole conversation every time (~2.5 ms of regexes for 120 messages, ~40 KB, on each call), and notifications
+# and history repeat texts. Cleared when full: at most CACHE_CHARS characters of text (a run's flood of output
+# goes by in chunks: they must not pile up here).
+CACHE_CHARS = 4_000_000
 
 # Name parts that mark a variable as secret: OPENAI_API_KEY, GH_TOKEN, DB_PASSWORD, MYSQL_PWD, ...
 _SECRET_PARTS = frozenset({"KEY", "APIKEY", "ZENAPIKEY", "TOKEN", "PASSWORD", "PASSWD", "PASSPHRASE",
@@ -141,6 +146,9 @@ class Redactor:
     def __init__(self, env: Mapping[str, str] | None = None, extra: Iterable[str | None] = ()) -> None:
         self._secrets: set[str] = set()
         self._pattern: re.Pattern[str] | None = None
+        self._version = 0  # bumped when the secrets change: a remembered result of an older version is not used
+        self._masked: dict[str, tuple[int, str]] = {}  # text -> (version, masked): see CACHE_CHARS
+        self._masked_chars = 0
         self._learned = 0
         # Secrets the server itself holds ({value: where it came from}): the only ones hidden in code,
         # and code holding one never runs (module docstring). Never what output or a file taught us.
@@ -184,10 +192,15 @@ class Redactor:
         # Longest first, so a secret that contains another is masked whole.
         ordered = sorted(self._secrets, key=len, reverse=True)
         self._pattern = re.compile("|".join(re.escape(s) for s in ordered))
+        self._version += 1
 
     def redact(self, text: str) -> str:
         if not text:
             return text
+        # Read before the work: a secret added meanwhile (another thread) makes this result one of the past.
+        version, original = self._version, text
+        if (known := self._masked.get(text)) is not None and known[0] == version:
+            return known[1]
         if self._pattern is not None:
             text = self._pattern.sub(MASK, text)
         learned: list[str] = []
@@ -199,6 +212,13 @@ class Redactor:
             # thousands of tokens must not grow the pattern (recompiled on each addition) without end.
             self._learned += len(learned)
             self.add(*learned)
+        elif not learned:  # a text that taught a secret is masked again with it next time, not remembered
+            if self._masked_chars + len(original) > CACHE_CHARS:
+                self._masked.clear()
+                self._masked_chars = 0
+            if len(original) <= CACHE_CHARS // 16:
+                self._masked[original] = (version, text)
+                self._masked_chars += len(original)
         return text
 
     def redact_log(self, text: str) -> str:
