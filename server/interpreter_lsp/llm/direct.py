@@ -133,7 +133,7 @@ class Stream:
             return
         if self._ended and self._events is not None:
             # The reply is complete: its body's end is read in the background (the caller has its reply now),
-            # bounded; a call that comes meanwhile opens a connection of its own.
+            # bounded; a call that comes meanwhile waits for it (open) and then reuses its connection.
             task = asyncio.ensure_future(_read_to_end_and_close(response, self._events))
             _finishing.add(task)
             task.add_done_callback(_finishing.discard)
