@@ -114,6 +114,19 @@ function M.reset()
   end)
 end
 
+--- The error handler of undo and redo: "Nothing to undo/redo" (no message or run of the user's yet, no undo,
+--- or something new since) is an answer, not a failure: a plain note, not an error in red.
+local function nothing_is_an_answer(s, nothing)
+  return function(err)
+    if vim.startswith(err.message or "", nothing) then
+      s:note(err.message)
+      words.say(err.message)
+      return true
+    end
+    s:note("⚠ " .. err.message, "InterpreterError")
+  end
+end
+
 function M.undo()
   local c, s = with_session()
   if c and s then
@@ -121,15 +134,7 @@ function M.undo()
       local text = M.undo_text(result or {})
       s:note(text)
       notify(text)
-    end, function(err)
-      -- Nothing to undo (no message or run of the user's yet) is an answer, not a failure: as for redo.
-      if vim.startswith(err.message or "", "Nothing to undo") then
-        s:note(err.message)
-        words.say(err.message)
-        return true
-      end
-      s:note("⚠ " .. err.message, "InterpreterError")
-    end)
+    end, nothing_is_an_answer(s, "Nothing to undo"))
   end
 end
 
@@ -143,16 +148,7 @@ function M.redo()
       -- at a hit-enter prompt).
       s:note(text)
       words.say(text)
-    end, function(err)
-      -- Nothing to redo (no undo, or something new came after it) is an answer, not a failure: a plain
-      -- note, not an error in red.
-      if vim.startswith(err.message or "", "Nothing to redo") then
-        s:note(err.message)
-        words.say(err.message)
-        return true
-      end
-      s:note("⚠ " .. err.message, "InterpreterError")
-    end)
+    end, nothing_is_an_answer(s, "Nothing to redo"))
   end
 end
 
