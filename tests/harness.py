@@ -4,6 +4,7 @@ every interpreter/* notification, with bounded waits on events (never sleeps).""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import sys
@@ -188,6 +189,23 @@ def make_client() -> LanguageClient:
     client = LanguageClient(converter_factory=_json_converter)
     register_lsp_features(client)
     return client
+
+
+def descendants(pid: int) -> set[int]:
+    """Every process under `pid` now (from /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
 
 
 async def wait_exited(pids: list[int], timeout: float, describe: Callable[[int], str]) -> None:

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from harness import server_env, start_session, stop_session, wait_exited
+from harness import descendants, server_env, start_session, stop_session, wait_exited
 from interpreter_lsp import protocol as p
 from interpreter_lsp.kernels.restarts import MAX_STARTS
 
@@ -190,23 +190,6 @@ class RawEditor:
             assert remaining > 0, f"fewer than {n} kernel starts within {timeout:g} s: {self.kernel_notes()}"
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), remaining)
-
-
-def descendants(pid: int) -> set[int]:
-    """Every process under `pid` now (from /proc)."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError, IndexError, ValueError):
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                children.setdefault(ppid, []).append(int(entry.name))
-    found, todo = set(), [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            if child not in found:
-                found.add(child)
-                todo.append(child)
-    return found
 
 
 @pytest.fixture

@@ -7,15 +7,19 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import hashlib
 import io
 import json
+import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from lsprotocol import types as t
 from pygls.exceptions import JsonRpcException
 
-from harness import Session, assert_shape, start_session, stop_session
+from harness import Session, assert_shape, descendants, start_session, stop_session, wait_exited
 from interpreter_lsp import normalise
 from interpreter_lsp import protocol as p
 from interpreter_lsp.kernels.sandbox import bwrap_available
@@ -304,3 +308,68 @@ async def test_versions_are_recorded_under_the_import_name(session: Session) -> 
     packages = _read(result["path"])["metadata"]["interpreter_lsp"]["verify"]["packages"]
     assert packages == {"sklearn": md.version("scikit-learn"), "PIL": md.version("pillow"),
                         "numpy": md.version("numpy")}, packages
+
+
+def _verification_kernels(server_pid: int) -> set[str]:
+    """The server's fresh kernels for verification now, by their runtime directory (verify-…): a kernel may
+    be more than one process (its launcher, bubblewrap)."""
+    found = set()
+    for pid in descendants(server_pid):
+        with contextlib.suppress(OSError):
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+            if "ipykernel" in command and (match := re.search(r"/(verify-[0-9a-f]+)/", command)):
+                found.add(match.group(1))
+    return found
+
+
+async def _wait_kernels(server_pid: int, want: Callable[[set[str]], bool], what: str) -> set[str]:
+    """Processes send no notification: /proc is looked at again every 50 ms, within a generous bound."""
+    deadline = asyncio.get_running_loop().time() + VERIFY_WAIT
+    while not want(kernels := _verification_kernels(server_pid)):
+        assert asyncio.get_running_loop().time() < deadline, f"timed out waiting for {what}: {kernels}"
+        await asyncio.sleep(0.05)
+    return kernels
+
+
+async def test_the_next_verification_takes_a_kernel_started_ahead_for_its_settings_only(
+    workspace_root: Path, home: Path
+) -> None:
+    """After a verification, the next one's fresh kernel starts while the user reads (it runs nothing until then);
+    the one used is shut down after the answer. A spare started for other settings is never used: turning the
+    sandbox on ends it, and the next verification runs sandboxed. Nothing is left when the server stops."""
+    if (problem := bwrap_available()) is not None:
+        pytest.skip(problem)
+    outside = home / "outside.txt"
+    outside.write_text("visible only unsandboxed")
+    s = await start_session(workspace_root, home)
+    server_pid = s.client._server.pid  # type: ignore[union-attr]
+    try:
+        run_id, status = await s.run_and_wait(f"import os\nprint(os.path.exists({str(outside)!r}), 'spare' in dir())")
+        assert status["state"] == "ok" and s.text(run_id).strip() == "True False"
+        first = (await s.command(p.EXPORT_NOTEBOOK, {"path": "v.ipynb", "verify": True, "overwrite": True},
+                                  VERIFY_WAIT))["verification"]
+        assert first["identical"] == 1 and first["sandbox"].startswith("off"), first
+        [spare] = await _wait_kernels(server_pid, lambda k: len(k) == 1, "one spare kernel, the used one gone")
+
+        await s.run_and_wait("spare = 1")  # the session's kernel, not the spare: the spare stays fresh
+        second = (await s.command(p.EXPORT_NOTEBOOK, {"path": "v.ipynb", "verify": True, "overwrite": True},
+                                  VERIFY_WAIT))["verification"]
+        assert second["identical"] == 2 and second["differs"] == [], second  # 'spare' in dir() is False there too
+        [after] = await _wait_kernels(server_pid, lambda k: spare not in k and len(k) == 1,
+                                     "the spare used, a new one started")
+
+        s.client.set_configuration({"sandbox": "bubblewrap"}, section="interpreter")
+        s.client.workspace_did_change_configuration(t.DidChangeConfigurationParams(settings=None))
+        await _wait_kernels(server_pid, lambda k: not k, "the spare started unsandboxed to be shut down")
+        third = (await s.command(p.EXPORT_NOTEBOOK, {"path": "v.ipynb", "verify": True, "overwrite": True},
+                                  VERIFY_WAIT))["verification"]
+        assert third["sandbox"].startswith("bubblewrap"), third
+        # Sandboxed, the fresh kernel cannot see the file the session (unsandboxed) saw.
+        assert [d["cell"] for d in third["differs"]] == [1], third
+        assert after not in _verification_kernels(server_pid)
+        # The next spare, sandboxed (its bwrap process is its parent; the kernel inside is what counts).
+        await _wait_kernels(server_pid, lambda k: len(k) == 1, "the sandboxed spare")
+        processes = descendants(server_pid)
+    finally:
+        await stop_session(s)
+    await wait_exited(sorted(processes), 60, lambda pid: f"process {pid} outlived the server")

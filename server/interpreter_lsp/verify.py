@@ -95,7 +95,7 @@ class Session:
 
     root: Path
     runs: list[dict[str, Any]]  # the surviving run events, in order (one per code cell)
-    kernel: Kernel  # fresh, not started (KernelPool.fresh)
+    kernel: Kernel  # fresh (KernelPool.fresh): nothing ran in it; started already if `started`
     runtime_dir: Path
     sandbox: str | None
     timeout: float | None
@@ -103,6 +103,10 @@ class Session:
     # The masking the session's outputs went through (ctx.redact_shown): the fresh outputs go through it too,
     # before they are compared and before any of their text (a diff) is written or answered.
     mask: Callable[[Any], Any] = lambda value: value
+    started: bool = False  # a spare started ahead (kernels/spare.py)
+    began: float | None = None  # time.monotonic() when the user's wait began (a spare's start may be in it)
+    # Shuts the kernel down and removes runtime_dir in the background (after the answer); None: here.
+    retire: Callable[[], None] | None = None
 
 
 def _code_cells(nb: Any) -> list[Any]:
@@ -127,6 +131,8 @@ class _Cell:
 
 
 async def _start(session: Session) -> None:
+    if session.started:
+        return
     try:
         await asyncio.wait_for(session.kernel.start(), STARTUP_TIMEOUT)
     except asyncio.TimeoutError as exc:
@@ -137,6 +143,14 @@ async def _start(session: Session) -> None:
         await session.kernel.shutdown()
         raise UserError(f"The fresh kernel for verification could not start: {exc}. The notebook was written "
                         "without verdicts.") from exc
+
+
+async def _end(session: Session) -> None:
+    if session.retire is not None:
+        session.retire()  # shut down after the answer: ~0.1 s the user does not wait for
+    else:
+        await session.kernel.shutdown()
+        await asyncio.to_thread(shutil.rmtree, session.runtime_dir, True)
 
 
 async def _execute(session: Session, code: str) -> tuple[str, list[dict[str, Any]]]:
@@ -172,12 +186,13 @@ async def _silent(session: Session, code: str, expression: str | None = None) ->
 
 async def verify(nb: Any, session: Session, history_path: Path | None = None) -> dict[str, Any]:
     """Re-run `nb` (the export, which it stamps in place) and return the summary for the command's result."""
-    started = time.monotonic()
+    started = session.began if session.began is not None else time.monotonic()
     if history_path is not None:
         session.dropped_runs = await asyncio.to_thread(causes.dropped_runs, history_path)
     cells = _code_cells(nb)
     sources = [str(c.source) for c in cells]
     if not cells:
+        await _end(session)  # a spare taken for it (kernels/spare.py) goes too
         raise UserError("There is nothing to verify: the conversation has no code that ran. The notebook was "
                         "written.")
     root_text = (str(session.root), str(session.root.resolve()))
@@ -222,8 +237,7 @@ async def verify(nb: Any, session: Session, history_path: Path | None = None) ->
             probe = _versions_expression(causes.imported_modules(sources))
             environment = json.loads(await _silent(session, "", probe) or "{}")
     finally:
-        await session.kernel.shutdown()
-        await asyncio.to_thread(shutil.rmtree, session.runtime_dir, True)
+        await _end(session)
     reports += [CellReport(n, "not run") for n in range(len(reports) + 1, len(cells) + 1)]
     seconds = time.monotonic() - started
     inputs = await asyncio.to_thread(causes.input_hashes, sources, session.root)

@@ -11,6 +11,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
@@ -33,6 +34,7 @@ from .kernels.introspect import VARIABLES, python_variables, variables_of
 from .kernels.launcher import Limits
 from .kernels.pool import KernelPool, LaunchOptions
 from .kernels.sandbox import SandboxConfig, bwrap_available, counts_processes_apart, wrap_command
+from .kernels.spare import Fresh, Spares
 from .kernels.specs import installed_languages
 from .languages import PYTHON, SHELL, canonical_language
 from .llm import routes
@@ -223,6 +225,7 @@ class Workspace:
         self._context_use: dict[str, Any] | None = None
         self._context_task: asyncio.Future[None] | None = None
         self._verifications: dict[str, asyncio.Task[dict[str, Any]]] = {}  # verified exports running, by id
+        self.spares = Spares()  # verification's fresh kernels: the next one started ahead (kernels/spare.py)
 
     # ---- settings ----------------------------------------------------------------------------------
 
@@ -242,6 +245,9 @@ class Workspace:
         self._settings_report = report
         if _kernel_affecting(self.settings) != before:
             self.pool.forget_choices()
+        if _kernel_affecting(self.settings) != before or not self.ctx.trusted:
+            # Started for other settings, or trust was withdrawn: its memory goes back now.
+            self.spares.discard()
         if self._settings_loaded.is_set() and _kernel_affecting(self.settings) != before and self.pool.status():
             self.ctx.show_message(
                 "info",
@@ -683,8 +689,8 @@ class Workspace:
         nb = notebook.build(events)
         written = write_inside(self.root, path, notebook.dumps(nb), overwrite=overwrite)
         verification_id = f"verify-{uuid.uuid4().hex[:8]}"
-        session = self._verify_session(verification_id, [e for e in events if e.get("type") == "run"])
-        task = asyncio.ensure_future(verify.verify(nb, session, history_file(self.root)))
+        runs = [e for e in events if e.get("type") == "run"]
+        task = asyncio.ensure_future(self._verify(nb, verification_id, runs))
         self._verifications[verification_id] = task  # before any await: an interrupt sent next finds it
         try:
             done, _ = await asyncio.wait({task}, timeout=timeout)
@@ -706,15 +712,27 @@ class Workspace:
         self.conversation.add(p.NoteEvent(text, for_model=for_model))  # the model can be asked about it
         return {"path": str(written), "verification": {"id": verification_id, **summary}}
 
-    def _verify_session(self, verification_id: str, runs: list[dict[str, Any]]) -> Any:
+    async def _verify(self, nb: Any, verification_id: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
+        """One verification's task: the spare fresh kernel if it was started for these settings (else a new
+        one), the re-run, and once it answered, the next verification's spare (kernels/spare.py)."""
         from . import verify
 
-        runtime_dir = self.ctx.runtime_dir / verification_id
-        kernel, sandbox = self.pool.fresh(PYTHON, runtime_dir)
-        return verify.Session(
-            root=self.root, runs=runs, kernel=kernel, runtime_dir=runtime_dir, sandbox=sandbox,
-            timeout=self.settings.run_timeout or None, mask=self.ctx.redact_shown,
+        began = time.monotonic()
+        key = (_kernel_affecting(self.settings), self.pool.choice_for_fresh(PYTHON), self.ctx.trusted)
+        fresh = await self.spares.take(key) or self._fresh(verification_id)
+        session = verify.Session(
+            root=self.root, runs=runs, kernel=fresh.kernel, runtime_dir=fresh.runtime_dir, sandbox=fresh.sandbox,
+            timeout=self.settings.run_timeout or None, mask=self.ctx.redact_shown, started=fresh.started,
+            retire=lambda: self.spares.retire(fresh), began=began,
         )
+        summary = await verify.verify(nb, session, history_file(self.root))
+        self.spares.prepare(key, lambda: self._fresh(f"verify-{uuid.uuid4().hex[:8]}"))
+        return summary
+
+    def _fresh(self, name: str) -> Fresh:
+        runtime_dir = self.ctx.runtime_dir / name
+        kernel, sandbox = self.pool.fresh(PYTHON, runtime_dir)
+        return Fresh(kernel, runtime_dir, sandbox)
 
     def cancel_verifications(self) -> int:
         for task in self._verifications.values():
@@ -777,6 +795,7 @@ class Workspace:
         if self._offer_task is not None:
             self._offer_task.cancel()
         self.cancel_verifications()
+        await self.spares.close()
         await self.loop.interrupt("Stopped: the server shut down.")
         await self.agent_calls.close()
         await self.runs.drain()

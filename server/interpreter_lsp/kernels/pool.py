@@ -120,6 +120,10 @@ class KernelPool:
             self._choices[lang] = cached
         return cached
 
+    def choice_for_fresh(self, language: str) -> KernelChoice:
+        """The kernelspec a fresh kernel of `language` gets now (what `fresh` would start)."""
+        return choose_kernel(canonical_language(language), self.root, self._specs_root, self._python_setting())
+
     def fresh(self, language: str, runtime_dir: Path) -> tuple[Kernel, str | None]:
         """A local kernel of this workspace's kind that the pool does not hold (verification's, verify.py):
         the same kernelspec, environment, sandbox and limits as the pool's own, and the same execution
@@ -127,7 +131,7 @@ class KernelPool:
         lang = canonical_language(language)
         options = self._launch_options()
         kernel = Kernel(
-            choose_kernel(lang, self.root, self._specs_root, self._python_setting()),
+            self.choice_for_fresh(lang),
             cwd=self.root,
             runtime_dir=runtime_dir,
             env=options.env,
