@@ -108,6 +108,7 @@ class BenchHost:
         max_tokens: int | None = None,
         tools: list[dict[str, Any]] | None = None,
         on_tool_call: Any = None,
+        prompt_tokens: int | None = None,
     ) -> Completion:
         if "You condense a conversation" in str(messages[0]["content"]):
             self.summaries += 1

@@ -91,6 +91,7 @@ class FakeHost:
         max_tokens: int | None = None,
         tools: list[dict[str, Any]] | None = None,
         on_tool_call: Callable[[ToolCall], None] | None = None,
+        prompt_tokens: int | None = None,
     ) -> Completion:
         self.requests.append(messages)
         self.tools.append(tools)

@@ -105,6 +105,17 @@ async def test_usage_is_counted_when_the_server_sends_none(model: ScriptedModel)
     assert completion.completion_tokens > 0
 
 
+async def test_the_callers_count_stands_in_for_usage_the_server_does_not_send(model: ScriptedModel) -> None:
+    """The loop passes the request's tokens as the context budget counted them: without usage from the server,
+    that figure is recorded (nothing is counted again at the end of the call); the server's usage wins."""
+    model.reply("one two three")
+    completion = await stream_completion(MESSAGES, config_for(model), lambda _: None, prompt_tokens=4321)
+    assert completion.prompt_tokens == 4321 and completion.completion_tokens > 0
+    model.reply("one two three", usage=(42, 17))
+    completion = await stream_completion(MESSAGES, config_for(model), lambda _: None, prompt_tokens=4321)
+    assert (completion.prompt_tokens, completion.completion_tokens) == (42, 17)
+
+
 async def test_temperature_and_max_tokens_reach_the_server(model: ScriptedModel) -> None:
     model.reply("ok")
 

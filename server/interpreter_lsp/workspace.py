@@ -382,6 +382,7 @@ class Workspace:
         max_tokens: int | None = None,
         tools: list[dict[str, Any]] | None = None,
         on_tool_call: Callable[[ToolCall], None] | None = None,
+        prompt_tokens: int | None = None,
     ) -> Completion:
         config = await self.model_config()
         if max_tokens is not None:
@@ -389,7 +390,9 @@ class Workspace:
         # The one way out to the model: secrets in the conversation (a key a run printed) are masked here,
         # off the loop (a long conversation is hundreds of KB).
         masked = await asyncio.to_thread(self.ctx.redact, messages)
-        return await stream_completion(masked, config, on_delta, tools=tools, on_tool_call=on_tool_call)
+        return await stream_completion(
+            masked, config, on_delta, tools=tools, on_tool_call=on_tool_call, prompt_tokens=prompt_tokens
+        )
 
     async def model_facts(self) -> ModelFacts:
         config = await self.model_config()

@@ -62,9 +62,12 @@ class LoopHost(Protocol):
         max_tokens: int | None = None,
         tools: list[dict[str, Any]] | None = None,
         on_tool_call: Callable[[ToolCall], None] | None = None,
+        prompt_tokens: int | None = None,
     ) -> Completion:
         """Stream one reply; raises ModelError. `max_tokens`: this request's own reply limit. `tools`:
-        offered to the model; each complete tool call of the reply goes to `on_tool_call`."""
+        offered to the model; each complete tool call of the reply goes to `on_tool_call`. `prompt_tokens`:
+        the request's tokens as already counted (the context budget), the figure used when the model's
+        server reports no usage (else they would be counted again, on the event loop)."""
 
     async def model_facts(self) -> ModelFacts:
         """What litellm knows of the model in use: window, price, abilities, its token counter.

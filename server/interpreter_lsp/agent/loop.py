@@ -195,7 +195,7 @@ class Loop:
                 self.conversation.add(p.NoteEvent(cap, turn.turn_id))
                 return cap
             self._turn_status(turn, "thinking", context=await self.context.use(request.tokens, request.facts))
-            proposals, called = await self._ask_model(turn, request.messages, request.tools)
+            proposals, called = await self._ask_model(turn, request.messages, request.tools, request.tokens)
             if proposals:
                 outcome = await self._decide_and_run(turn, proposals)
                 self._expire(turn)
@@ -213,9 +213,10 @@ class Loop:
         return None
 
     async def _ask_model(
-        self, turn: Turn, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+        self, turn: Turn, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, tokens: int
     ) -> tuple[list[Proposal], bool]:
-        """One reply: its proposals, and whether it made native tool calls (readable or not)."""
+        """One reply: its proposals, and whether it made native tool calls (readable or not). `tokens`: the
+        request's, as the context budget counted them."""
         parser = BlockParser()
         chunks: list[str] = []
         calls: list[ToolCall] = []
@@ -245,7 +246,9 @@ class Loop:
 
         self.conversation.hold(turn.turn_id)
         try:
-            completion = await self.host.call_model(messages, on_delta, tools=tools, on_tool_call=on_tool_call)
+            completion = await self.host.call_model(
+                messages, on_delta, tools=tools, on_tool_call=on_tool_call, prompt_tokens=tokens
+            )
             for block in parser.finish():
                 propose(block)
             if not pending and not calls:  # no code: a tool call a local model printed as JSON is a proposal too

@@ -73,8 +73,13 @@ async def stream_completion(
     *,
     tools: list[dict[str, Any]] | None = None,
     on_tool_call: Callable[[ToolCall], None] | None = None,
+    prompt_tokens: int | None = None,
 ) -> Completion:
     """Stream one assistant reply, calling `on_delta` with each piece of text as it arrives.
+
+    `prompt_tokens`: the request's tokens as the caller counted them (the context budget, with the model's
+    counter): the figure when the server reports no usage. Without it they are counted here, at the end of
+    the call, on the event loop (litellm's counter over a long conversation: milliseconds).
 
     `tools`: offered to the model (litellm's `tools=`, OpenAI's function format); each tool call of the
     reply is passed to `on_tool_call` as soon as it is complete (llm/toolstream.py), and listed in the
@@ -107,7 +112,9 @@ async def stream_completion(
     while True:
         attempt_state = _Attempt()
         try:
-            return await _stream_once(path, messages, config, _Receivers(on_delta, tools, on_tool_call), attempt_state)
+            return await _stream_once(
+                path, messages, config, _Receivers(on_delta, tools, on_tool_call), attempt_state, prompt_tokens
+            )
         except ModelError:
             raise
         except Exception as exc:
@@ -181,12 +188,13 @@ async def _stream_once(
     config: ModelConfig,
     receivers: _Receivers,
     state: _Attempt,
+    counted: int | None = None,
 ) -> Completion:
     # The stream is read in a task of its own, and the watchdog cancels only that task: whether a
     # cancellation was ours (a timeout) or the caller's is then known without Task.uncancel(), which
     # Python 3.10 lacks (there a timeout surfaced as a bare CancelledError).
     watchdog = _Watchdog()
-    reader = asyncio.create_task(_read(path, messages, config, receivers, state, watchdog))
+    reader = asyncio.create_task(_read(path, messages, config, receivers, state, watchdog, counted))
     watchdog.watch(reader, config.first_token_timeout)
     try:
         await asyncio.wait({reader})
@@ -210,6 +218,7 @@ async def _read(
     receivers: _Receivers,
     state: _Attempt,
     watchdog: _Watchdog,
+    counted: int | None = None,
 ) -> Completion:
     parts: list[str] = []
     assembler = ToolCallAssembler()
@@ -251,7 +260,7 @@ async def _read(
     text = "".join(parts)
     calls = tuple(assembler.calls)
     written = text + "".join(call.name + call.arguments for call in calls)  # for counting, when usage is absent
-    prompt_tokens, completion_tokens = _token_counts(path, config, messages, written, usage)
+    prompt_tokens, completion_tokens = _token_counts(path, config, messages, written, usage, counted)
     return Completion(
         text=text,
         prompt_tokens=prompt_tokens,
@@ -297,12 +306,13 @@ class _Watchdog:
 
 
 def _token_counts(
-    path: Path, config: ModelConfig, messages: list[dict[str, Any]], text: str, usage: list[int | None]
+    path: Path, config: ModelConfig, messages: list[dict[str, Any]], text: str, usage: list[int | None],
+    counted: int | None = None,
 ) -> tuple[int, int]:
     prompt, completion = usage
     try:
         if not isinstance(prompt, int):
-            prompt = path.count(config, messages, "")
+            prompt = counted if counted is not None else path.count(config, messages, "")
         if not isinstance(completion, int):
             completion = path.count(config, None, text) if text else 0
     except Exception as exc:  # counting is best effort; never fail a finished reply over it
