@@ -373,3 +373,22 @@ async def test_the_next_verification_takes_a_kernel_started_ahead_for_its_settin
     finally:
         await stop_session(s)
     await wait_exited(sorted(processes), 60, lambda pid: f"process {pid} outlived the server")
+
+
+async def test_the_server_stopping_mid_verification_leaves_no_kernel(workspace_root: Path, home: Path) -> None:
+    """Shut down while the fresh kernel runs a cell: the verification ends, and its kernel and every other
+    process of the server are gone with it."""
+    s = await start_session(workspace_root, home)
+    server_pid = s.client._server.pid  # type: ignore[union-attr]
+    try:
+        await s.run_and_wait("import time\nopen('started.txt', 'w').write('1')\ntime.sleep(4)")
+        started = workspace_root / "started.txt"
+        started.unlink()
+        export = asyncio.ensure_future(s.command(p.EXPORT_NOTEBOOK, {"path": "v.ipynb", "verify": True}, VERIFY_WAIT))
+        await _wait_kernels(server_pid, lambda k: len(k) == 1 and started.exists(), "the fresh kernel to run the cell")
+        processes = descendants(server_pid)
+    finally:
+        await stop_session(s)
+    with contextlib.suppress(Exception):
+        await export  # the server went: the request ends with it
+    await wait_exited(sorted(processes), 60, lambda pid: f"process {pid} outlived the server")

@@ -797,7 +797,10 @@ class Workspace:
     async def shutdown(self) -> None:
         if self._offer_task is not None:
             self._offer_task.cancel()
+        verifying = list(self._verifications.values())
         self.cancel_verifications()
+        # Their kernels go to the spares' shutdown as they end: awaited before it closes.
+        await asyncio.gather(*verifying, return_exceptions=True)
         await self.spares.close()
         await self.loop.interrupt("Stopped: the server shut down.")
         await self.agent_calls.close()
