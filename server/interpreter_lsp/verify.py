@@ -20,7 +20,6 @@ import ast
 import asyncio
 import contextlib
 import json
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -99,14 +98,14 @@ class Session:
     runtime_dir: Path
     sandbox: str | None
     timeout: float | None
+    # Shuts the kernel down and removes runtime_dir in the background, after the answer (kernels/spare.py).
+    retire: Callable[[], None]
     dropped_runs: list[dict[str, Any]] = field(default_factory=list)  # dropped_runs(): undone or reset runs
     # The masking the session's outputs went through (ctx.redact_shown): the fresh outputs go through it too,
     # before they are compared and before any of their text (a diff) is written or answered.
     mask: Callable[[Any], Any] = lambda value: value
     started: bool = False  # a spare started ahead (kernels/spare.py)
     began: float | None = None  # time.monotonic() when the user's wait began (a spare's start may be in it)
-    # Shuts the kernel down and removes runtime_dir in the background (after the answer); None: here.
-    retire: Callable[[], None] | None = None
 
 
 def _code_cells(nb: Any) -> list[Any]:
@@ -143,14 +142,6 @@ async def _start(session: Session) -> None:
         await session.kernel.shutdown()
         raise UserError(f"The fresh kernel for verification could not start: {exc}. The notebook was written "
                         "without verdicts.") from exc
-
-
-async def _end(session: Session) -> None:
-    if session.retire is not None:
-        session.retire()  # shut down after the answer: ~0.1 s the user does not wait for
-    else:
-        await session.kernel.shutdown()
-        await asyncio.to_thread(shutil.rmtree, session.runtime_dir, True)
 
 
 async def _execute(session: Session, code: str) -> tuple[str, list[dict[str, Any]]]:
@@ -192,7 +183,7 @@ async def verify(nb: Any, session: Session, history_path: Path | None = None) ->
     cells = _code_cells(nb)
     sources = [str(c.source) for c in cells]
     if not cells:
-        await _end(session)  # a spare taken for it (kernels/spare.py) goes too
+        session.retire()  # a spare taken for it (kernels/spare.py) goes too
         raise UserError("There is nothing to verify: the conversation has no code that ran. The notebook was "
                         "written.")
     root_text = (str(session.root), str(session.root.resolve()))
@@ -237,7 +228,7 @@ async def verify(nb: Any, session: Session, history_path: Path | None = None) ->
             probe = _versions_expression(causes.imported_modules(sources))
             environment = json.loads(await _silent(session, "", probe) or "{}")
     finally:
-        await _end(session)
+        session.retire()  # shut down after the answer: ~0.1 s the user does not wait for
     reports += [CellReport(n, "not run") for n in range(len(reports) + 1, len(cells) + 1)]
     seconds = time.monotonic() - started
     inputs = await asyncio.to_thread(causes.input_hashes, sources, session.root)

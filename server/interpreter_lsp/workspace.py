@@ -243,12 +243,13 @@ class Workspace:
         before = _kernel_affecting(self.settings)
         self.settings = report.settings
         self._settings_report = report
-        if _kernel_affecting(self.settings) != before:
+        kernels_changed = _kernel_affecting(self.settings) != before
+        if kernels_changed:
             self.pool.forget_choices()
-        if _kernel_affecting(self.settings) != before or not self.ctx.trusted:
+        if kernels_changed or not self.ctx.trusted:
             # Started for other settings, or trust was withdrawn: its memory goes back now.
             self.spares.discard()
-        if self._settings_loaded.is_set() and _kernel_affecting(self.settings) != before and self.pool.status():
+        if self._settings_loaded.is_set() and kernels_changed and self.pool.status():
             self.ctx.show_message(
                 "info",
                 "Kernel settings changed (sandbox, environment, interpreter, limits or gateway): restarting the "
