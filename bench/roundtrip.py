@@ -6,7 +6,10 @@
    `runStatus ok` received, vs bare AsyncKernelClient execute -> idle, same machine, same run: back to back
    (each run sent the moment the one before ended), and paced as a person or a model sends runs (50 ms
    apart: the variables-undo snapshot the server takes after each run is then off the next run's path).
-2. Flood: `for i in range(200_000): print(i)` through the server vs bare (wall time ratio, notifications),
+2. Shell: `echo 1` through the server's shell kernel vs bare upstream bash_kernel (`python -m bash_kernel`)
+   in the same run: the server starts bash_kernel without pexpect's 50 ms pause before each line it sends
+   (kernels/shell_kernel.py), so here the server is faster than the bare kernel.
+3. Flood: `for i in range(200_000): print(i)` through the server vs bare (wall time ratio, notifications),
    with an `interpreter.status` request sent during the flood (its latency).
 """
 
@@ -23,6 +26,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
+import json
+
+from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import AsyncKernelManager
 from lsprotocol import types
 
@@ -42,6 +48,25 @@ async def bare_kernel(cwd: Path) -> tuple[AsyncKernelManager, object]:
     kc = km.client()
     kc.start_channels(hb=False)
     await kc.wait_for_ready(timeout=60)
+    return km, kc
+
+
+async def bare_bash_kernel(cwd: Path) -> tuple[AsyncKernelManager, object]:
+    """Upstream bash_kernel as `python -m bash_kernel` starts it (pexpect's pause before each send kept)."""
+    spec = cwd / "specs" / "bare-bash"
+    spec.mkdir(parents=True)
+    argv = [sys.executable, "-m", "bash_kernel", "-f", "{connection_file}"]
+    (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "Bash", "language": "bash"}))
+    km = AsyncKernelManager(
+        kernel_name="bare-bash", transport="ipc", ip=str(cwd / "bare-bash"),
+        kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(spec.parent)]),
+    )
+    started = time.perf_counter()
+    await km.start_kernel(cwd=str(cwd))
+    kc = km.client()
+    kc.start_channels(hb=False)
+    await kc.wait_for_ready(timeout=60)
+    km.started_in = time.perf_counter() - started  # type: ignore[attr-defined]
     return km, kc
 
 
@@ -76,10 +101,10 @@ class FinishWaiter:
 
         s.listeners[p.RUN_STATUS].append(on_status)
 
-    async def run(self, s: Session, code: str) -> float:
+    async def run(self, s: Session, code: str, language: str = "python") -> float:
         start = time.perf_counter()
         result = await s.client.workspace_execute_command_async(
-            types.ExecuteCommandParams(command=p.RUN, arguments=[{"code": code}])
+            types.ExecuteCommandParams(command=p.RUN, arguments=[{"code": code, "language": language}])
         )
         run_id = result["runId"]
         if run_id in self.early:
@@ -153,6 +178,20 @@ async def main(runs: int) -> None:
                 await asyncio.sleep(0.05)
                 paced_served.append(await waiter.run(s, "print(1)"))
 
+            # The shell kernel: upstream bash_kernel started bare, against the server's (its start included).
+            bash_km, bash_kc = await bare_bash_kernel(tmp_path)
+            try:
+                started = time.perf_counter()
+                await waiter.run(s, "echo 1", "shell")
+                shell_start = time.perf_counter() - started
+                bare_shell, served_shell = [], []
+                for _ in range(max(5, runs // 10)):
+                    bare_shell.append((await bare_execute(bash_kc, "echo 1"))[0])
+                    served_shell.append(await waiter.run(s, "echo 1", "shell"))
+            finally:
+                bash_kc.stop_channels()
+                await bash_km.shutdown_kernel(now=True)
+
             bare_floods, server_floods, latencies, notifications, bare_msgs = [], [], [], 0, 0
             for _ in range(3):
                 seconds, bare_msgs = await bare_execute(kc, FLOOD)
@@ -191,6 +230,12 @@ async def main(runs: int) -> None:
     print(
         f"  in a workspace of 5,000 files (core, median of {len(big_core)}): {big_ms:.2f} ms, bare kernel "
         f"{big_bare_ms:.2f} ms, ratio {big_ms / big_bare_ms:.2f}x"
+    )
+    shell_ms, bare_shell_ms = statistics.median(served_shell) * 1000, statistics.median(bare_shell) * 1000
+    print(
+        f"shell echo 1 (median of {len(served_shell)}): server {shell_ms:.2f} ms, bare upstream bash_kernel "
+        f"{bare_shell_ms:.2f} ms, ratio {shell_ms / bare_shell_ms:.2f}x; first shell run, its kernel's start "
+        f"included: server {shell_start:.2f} s, bare bash_kernel's start alone {bash_km.started_in:.2f} s"
     )
     print(
         f"flood of 200,000 lines (median of 3): server {server_flood:.2f} s, bare kernel {bare_flood:.2f} s, "

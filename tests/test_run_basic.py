@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -30,6 +32,30 @@ async def test_shell_runs_in_bash_kernel_with_state(session: Session) -> None:
     run_id, status = await session.run_and_wait('echo "$GREETING $(basename "$PWD")"', "shell")
     assert status["state"] == "ok"
     assert session.text(run_id).strip() == "hi ws"
+
+
+async def test_shell_runs_back_to_back_show_their_output_and_nothing_of_the_input(session: Session) -> None:
+    """The shell kernel sends each line without pexpect's pause (kernels/shell_kernel.py): bash was started
+    with terminal echo off, so lines sent the moment a prompt is read are never echoed into the output, and a
+    cell of several lines (a loop's continuation prompts included) still gives exactly its own output."""
+    code = 'for j in 1 2; do\n  printf "%s-%s\\n" "$i" "$j"\ndone\n(exit "$i")'
+    for i in range(12):
+        run_id, status = await session.run_and_wait(f"i={i}\n{code}", "shell")
+        # A non-zero exit status is bash_kernel's error output ": N" (its ename is empty).
+        assert session.text(run_id) == f"{i}-1\n{i}-2\n" + (f": {i}" if i else ""), session.text(run_id)
+        assert status["state"] == ("ok" if i == 0 else "error"), status
+
+
+def test_the_shell_kernel_starts_pexpect_without_its_send_pause() -> None:
+    """The mechanism itself, in a process of its own (the patch must not leak into this one)."""
+    probe = (
+        "from interpreter_lsp.kernels import shell_kernel; import pexpect\n"
+        "before = pexpect.spawn('true').delaybeforesend\n"
+        "shell_kernel._without_send_delay()\n"
+        "child = pexpect.spawn('true'); print(before, child.delaybeforesend); child.wait()"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.split() == ["0.05", "None"], out
 
 
 async def test_status_reports_kernel(session: Session) -> None:

@@ -167,7 +167,8 @@ def _shell_choice(specs_root: Path) -> KernelChoice:
         specs_root,
         name,
         {
-            "argv": [sys.executable, *run_module("bash_kernel"), "-f", "{connection_file}"],
+            # bash_kernel, less pexpect's 50 ms pause before each line it sends (why: shell_kernel.py).
+            "argv": [sys.executable, *run_module("interpreter_lsp.kernels.shell_kernel"), "-f", "{connection_file}"],
             "display_name": "Bash",
             "language": "bash",
             "interrupt_mode": "signal",
