@@ -261,13 +261,13 @@ async def test_a_kernel_killed_with_sigkill_under_a_memory_limit_is_said_to_have
 
 
 async def test_cpu_time_limit_ends_the_kernel_and_says_why(workspace_root: Path, home: Path) -> None:
-    s = await start_session(workspace_root, home, configuration={"kernel": {"cpuTimeLimit": 8}})
+    s = await start_session(workspace_root, home, configuration={"kernel": {"cpuTimeLimit": 4}})
     try:
         run_id, status = await s.run_and_wait("print('warm')")
         assert status["state"] == "ok", s.text(run_id)
         run_id, status = await s.run_and_wait("while True:\n    pass", timeout=DEFAULT_WAIT * 2)
         assert status["state"] == "died"
-        assert "used up its CPU time (limit 8 s, kernel.cpuTimeLimit)" in status["message"]
+        assert "used up its CPU time (limit 4 s, kernel.cpuTimeLimit)" in status["message"]
         run_id, status = await s.run_and_wait("print('restarted')")
         assert (status["state"], s.text(run_id).strip()) == ("ok", "restarted")
     finally:

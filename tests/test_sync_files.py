@@ -30,7 +30,7 @@ async def test_no_barrier_file_is_ever_found_by_code_listing_the_folder(tmp_path
     if polling:
         thread.start()
     try:
-        for i in range(20 if polling else 200):
+        for i in range(6 if polling else 200):  # polling: each settle waits a poll or two (~1 s)
             await watcher.begin(f"r{i}")
             assert not [p for p in root.iterdir() if p.name.startswith(PROBE_PREFIX)], "left after begin"
             (root / f"out{i % 3}.txt").write_text(str(i))

@@ -124,18 +124,21 @@ async def test_shell_runs_have_no_variables_to_undo(session: Session) -> None:
 
 
 async def test_an_interrupt_that_lands_on_the_snapshot_stops_the_run(session: Session) -> None:
-    """The snapshot request goes just ahead of the run's own (no round trip of its own): an interrupt the
-    user sends while the kernel takes it is meant for the run: it is sent again until the run shows it, and
-    the run stops with the kernel's state intact (no fallback restart)."""
+    """An interrupt the user sends while the kernel still takes the snapshot of the run before is meant for
+    the next run: that run stops (it never runs: the `value` below would wait a minute for its sleep) with
+    the kernel's state intact (no fallback restart). The snapshot waits for the test's release file, not a
+    fixed 30 s."""
     s = session
     _run, status = await s.run_and_wait(
         "import sys, time, pathlib\n"
         "_m = sys.modules['_interpreter_lsp_snapshots']\n"
         "_snap = _m.snap\n"
         "def _slow(key):\n"
-        "    if not pathlib.Path('snapping').exists():  # once: the next run's snapshot takes its time\n"
+        "    if not pathlib.Path('snapping').exists():  # once: the next snapshot takes its time\n"
         "        pathlib.Path('snapping').touch()\n"
-        "        time.sleep(30)\n"
+        "        deadline = time.monotonic() + 30\n"
+        "        while not pathlib.Path('release').exists() and time.monotonic() < deadline:\n"
+        "            time.sleep(0.01)  # until the test has seen the run end (bounded)\n"
         "    return _snap(key)\n"
         "_m.snap = _slow\n"
         "kept = 'state survives'\n"
@@ -146,6 +149,8 @@ async def test_an_interrupt_that_lands_on_the_snapshot_stops_the_run(session: Se
     await s.command(p.INTERRUPT, {})
     status = await s.finished(run_id, timeout=60)
     assert status["state"] == "interrupted", status
+    assert (s.root / "snapping").exists() and not (s.root / "release").exists(), "the snapshot was still under way"
+    (s.root / "release").touch()
     assert await value(s, "kept") == "state survives"  # interrupted, not restarted
 
 
