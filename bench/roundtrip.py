@@ -8,7 +8,7 @@
    apart: the variables-undo snapshot the server takes after each run is then off the next run's path).
 2. Shell: `echo 1` through the server's shell kernel vs bare upstream bash_kernel (`python -m bash_kernel`)
    in the same run: the server starts bash_kernel without pexpect's 50 ms pause before each line it sends
-   (kernels/shell_kernel.py), so here the server is faster than the bare kernel.
+   (kernels/specs.py, NO_SEND_PAUSE), so here the server is faster than the bare kernel.
 3. Flood: `for i in range(200_000): print(i)` through the server vs bare (wall time ratio, notifications),
    with an `interpreter.status` request sent during the flood (its latency).
 """

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +11,7 @@ import pytest
 
 from harness import Session, needs_bwrap, start_session, stop_session
 from interpreter_lsp import protocol as p
+from interpreter_lsp.kernels.specs import NO_SEND_PAUSE
 
 
 async def test_python_run_streams_output_and_ends_ok(any_editor: Session) -> None:
@@ -35,23 +37,28 @@ async def test_shell_runs_in_bash_kernel_with_state(session: Session) -> None:
 
 
 async def test_shell_runs_back_to_back_show_their_output_and_nothing_of_the_input(session: Session) -> None:
-    """The shell kernel sends each line without pexpect's pause (kernels/shell_kernel.py): bash was started
-    with terminal echo off, so lines sent the moment a prompt is read are never echoed into the output, and a
-    cell of several lines (a loop's continuation prompts included) still gives exactly its own output."""
+    """The shell kernel sends each line without pexpect's pause (specs.NO_SEND_PAUSE): bash was started with
+    terminal echo off, so lines sent the moment a prompt is read are never echoed into the output, and a cell
+    of several lines (a loop's continuation prompts included) still gives exactly its own output. With the
+    pause, every run would take at least 100 ms (two lines, 50 ms of sleep before each): a lower bound no
+    machine can beat, so the median below fails if the pause is back, however fast or slow the machine."""
     code = 'for j in 1 2; do\n  printf "%s-%s\\n" "$i" "$j"\ndone\n(exit "$i")'
+    took = []
     for i in range(12):
         run_id, status = await session.run_and_wait(f"i={i}\n{code}", "shell")
         # A non-zero exit status is bash_kernel's error output ": N" (its ename is empty).
         assert session.text(run_id) == f"{i}-1\n{i}-2\n" + (f": {i}" if i else ""), session.text(run_id)
         assert status["state"] == ("ok" if i == 0 else "error"), status
+        took.append(status["durationMs"])
+    # The cell above sends five lines: with the pause, >= 250 ms each.
+    assert statistics.median(took) < 250, took
 
 
-def test_the_shell_kernel_starts_pexpect_without_its_send_pause() -> None:
-    """The mechanism itself, in a process of its own (the patch must not leak into this one)."""
+def test_the_shell_kernels_code_starts_pexpect_without_its_send_pause() -> None:
+    """The mechanism itself, the very code the kernelspec runs first, in a process of its own."""
     probe = (
-        "from interpreter_lsp.kernels import shell_kernel; import pexpect\n"
-        "before = pexpect.spawn('true').delaybeforesend\n"
-        "shell_kernel._without_send_delay()\n"
+        "import pexpect\nbefore = pexpect.spawn('true').delaybeforesend\n"
+        f"{NO_SEND_PAUSE}"
         "child = pexpect.spawn('true'); print(before, child.delaybeforesend); child.wait()"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)

@@ -71,7 +71,24 @@ def workspace_python(root: Path) -> Path | None:
 MEMORY_HISTORY = "--HistoryManager.hist_file=:memory:"  # why: at the kernelspec below
 
 
-def run_module(module: str) -> list[str]:
+# bash_kernel drives bash through pexpect, whose `spawn` waits `delaybeforesend` (50 ms) before each line it
+# sends. A cell sends two lines (the code, then `echo $?` for its exit status) and a start several, so a bare
+# `echo 1` took ~106 ms and a start ~2.8 s, nearly all of it that sleep (bench/roundtrip.py measures both
+# against upstream bash_kernel). The pause guards against a program that turns terminal echo off only after
+# printing its prompt (a password prompt) and would echo input sent too early. bash_kernel's bash never does:
+# pexpect opens its terminal with echo off before bash starts (`echo=False`), readline keeps the echo state it
+# finds, and each line goes out only after the prompt it answers has been read. So the pause buys nothing.
+# Inline code, not a module of ours: the kernel runs on the server's interpreter, where a sandboxed kernel
+# sees the installed packages but not an editable install's source directory (under /tmp or a home).
+NO_SEND_PAUSE = (
+    "import pexpect; _init = pexpect.spawn.__init__\n"
+    "def _no_pause(self, *args, **kwargs):\n"
+    "    _init(self, *args, **kwargs); self.delaybeforesend = None\n"
+    "pexpect.spawn.__init__ = _no_pause\n"
+)
+
+
+def run_module(module: str, before: str = "") -> list[str]:
     """Interpreter arguments that run `module` as `python -m` would, but found on a safe path: the kernel starts
     in the workspace, and `-m` puts the working directory first on sys.path, so a workspace file named
     ipykernel_launcher.py or bash_kernel.py (written by anyone, or by sandboxed code for the next start without
@@ -81,8 +98,9 @@ def run_module(module: str) -> list[str]:
     the module is found and imported, and IPython puts it back (after the standard library) once the kernel
     runs, as for any Jupyter kernel."""
     code = (
-        "import sys; sys.path[:1] == [''] and sys.path.pop(0); import runpy; "
-        f"runpy.run_module({module!r}, run_name='__main__', alter_sys=True)"
+        "import sys; sys.path[:1] == [''] and sys.path.pop(0)\n"
+        f"{before}"
+        f"import runpy; runpy.run_module({module!r}, run_name='__main__', alter_sys=True)"
     )
     return ["-c", code]
 
@@ -167,8 +185,8 @@ def _shell_choice(specs_root: Path) -> KernelChoice:
         specs_root,
         name,
         {
-            # bash_kernel, less pexpect's 50 ms pause before each line it sends (why: shell_kernel.py).
-            "argv": [sys.executable, *run_module("interpreter_lsp.kernels.shell_kernel"), "-f", "{connection_file}"],
+            # bash_kernel, less pexpect's 50 ms pause before each line it sends (why: NO_SEND_PAUSE).
+            "argv": [sys.executable, *run_module("bash_kernel", before=NO_SEND_PAUSE), "-f", "{connection_file}"],
             "display_name": "Bash",
             "language": "bash",
             "interrupt_mode": "signal",
