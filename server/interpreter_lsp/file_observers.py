@@ -21,6 +21,7 @@ import errno
 import functools
 import logging
 import os
+import threading
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -243,6 +244,9 @@ def _polling(
         return iter(kept)
 
     asked = [0]  # the highest barrier number asked for (set from the loop's thread; an int swap is atomic)
+    # A barrier asked for starts the next poll at once instead of at the end of the period: a run's `begin`
+    # and `settle` wait for a poll, which took up to two periods (~1 s added to every run on this path).
+    wake = threading.Event()
 
     class Emitter(PollingEmitter):
         """One poll's changes come out as a set, in no particular order: after a poll that changed anything,
@@ -250,13 +254,19 @@ def _polling(
         exists; N the highest barrier asked for before the poll started) says the set is complete."""
 
         def queue_events(self, timeout: float) -> None:
-            wanted = asked[0]  # read before the poll's wait: this poll's snapshot starts after the request
+            wake.wait(timeout)  # the period, or until a barrier is asked for (or the observer stops)
+            wake.clear()
+            wanted = asked[0]  # read after the clear, before the snapshot: that snapshot starts after the request
             self._changed = False
-            super().queue_events(timeout)
+            super().queue_events(0)  # its own wait is the period: done above
             done = getattr(self, "_done", 0)
             if (self._changed or wanted > done) and self.should_keep_running():
                 self._done = max(done, wanted)
                 self.queue_event(FileModifiedEvent(f"{batch_end}-{wanted}"))
+
+        def on_thread_stop(self) -> None:
+            super().on_thread_stop()
+            wake.set()  # a stop must not wait out the period
 
         def queue_event(self, event: FileSystemEvent) -> None:
             self._changed = True
@@ -273,7 +283,8 @@ def _polling(
             super().queue_event(event)
 
     def request(number: int) -> None:
-        asked[0] = max(asked[0], number)
+        asked[0] = max(asked[0], number)  # before the wake: the poll it starts reads it
+        wake.set()
 
     # lstat: a symlink to a directory is not followed (no cycles, nothing outside the workspace).
     emitter = functools.partial(Emitter, stat=os.lstat, listdir=listdir)
