@@ -88,3 +88,29 @@ async def test_an_editor_that_quits_while_the_kernel_starts_leaves_no_kernel(
     left = await asyncio.to_thread(_in_workspace, workspace_root)
     await wait_exited(left, 30, lambda pid: f"process {pid} outlived the server")
     assert await asyncio.to_thread(_in_workspace, workspace_root) == []
+
+
+async def test_closing_right_after_a_run_logs_no_warning_about_its_snapshot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The editor closes while the variables snapshot after a run is still being taken: the kernel the server
+    ends itself fails that snapshot, which is expected and no news for the editor's log (a warning there at
+    every close reads like a fault)."""
+    from interpreter_lsp.workspace import ServerContext, Workspace
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    root, runtime = tmp_path / "ws", tmp_path / "runtime"
+    root.mkdir()
+    runtime.mkdir(mode=0o700)
+    ctx = ServerContext(
+        send=lambda *_: None, show_message=lambda *_: None, runtime_dir=runtime, specs_root=tmp_path / "specs",
+        trusted=True,
+    )
+    ws = Workspace(root, ctx)
+    ws.configure([])
+    result = await ws.gate.user_run("x = list(range(10))", "python").result
+    assert result.state == "ok", result
+    with caplog.at_level("INFO", logger="interpreter_lsp.variable_undo"):
+        await ws.shutdown()  # at once: the snapshot sent after the run is in flight
+    failed = [r for r in caplog.records if "snapshot of the variables failed" in r.getMessage()]
+    assert all(r.levelname == "INFO" for r in failed), [(r.levelname, r.getMessage()) for r in failed]

@@ -100,7 +100,11 @@ class VariableUndo:
                 if snap.why_not == TAKING:
                     snap.why_not = None
             except BaseException as exc:  # an interrupt, the kernel died: undo says so
-                log.warning("a snapshot of the variables failed: %s", exc)
+                # A kernel the server ended itself (a restart, the server shutting down) fails what was in
+                # flight with no cause: expected, not worth a warning in the editor's log at every close.
+                reply = None if future.cancelled() or future.exception() else future.result()
+                deliberate = reply is not None and reply.status != "ok" and "cause" not in reply.content
+                log.log(logging.INFO if deliberate else logging.WARNING, "a snapshot of the variables failed: %s", exc)
                 snap.why_not = f"the snapshot of the variables failed ({exc or type(exc).__name__})"
                 return
             if not snap.awaited:  # a run waiting for this snapshot would pay the warm-up instead of its faults
