@@ -98,8 +98,6 @@ class Session:
     runtime_dir: Path
     sandbox: str | None
     timeout: float | None
-    # Shuts the kernel down and removes runtime_dir in the background, after the answer (kernels/spare.py).
-    retire: Callable[[], None]
     dropped_runs: list[dict[str, Any]] = field(default_factory=list)  # dropped_runs(): undone or reset runs
     # The masking the session's outputs went through (ctx.redact_shown): the fresh outputs go through it too,
     # before they are compared and before any of their text (a diff) is written or answered.
@@ -132,14 +130,13 @@ class _Cell:
 async def _start(session: Session) -> None:
     if session.started:
         return
+    # A start that fails ends what it made (Kernel.start); the kernel's owner shuts it down in any case.
     try:
         await asyncio.wait_for(session.kernel.start(), STARTUP_TIMEOUT)
     except asyncio.TimeoutError as exc:
-        await session.kernel.shutdown()
         raise UserError(f"The fresh kernel for verification did not start within {STARTUP_TIMEOUT:g} s. The "
                         "notebook was written without verdicts.") from exc
     except KernelStartError as exc:
-        await session.kernel.shutdown()
         raise UserError(f"The fresh kernel for verification could not start: {exc}. The notebook was written "
                         "without verdicts.") from exc
 
@@ -176,14 +173,14 @@ async def _silent(session: Session, code: str, expression: str | None = None) ->
 
 
 async def verify(nb: Any, session: Session, history_path: Path | None = None) -> dict[str, Any]:
-    """Re-run `nb` (the export, which it stamps in place) and return the summary for the command's result."""
+    """Re-run `nb` (the export, which it stamps in place) and return the summary for the command's result. The
+    session's kernel is its caller's to shut down, whatever happens here (Workspace._verify)."""
     started = session.began if session.began is not None else time.monotonic()
     if history_path is not None:
         session.dropped_runs = await asyncio.to_thread(causes.dropped_runs, history_path)
     cells = _code_cells(nb)
     sources = [str(c.source) for c in cells]
     if not cells:
-        session.retire()  # a spare taken for it (kernels/spare.py) goes too
         raise UserError("There is nothing to verify: the conversation has no code that ran. The notebook was "
                         "written.")
     root_text = (str(session.root), str(session.root.resolve()))
@@ -191,44 +188,41 @@ async def verify(nb: Any, session: Session, history_path: Path | None = None) ->
     environment: dict[str, Any] = {}
     await _start(session)
     start_seconds = time.monotonic() - started
-    try:
-        await _silent(session, REGISTER)  # the session's kernels show figures of any backend: so does this one
-        stopped = False
-        for index, source in enumerate(sources):
-            number = index + 1
-            if stopped:
-                reports.append(CellReport(number, "not run"))
-                continue
-            state = session.runs[index].get("state") if index < len(session.runs) else "ok"
-            if state in UNFINISHED:
-                # An interrupted loop would run until a timeout again: it is not re-run, and says why.
-                reports.append(CellReport(number, f"not run: the session's run ended {state}"))
-                continue
-            ended, records = await _execute(session, source)
-            if ended in ("timeout", "died"):
-                why = "timeout (past runTimeout)" if ended == "timeout" else "the fresh kernel died"
-                reports.append(CellReport(number, f"differs: {why}"))
-                stopped = True
-                if ended == "died":
-                    break
-                continue
-            comparison = await asyncio.to_thread(
-                lambda old=list(cells[index].outputs), new=records, n=number: normalise.compare(
-                    old, session.mask(notebook.outputs_of(new, n)), root_text
-                )
+    await _silent(session, REGISTER)  # the session's kernels show figures of any backend: so does this one
+    stopped = False
+    for index, source in enumerate(sources):
+        number = index + 1
+        if stopped:
+            reports.append(CellReport(number, "not run"))
+            continue
+        state = session.runs[index].get("state") if index < len(session.runs) else "ok"
+        if state in UNFINISHED:
+            # An interrupted loop would run until a timeout again: it is not re-run, and says why.
+            reports.append(CellReport(number, f"not run: the session's run ended {state}"))
+            continue
+        ended, records = await _execute(session, source)
+        if ended in ("timeout", "died"):
+            why = "timeout (past runTimeout)" if ended == "timeout" else "the fresh kernel died"
+            reports.append(CellReport(number, f"differs: {why}"))
+            stopped = True
+            if ended == "died":
+                break
+            continue
+        comparison = await asyncio.to_thread(
+            lambda old=list(cells[index].outputs), new=records, n=number: normalise.compare(
+                old, session.mask(notebook.outputs_of(new, n)), root_text
             )
-            if comparison.verdict == "differs":
-                cause = causes.cause(index, comparison, sources, session, session.root)
-                reports.append(CellReport(number, f"differs: {cause}", diff=comparison.diff))
-                if comparison.new_error is not None:
-                    stopped = True  # like Run All: an error the session did not have ends the run
-            else:
-                reports.append(CellReport(number, comparison.verdict, comparison.normalisations))
-        with contextlib.suppress(Exception):
-            probe = _versions_expression(causes.imported_modules(sources))
-            environment = json.loads(await _silent(session, "", probe) or "{}")
-    finally:
-        session.retire()  # shut down after the answer: ~0.1 s the user does not wait for
+        )
+        if comparison.verdict == "differs":
+            cause = causes.cause(index, comparison, sources, session, session.root)
+            reports.append(CellReport(number, f"differs: {cause}", diff=comparison.diff))
+            if comparison.new_error is not None:
+                stopped = True  # like Run All: an error the session did not have ends the run
+        else:
+            reports.append(CellReport(number, comparison.verdict, comparison.normalisations))
+    with contextlib.suppress(Exception):
+        probe = _versions_expression(causes.imported_modules(sources))
+        environment = json.loads(await _silent(session, "", probe) or "{}")
     reports += [CellReport(n, "not run") for n in range(len(reports) + 1, len(cells) + 1)]
     seconds = time.monotonic() - started
     inputs = await asyncio.to_thread(causes.input_hashes, sources, session.root)

@@ -727,9 +727,14 @@ class Workspace:
         session = verify.Session(
             root=self.root, runs=runs, kernel=fresh.kernel, runtime_dir=fresh.runtime_dir, sandbox=fresh.sandbox,
             timeout=self.settings.run_timeout or None, mask=self.ctx.redact_shown, started=fresh.started,
-            retire=lambda: self.spares.retire(fresh), began=began,
+            began=began,
         )
-        summary = await verify.verify(nb, session, history_file(self.root))
+        try:
+            summary = await verify.verify(nb, session, history_file(self.root))
+        finally:
+            # Shut down and its directory removed in the background, whatever happened: the answer does not
+            # wait for it (~0.1 s), and the server's shutdown does (Spares.close).
+            self.spares.retire(fresh)
         self.spares.prepare(key, lambda: self._fresh(f"verify-{uuid.uuid4().hex[:8]}"))
         return summary
 

@@ -116,8 +116,6 @@ class Spares:
     async def _start(self, fresh: Fresh) -> bool:
         try:
             await asyncio.wait_for(fresh.kernel.start(), START_TIMEOUT)
-        except asyncio.CancelledError:
-            raise
         except Exception as exc:  # the verification that takes it starts its own, and says why if that fails
             log.info("the spare kernel for verification did not start: %s", exc)
             return False
