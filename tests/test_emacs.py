@@ -513,7 +513,9 @@ def test_a_reopened_emacs_shows_the_conversation_so_far(emacs: Emacs, model: Scr
     model.reply("```python\nprint('product:', 6 * 7)\n```\n")
     model.reply("The product is 42.")
     settings = {"model": "openai/scripted", "apiBase": model.base_url, "apiKey": "sk-test"}
-    emacs.run(
+    # A shell command that fails: bash_kernel's error has no name and no traceback, only the exit status.
+    (emacs.workspace / "fail.sh").write_text("")
+    first = emacs.run(
         r"""
 (ilsp-test-open "demo.py")
 (goto-char (point-min)) (forward-line 2)
@@ -522,6 +524,9 @@ def test_a_reopened_emacs_shows_the_conversation_so_far(emacs: Emacs, model: Scr
   (ilsp-test-wait-output (format "turn %s awaiting-approval" turn))
   (interpreter-lsp-approve)
   (ilsp-test-wait-output (format "turn %s done" turn)))
+(find-file (expand-file-name "fail.sh" (getenv "ILSP_TEST_WORKSPACE")))  ; sh-mode, not eglot's: a region
+(ilsp-test-select "(exit 3)\n")
+(ilsp-test-wait-output (format "run %s error" (interpreter-lsp-run)))
 """,
         settings=settings,
     )
@@ -538,6 +543,8 @@ def test_a_reopened_emacs_shows_the_conversation_so_far(emacs: Emacs, model: Scr
     assert ">>> six times seven" in earlier and "The product is 42." in earlier, earlier
     assert "(python, by the model):" in earlier and "product: 42" in earlier, earlier
     assert re.search(r"run r-\S+ ok \(\d+ ms\)", earlier), earlier
+    assert "exit status 3" in first["output"] and ": 3\n" not in first["output"], first["output"]
+    assert "(shell, by you):" in earlier and "exit status 3" in earlier, earlier
 
 
 def test_a_gateway_connection_lost_mid_run_is_a_line_at_once(emacs: Emacs) -> None:

@@ -12,6 +12,7 @@ import pytest
 from harness import Session, needs_bwrap, start_session, stop_session
 from interpreter_lsp import protocol as p
 from interpreter_lsp.kernels.specs import NO_SEND_PAUSE
+from interpreter_lsp.output import error_text
 
 
 async def test_python_run_streams_output_and_ends_ok(any_editor: Session) -> None:
@@ -46,13 +47,22 @@ async def test_shell_runs_back_to_back_show_their_output_and_nothing_of_the_inpu
     took = []
     for i in range(12):
         run_id, status = await session.run_and_wait(f"i={i}\n{code}", "shell")
-        # A non-zero exit status is bash_kernel's error output ": N" (its ename is empty).
-        assert session.text(run_id) == f"{i}-1\n{i}-2\n" + (f": {i}" if i else ""), session.text(run_id)
+        # A non-zero exit status is bash_kernel's error (no name, no traceback): the panel reads "exit status N".
+        assert session.text(run_id) == f"{i}-1\n{i}-2\n" + (f"exit status {i}" if i else ""), session.text(run_id)
         assert status["state"] == ("ok" if i == 0 else "error"), status
         took.append(status["durationMs"])
     # The cell above sends five lines: with the pause, >= 250 ms each. On the portable paths too: a run's
     # time includes the polling observer's settle, which starts a poll at once (file_observers.py).
     assert statistics.median(took) < 250, took
+
+
+def test_an_error_without_a_traceback_reads_as_a_person_would_say_it() -> None:
+    """The same rule as the clients' restore paths (conversation.ts errorText, format.lua, interpreter-lsp.el)."""
+    assert error_text("", "2", []) == "exit status 2"
+    assert error_text("", "Cell has trailing backslash", []) == "Cell has trailing backslash"
+    assert error_text("KeyboardInterrupt", "", []) == "KeyboardInterrupt"
+    assert error_text("E", "v", []) == "E: v"
+    assert error_text("E", "v", ["\x1b[31mTraceback\x1b[0m", "E: v"]) == "Traceback\nE: v"
 
 
 def test_the_shell_kernels_code_starts_pexpect_without_its_send_pause() -> None:

@@ -485,6 +485,21 @@ mid-run (the run looks as if it goes on while reconnecting), then restored."
 
 ;;;; The conversation so far
 
+(defun interpreter-lsp--error-text (ename evalue traceback)
+  "The text of a kernel's error as the server words it (output.py, error_text).
+The TRACEBACK lines without colour codes; without them, \"ENAME: EVALUE\"; a
+failed shell command (no name, its exit status as EVALUE) reads \"exit status N\"."
+  (let ((lines (replace-regexp-in-string
+                "\e\\[[0-9;]*m" "" (mapconcat #'identity (or traceback []) "\n")))
+        (ename (or ename ""))
+        (evalue (or evalue "")))
+    (cond ((not (string-empty-p lines)) lines)
+          ((not (string-empty-p ename))
+           (if (string-empty-p evalue) ename (concat ename ": " evalue)))
+          ((string-match-p "\\`[0-9]+\\'" evalue) (concat "exit status " evalue))
+          ((not (string-empty-p evalue)) evalue)
+          (t "Error"))))
+
 (defun interpreter-lsp--output-text (outputs)
   "The text of nbformat OUTPUTS (a vector of plists), as the buffer shows it live."
   (mapconcat
@@ -499,9 +514,8 @@ mid-run (the run looks as if it goes on while reconnecting), then restored."
                   ((plist-get data :image/png) "[image]\n")
                   (t ""))))
          ("error"
-          (concat (replace-regexp-in-string
-                   "\e\\[[0-9;]*m" ""
-                   (mapconcat #'identity (plist-get o :traceback) "\n"))
+          (concat (interpreter-lsp--error-text (plist-get o :ename) (plist-get o :evalue)
+                                               (plist-get o :traceback))
                   "\n"))
          (_ ""))))
    outputs ""))

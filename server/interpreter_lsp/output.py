@@ -59,6 +59,24 @@ class HeadTail:
         return f"{head}\n[… {cut} characters cut from the middle of the output …]\n{self._tail}"
 
 
+_EXIT_STATUS = re.compile(r"[0-9]+")
+
+
+def error_text(ename: str, evalue: str, traceback: list[str]) -> str:
+    """What a person (and the model) reads for a kernel's error: its traceback as plain text; without one,
+    `name: value`. A shell command that failed has neither a traceback nor a name (bash_kernel sends the exit
+    status as the value), so it reads `exit status N`, not `: N`. The clients rebuild the same text from a
+    notebook record after a reload (clients' error_text); the record itself keeps what the kernel sent."""
+    text = strip_ansi("\n".join(traceback))
+    if text:
+        return text
+    if ename:
+        return f"{ename}: {evalue}" if evalue else ename
+    if _EXIT_STATUS.fullmatch(evalue):
+        return f"exit status {evalue}"
+    return evalue or "Error"
+
+
 def _plain_text(data: dict[str, Any]) -> str:
     text = data.get("text/plain")
     if isinstance(text, list):
@@ -147,7 +165,7 @@ class RunOutput:
 
     def exception(self, ename: str, evalue: str, traceback: list[str]) -> None:
         self.flush()
-        text = strip_ansi("\n".join(traceback)) or f"{ename}: {evalue}"
+        text = error_text(ename, evalue, traceback)
         self.error = (ename, evalue)
         self.model_view.append(text + "\n")
         self._emit(

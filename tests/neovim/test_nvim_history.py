@@ -32,6 +32,13 @@ def test_history_is_shown_after_reopening(start_editor, model) -> None:
     ed.nvim.command("call cursor(3, 1)")
     ed.nvim.command("InterpreterRun")
     ed.wait_panel("✓ **Run**")
+    # A shell command that fails: bash_kernel's error has no name and no traceback, only the exit status.
+    (ed.workspace / "fail.sh").write_text("echo before\n(exit 3)\n")
+    ed.open("fail.sh")
+    ed.nvim.command("1,2InterpreterRun")
+    live = "\n".join(ed.wait_panel("exit status 3"))
+    assert ": 3" not in live, live
+    ed.open("demo.py")
     ed.nvim.command("Interpreter hello there")
     ed.wait_panel("Hello from the first session.")
     ed.nvim.command("InterpreterRestart")
@@ -57,3 +64,4 @@ def test_history_is_shown_after_reopening(start_editor, model) -> None:
     assert "## You\nhello there" in earlier
     assert "Hello from the first session." in earlier
     assert "Kernel restarted (python)" in earlier
+    assert "before\nexit status 3" in earlier, earlier

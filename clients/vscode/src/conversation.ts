@@ -235,6 +235,18 @@ function joined(text: string | string[] | undefined): string {
   return Array.isArray(text) ? text.join("") : (text ?? "");
 }
 
+/**
+ * The text of a kernel's error as the server words it (output.py, error_text): the traceback; without one,
+ * `name: value`; a failed shell command (no name, its exit status as the value) reads `exit status N`.
+ */
+export function errorText(ename: string | undefined, evalue: string | undefined, traceback: string[] | undefined): string {
+  const lines = (traceback ?? []).join("\n");
+  if (lines) return lines;
+  if (ename) return evalue ? `${ename}: ${evalue}` : ename;
+  if (evalue && /^[0-9]+$/.test(evalue)) return `exit status ${evalue}`;
+  return evalue || "Error";
+}
+
 /** An nbformat output (as history keeps it) as the panel's output item (as notifications carry it). */
 export function notebookOutputItem(output: NotebookOutput): OutputItem | undefined {
   switch (output.output_type) {
@@ -248,7 +260,7 @@ export function notebookOutputItem(output: NotebookOutput): OutputItem | undefin
         kind: "error",
         ename: output.ename,
         evalue: output.evalue,
-        text: (output.traceback ?? []).join("\n") || `${output.ename}: ${output.evalue}`,
+        text: errorText(output.ename, output.evalue, output.traceback),
       };
     default:
       return undefined;

@@ -4,10 +4,6 @@
 -- replayed through the same code that draws live notifications, so both look the same.
 local M = {}
 
-local function strip_ansi(text)
-  return (text:gsub("\27%[[%d;?]*[ -/]*[@-~]", ""))
-end
-
 local function text_of(v)
   if type(v) == "table" then
     return table.concat(v, "")
@@ -36,7 +32,7 @@ local function output_params(run_id, outputs)
     elseif o.output_type == "error" then
       p.kind = "error"
       p.ename, p.evalue = o.ename, o.evalue
-      p.text = strip_ansi(table.concat(type(o.traceback) == "table" and o.traceback or {}, "\n"))
+      p.text = require("interpreter_lsp.format").error_text(o.ename, o.evalue, o.traceback)
     end
     if p.kind then
       table.insert(out, p)

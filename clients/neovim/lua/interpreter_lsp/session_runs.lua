@@ -297,7 +297,7 @@ return function(Session)
       self.panel:finish_line(sec)
       local text = p.text
       if not text or text == "" then
-        text = (p.ename or "Error") .. ": " .. (p.evalue or "")
+        text = format.error_text(p.ename, p.evalue, nil)
       end
       self.panel:append(sec, with_newline(text), "error")
     else

@@ -6,6 +6,7 @@ import {
   applyEvent,
   compactionNotice,
   emptyConversation,
+  errorText,
   describeRange,
   describeSource,
   notebookOutputItem,
@@ -241,6 +242,13 @@ test("nbformat outputs map onto the panel's output kinds", () => {
   assert.deepEqual(notebookOutputItem({ output_type: "error", ename: "E", evalue: "v", traceback: [] }), {
     kind: "error", ename: "E", evalue: "v", text: "E: v",
   });
+  // A failed shell command (bash_kernel: no name, no traceback, the exit status as the value), as live.
+  assert.deepEqual(notebookOutputItem({ output_type: "error", ename: "", evalue: "2", traceback: [] }), {
+    kind: "error", ename: "", evalue: "2", text: "exit status 2",
+  });
+  assert.equal(errorText("", "Cell has trailing backslash", []), "Cell has trailing backslash");
+  assert.equal(errorText("KeyboardInterrupt", "", []), "KeyboardInterrupt");
+  assert.equal(errorText("E", "v", ["Traceback", "E: v"]), "Traceback\nE: v");
 });
 
 test("the server's proposalStatus drives the card: applied, rejected, expired, approved", () => {
