@@ -95,6 +95,13 @@ async def test_verified_export_stamps_each_cell(session: Session) -> None:
     assert "cell 4 differs: seed not set" in note["forModel"], note["forModel"]
     assert "cell 6 differs: missing input file data.csv" in note["forModel"], note["forModel"]
 
+    # Again, as a user does after reading the verdicts: this one takes the kernel started ahead
+    # (kernels/spare.py), which was set up as the first one was: without the figures hook the plot cell would
+    # show nothing and differ.
+    again = await session.command(p.EXPORT_NOTEBOOK, {"path": "again.ipynb", "verify": True}, VERIFY_WAIT)
+    stamps = _stamps(_read(again["path"]))
+    assert [s["verdict"] for s in stamps] == verdicts, stamps
+
 
 async def test_input_files_are_hashed_and_a_seeded_session_is_identical(session: Session) -> None:
     (session.root / "in put.txt").write_text("3\n")  # a path with a space

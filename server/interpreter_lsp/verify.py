@@ -30,8 +30,8 @@ from . import causes, normalise, notebook
 from . import protocol as p
 from .errors import UserError
 from .kernels.backend import KernelStartError
-from .kernels.figures import REGISTER
 from .kernels.kernel import Kernel
+from .kernels.spare import start_fresh
 from .notebook import OutputRecords
 
 UNFINISHED = ("interrupted", "timeout", "died")  # session runs that did not end by themselves
@@ -94,7 +94,7 @@ class Session:
 
     root: Path
     runs: list[dict[str, Any]]  # the surviving run events, in order (one per code cell)
-    kernel: Kernel  # fresh (KernelPool.fresh): nothing ran in it; started already if `started`
+    kernel: Kernel  # fresh (KernelPool.fresh): nothing ran in it; started and set up already if `started`
     runtime_dir: Path
     sandbox: str | None
     timeout: float | None
@@ -102,7 +102,7 @@ class Session:
     # The masking the session's outputs went through (ctx.redact_shown): the fresh outputs go through it too,
     # before they are compared and before any of their text (a diff) is written or answered.
     mask: Callable[[Any], Any] = lambda value: value
-    started: bool = False  # a spare started ahead (kernels/spare.py)
+    started: bool = False  # a spare started ahead (kernels/spare.start_fresh)
     began: float | None = None  # time.monotonic() when the user's wait began (a spare's start may be in it)
 
 
@@ -132,7 +132,7 @@ async def _start(session: Session) -> None:
         return
     # A start that fails ends what it made (Kernel.start); the kernel's owner shuts it down in any case.
     try:
-        await asyncio.wait_for(session.kernel.start(), STARTUP_TIMEOUT)
+        await asyncio.wait_for(start_fresh(session.kernel), STARTUP_TIMEOUT)
     except asyncio.TimeoutError as exc:
         raise UserError(f"The fresh kernel for verification did not start within {STARTUP_TIMEOUT:g} s. The "
                         "notebook was written without verdicts.") from exc
@@ -188,7 +188,6 @@ async def verify(nb: Any, session: Session, history_path: Path | None = None) ->
     environment: dict[str, Any] = {}
     await _start(session)
     start_seconds = time.monotonic() - started
-    await _silent(session, REGISTER)  # the session's kernels show figures of any backend: so does this one
     stopped = False
     for index, source in enumerate(sources):
         number = index + 1

@@ -855,13 +855,10 @@ class Workspace:
         if not getattr(kernel, "remote", False):
             self.file_undo.warm()  # the session's first copy of the workspace, off the first run's path
         if kernel.language == PYTHON:
-            from .kernels.figures import REGISTER
+            from .kernels import figures
 
             await self.variable_undo.ready(kernel)
-
-            reply = await asyncio.wait_for(kernel.execute(REGISTER, None, silent=True), 30)
-            if reply.status != "ok":
-                log.warning("the figure hook could not be registered: %s", reply.content.get("evalue"))
+            await figures.register(kernel)
             if getattr(kernel, "remote", False):
                 self._remote_cwd = await _working_directory(kernel)
 

@@ -9,6 +9,12 @@ and closed. It is registered by a silent execute (no history entry, no name in t
 
 from __future__ import annotations
 
+import asyncio
+import logging
+from typing import Any
+
+log = logging.getLogger(__name__)
+
 _HOOK = '''
 def hook(result=None):
     import sys
@@ -35,3 +41,11 @@ def hook(result=None):
 
 _EVENTS = "__import__('IPython').get_ipython().events"
 REGISTER = f"(lambda ns: (exec({_HOOK!r}, ns), {_EVENTS}.register('post_run_cell', ns['hook'])))({{}})"
+
+
+async def register(kernel: Any, timeout: float = 30.0) -> None:
+    """Register the hook in a python `kernel` that has started (one silent execute: a round trip). A kernel
+    that refuses it still runs code: its figures under another backend just do not show; a warning says so."""
+    reply = await asyncio.wait_for(kernel.execute(REGISTER, None, silent=True), timeout)
+    if reply.status != "ok":
+        log.warning("the figure hook could not be registered: %s", reply.content.get("evalue"))

@@ -4,10 +4,12 @@ A verified export re-runs the notebook in a kernel nobody has run anything in. S
 (an IPython import), more than a small session's whole compute, and shutting it down ~0.1 s more. So, once
 a verification has been asked for, the next one's kernel is started while the user reads the verdicts (the
 usual next step is to fix a cell and verify again), and a used kernel is shut down after the answer has
-gone, not before it. The spare is kept at most KEEP seconds (an idle kernel's memory goes back then), and
+gone, not before it. A start includes the kernel's setup (`start_fresh`: the figures hook every python kernel
+of the session has, one more round trip), so the verification that takes the spare waits for neither. The
+spare is kept at most KEEP seconds (an idle kernel's memory goes back then), and
 only for the settings it was started with: `take` with another key (sandbox, environment, interpreter,
-limits changed) shuts it down and answers None; so does a spare that failed to start or has died. It runs
-nothing before it is taken: it is as fresh as one started at that moment.
+limits changed) shuts it down and answers None; so does a spare that failed to start or has died. Nothing
+but that setup runs in it before it is taken: it is as fresh as one started at that moment.
 
 Every kernel this module starts or shuts down is an asyncio task it holds; `close` ends them all (the server's
 shutdown)."""
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import figures
 from .kernel import Kernel
 
 log = logging.getLogger(__name__)
@@ -39,6 +42,13 @@ class Fresh:
     runtime_dir: Path
     sandbox: str | None
     started: bool = False
+
+
+async def start_fresh(kernel: Kernel) -> None:
+    """Start a fresh python kernel and set it up as the session's kernels are (the figures hook), nothing
+    more: verification's kernel, started ahead here or by the verification that found no spare."""
+    await kernel.start()
+    await figures.register(kernel)
 
 
 Make = Callable[[], Fresh]  # a new, unstarted fresh kernel (KernelPool.fresh with a runtime directory of its own)
@@ -115,7 +125,7 @@ class Spares:
 
     async def _start(self, fresh: Fresh) -> bool:
         try:
-            await asyncio.wait_for(fresh.kernel.start(), START_TIMEOUT)
+            await asyncio.wait_for(start_fresh(fresh.kernel), START_TIMEOUT)
         except Exception as exc:  # the verification that takes it starts its own, and says why if that fails
             log.info("the spare kernel for verification did not start: %s", exc)
             return False
