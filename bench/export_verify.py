@@ -27,6 +27,7 @@ import asyncio
 import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -167,8 +168,11 @@ async def one(s: Session, name: str, cells: list[str]) -> dict[str, Any]:
             raise SystemExit(f"{name}: a session cell failed: {s.text(run_id)[:300]}")
     if name == "input file gone":
         (s.root / "gone.csv").unlink()  # after the session, before the export: the fresh run misses it
+    asked = time.perf_counter()
     result = await s.command(p.EXPORT_NOTEBOOK, {"path": "bench.ipynb", "overwrite": True, "verify": True}, 600)
-    return result["verification"]
+    # As the user waits: the command's whole round trip (the notebook written twice, the re-run's writes in
+    # the workspace put back afterwards), beside the re-run's own `seconds`.
+    return {**result["verification"], "commandSeconds": time.perf_counter() - asked}
 
 
 async def main(sessions: int) -> None:
@@ -219,6 +223,10 @@ async def main(sessions: int) -> None:
           f"(median per session {statistics.median(ratios):.2f}x; without the fresh kernel's start "
           f"{(total_verify - total_start) / total_session:.2f}x, median {statistics.median(ratios_net):.2f}x; "
           f"the start {total_start / n:.2f} s per session); goal <= 1.2x")
+    waited = [v["commandSeconds"] / max(v["sessionSeconds"], 1e-3) for *_r, v in rows]
+    print(f"  as the user waits (the export command's round trip, the re-run's writes put back included): total "
+          f"{sum(v['commandSeconds'] for *_r, v in rows) / total_session:.2f}x, median per session "
+          f"{statistics.median(waited):.2f}x")
     if n > 1:
         # After a verification the next one's kernel starts ahead (kernels/spare.py): only the first waits for a
         # whole start; the others wait for what of the spare's start was not over yet (reset, restart, runs).

@@ -135,6 +135,69 @@ async def test_interrupt_cancels_a_verification(session: Session) -> None:
         await export
     nb = _read(session.root / "v.ipynb")  # written, without verdicts
     assert "interpreter_lsp" not in nb["cells"][0]["metadata"]
+    # The file the stopped re-run wrote is put back as it was before it (absent), once its kernel is gone.
+    assert not started.exists()
+
+
+async def test_the_re_run_leaves_the_workspace_as_it_found_it(session: Session) -> None:
+    """Verification re-runs the session's code in the workspace itself; what that writes, creates or deletes
+    there (through Python, a subprocess, a shell) is put back, and the user is told. Without that, an export
+    would append to the user's log again and delete again a file the user has since recreated."""
+    (session.root / "log.txt").write_text("start\n")
+    (session.root / "old.txt").write_text("stale\n")
+    for code in (
+        "open('log.txt', 'a').write('appended\\n')",
+        "import time\nopen('made.txt', 'w').write(repr(time.time()))",
+        "import subprocess\nsubprocess.run(['sh', '-c', 'rm old.txt; echo shell > by_shell.txt'], check=True)",
+    ):
+        _run, status = await session.run_and_wait(code)
+        assert status["state"] == "ok", session.text(_run)
+    (session.root / "old.txt").write_text("precious: the user's new file\n")  # after the session deleted it
+    before = {f.name: f.read_text() for f in session.root.iterdir() if f.suffix == ".txt"}
+
+    result = await session.command(p.EXPORT_NOTEBOOK, {"path": "v.ipynb", "verify": True}, VERIFY_WAIT)
+    verification = result["verification"]
+    assert {f.name: f.read_text() for f in session.root.iterdir() if f.suffix == ".txt"} == before
+    # by_shell.txt was written again with the same bytes (put back too when its time stamp moved).
+    put_back = set(verification["filesPutBack"])
+    assert {"log.txt", "made.txt", "old.txt"} <= put_back <= {"log.txt", "made.txt", "old.txt", "by_shell.txt"}
+    assert verification["filesNotPutBack"] == []
+    note = [e for e in (await session.command(p.HISTORY, {}))["messages"] if e["type"] == "note"][-1]
+    assert f"The re-run changed {len(put_back)} workspace files: put back." in note["text"], note["text"]
+
+
+async def test_a_file_the_session_changes_during_a_verification_stays_as_the_session_left_it(
+    session: Session,
+) -> None:
+    """The user's own run while a verification runs (another kernel): a file both wrote is the user's, kept as
+    it is and named, never put back under the user's feet."""
+    go = session.root / "go.txt"
+
+    async def released(work: asyncio.Future) -> None:
+        """Wait until the cell wrote go.txt (it then waits for it to go), bounded; not yet ended."""
+        for _ in range(3000):
+            if go.exists() or work.done():
+                break
+            await asyncio.sleep(0.02)
+        assert go.exists() and not work.done()
+
+    # The cell appends, then waits until go.txt is removed: in the session, then in the re-run.
+    code = ("open('shared.txt', 'a').write('session\\n')\nopen('go.txt', 'w').write('1')\n"
+            "import os, time\nwhile os.path.exists('go.txt'):\n    time.sleep(0.02)")
+    run = asyncio.ensure_future(session.run_and_wait(code))
+    await released(run)
+    go.unlink()
+    _run, status = await run
+    assert status["state"] == "ok", session.text(_run)
+    export = asyncio.ensure_future(session.command(p.EXPORT_NOTEBOOK, {"path": "v.ipynb", "verify": True}, VERIFY_WAIT))
+    await released(export)
+    _run, status = await session.run_and_wait("open('shared.txt', 'a').write('mine\\n')")
+    assert status["state"] == "ok"
+    go.unlink()  # the re-run goes on, and ends
+    verification = (await export)["verification"]
+    assert (session.root / "shared.txt").read_text() == "session\nsession\nmine\n"
+    assert [x["name"] for x in verification["filesNotPutBack"]] == ["shared.txt"], verification
+    assert "meanwhile" in verification["filesNotPutBack"][0]["why"]
 
 
 async def test_bad_verify_arguments_are_refused(session: Session) -> None:

@@ -207,6 +207,10 @@ class FileChanges:
             note = f"the list of files this run touched may be incomplete: {note}"
         return Touched(files, note)
 
+    def others(self, run_id: str) -> set[str]:
+        """The paths changed so far by the runs still active other than `run_id`."""
+        return {path for other, changes in self._active.items() if other != run_id for path in changes}
+
     @property
     def sees_everything(self) -> bool:
         """Every change in the workspace reaches `generation`, soon: inotify watching every directory, no

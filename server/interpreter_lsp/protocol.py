@@ -435,6 +435,10 @@ class Verification:
     start_seconds: float  # of it, starting the fresh kernel
     session_seconds: float  # the session's own runs of the same cells
     sandbox: str
+    # The re-run ran in the workspace: the files it wrote, created or deleted there, put back as they were
+    # (relative paths), and what was left as the re-run made it, and why.
+    files_put_back: list[str] = attrs.field(factory=list)
+    files_not_put_back: list[NotRestorable] = attrs.field(factory=list)
 
 
 @attrs.define

@@ -317,6 +317,20 @@ class FileUndo:
             })
         return plan
 
+    async def put_back(self, run_id: str, code: str, keep: set[str]) -> tuple[list[str], list[dict[str, str]]]:
+        """Put back what `run_id` (run_finished already) wrote, created or deleted, as nobody asked for it: a
+        verification's re-run. Paths in `keep` (a run of the session changed them meanwhile) stay as they
+        are and are named. Returns (the paths put back, what was not and why); the run is forgotten."""
+        plan = self.plan([{"type": "run", "runId": run_id, "code": code}], remote=False, force=False)
+        for path in sorted(keep & (set(plan.write) | set(plan.remove))):
+            plan.write.pop(path, None)
+            with contextlib.suppress(ValueError):
+                plan.remove.remove(path)
+            plan.lost.append({"name": path, "why": "a run of the session changed it meanwhile: kept as it is"})
+        restored, removed, failed = await self.apply(plan)
+        self.forget([run_id])
+        return sorted(restored + removed), plan.lost + failed
+
     async def apply(self, plan: Plan) -> tuple[list[str], list[str], list[dict[str, str]]]:
         """(restored, removed, failed) — blocking work in a worker thread."""
         return await asyncio.to_thread(self._apply, plan)

@@ -272,10 +272,17 @@ def note(path: str, summary: dict[str, Any]) -> tuple[str, str]:
         differs.append(f"{summary['notRun']} not run (after an error or the stop)")
     verdict = "reproduces" if not differs else "does not fully reproduce"
     text = f"Verified export {path}: {verdict} ({same} of {summary['cells']} code cells as in the session)."
+    put_back, lost = summary.get("filesPutBack") or [], summary.get("filesNotPutBack") or []
+    files = ""
+    if put_back:
+        files += f" The re-run changed {len(put_back)} workspace file{'s' if len(put_back) != 1 else ''}: put back."
+    if lost:
+        files += " Not put back: " + "; ".join(f"{x['name']} ({x['why']})" for x in lost) + "."
+    text += files
     for_model = (
         f"The user exported this conversation's code as the notebook {path} and re-ran it top to bottom in a fresh "
         f"kernel: {same} of {summary['cells']} code cells gave the session's output again (identical or "
         f"equivalent). " + ("; ".join(differs) + ". " if differs else "")
-        + "Cells are numbered in the notebook's order (the surviving runs, in execution order)."
+        + "Cells are numbered in the notebook's order (the surviving runs, in execution order)." + files
     )
     return text, for_model

@@ -225,6 +225,10 @@ class Workspace:
         self._context_use: dict[str, Any] | None = None
         self._context_task: asyncio.Future[None] | None = None
         self._verifications: dict[str, asyncio.Task[dict[str, Any]]] = {}  # verified exports running, by id
+        # Per verification running: the workspace paths the session's own runs changed meanwhile (theirs: never
+        # put back as the re-run's); per verification ended, what putting its writes back left as it is.
+        self._verifying: dict[str, set[str]] = {}
+        self._not_put_back: dict[str, list[dict[str, str]]] = {}
         self.spares = Spares()  # verification's fresh kernels: the next one started ahead (kernels/spare.py)
 
     # ---- settings ----------------------------------------------------------------------------------
@@ -707,9 +711,12 @@ class Workspace:
             task.cancel()
             await asyncio.wait({task}, timeout=30)  # its kernel is shut down before the answer
             raise UserError(f"Verification took more than {timeout:g} s and was stopped; {written} was written "
-                            "without verdicts. Export again with a longer verifyTimeout.")
+                            f"without verdicts.{self._left_as_is(verification_id)} Export again with a longer "
+                            "verifyTimeout.")
         if task.cancelled():
-            raise UserError(f"Verification was interrupted; {written} was written without verdicts.")
+            raise UserError(f"Verification was interrupted; {written} was written without verdicts."
+                            f"{self._left_as_is(verification_id)}")
+        self._not_put_back.pop(verification_id, None)  # in the summary
         summary = task.result()
         write_inside(self.root, path, notebook.dumps(nb), overwrite=True)
         text, for_model = verify.note(str(written), summary)
@@ -729,14 +736,55 @@ class Workspace:
             timeout=self.settings.run_timeout or None, mask=self.ctx.redact_shown, started=fresh.started,
             began=began,
         )
+        # The re-run runs in the workspace itself; whatever it writes, creates or deletes there is put back
+        # afterwards (undo.put_back): an export must not append to the user's log twice or delete again a
+        # file the user has since recreated. Its changes are watched and its pre-images taken as a run's.
+        await self.file_changes.begin(verification_id)
+        self._verifying[verification_id] = set()
+        finished = False
         try:
+            await self.file_undo.before_run(verification_id)
             summary = await verify.verify(nb, session, history_file(self.root))
+            finished = True
         finally:
             # Shut down and its directory removed in the background, whatever happened: the answer does not
-            # wait for it (~0.1 s), and the server's shutdown does (Spares.close).
-            self.spares.retire(fresh)
+            # wait for it (~0.1 s), and the server's shutdown does (Spares.close). A re-run stopped midway
+            # (interrupt, timeout) may still be writing: its kernel is gone before anything is put back.
+            stopping = self.spares.retire(fresh)
+            if not finished:
+                await asyncio.wait({stopping}, timeout=30)
+            put_back, lost = await self._put_back(verification_id, runs)
         self.spares.prepare(key, lambda: self._fresh(f"verify-{uuid.uuid4().hex[:8]}"))
-        return summary
+        return {**summary, "filesPutBack": put_back, "filesNotPutBack": lost}
+
+    def _left_as_is(self, verification_id: str) -> str:
+        lost = self._not_put_back.pop(verification_id, None)
+        if not lost:
+            return ""
+        return " What its re-run changed was put back, except: " + "; ".join(
+            f"{x['name']} ({x['why']})" for x in lost
+        ) + "."
+
+    async def _put_back(
+        self, verification_id: str, runs: list[dict[str, Any]]
+    ) -> tuple[list[str], list[dict[str, str]]]:
+        """The workspace files a verification's re-run changed, put back as they were (see _verify)."""
+        keep = self._verifying.pop(verification_id, set())
+        try:
+            await self.file_changes.settle()
+            touched = self.file_changes.end(verification_id)
+            keep |= self.file_changes.others(verification_id)
+            self.file_undo.run_finished(verification_id, touched.files, touched.note)
+            code = "\n".join(str(run.get("code", "")) for run in runs)
+            put_back, lost = await self.file_undo.put_back(verification_id, code, keep)
+        except Exception as exc:  # the answer still comes; what is left is said
+            log.exception("putting back the files verification %s changed failed", verification_id)
+            self.file_undo.forget([verification_id])
+            put_back, lost = [], [{"name": "the files the re-run changed", "why": f"putting them back failed: {exc}"}]
+        if put_back or lost:
+            log.info("verification %s: %d workspace files put back, %d not", verification_id, len(put_back), len(lost))
+        self._not_put_back[verification_id] = lost
+        return put_back, lost
 
     def _fresh(self, name: str) -> Fresh:
         runtime_dir = self.ctx.runtime_dir / name
@@ -889,6 +937,8 @@ class Workspace:
     def _run_finished(self, result: RunResult) -> None:
         if result.language == PYTHON:
             self._variables = None  # the next chat asks the kernel again
+        for keep in self._verifying.values():  # a session run's changes are never put back as a re-run's
+            keep.update(str(touched["path"]) for touched in result.files if touched.get("path"))
         for touched in result.files:
             if touched.get("change") in ("created", "modified"):
                 self._written.add(self.root / touched["path"])

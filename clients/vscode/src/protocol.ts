@@ -310,6 +310,10 @@ export interface Verification {
   /** The session's own runs of the same cells. */
   sessionSeconds: number;
   sandbox: string;
+  /** Workspace files the re-run wrote, created or deleted, put back as they were. */
+  filesPutBack?: string[];
+  /** What the re-run changed that was left as it made it, and why. */
+  filesNotPutBack?: NotRestorable[];
 }
 
 export interface CellDiffers {

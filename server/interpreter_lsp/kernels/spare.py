@@ -104,9 +104,9 @@ class Spares:
             return None
         return fresh
 
-    def retire(self, fresh: Fresh) -> None:
-        """Shut `fresh` down in the background and remove its directory."""
-        self._track(self._shutdown(fresh))
+    def retire(self, fresh: Fresh) -> asyncio.Task[Any]:
+        """Shut `fresh` down in the background and remove its directory; the task doing it."""
+        return self._track(self._shutdown(fresh))
 
     def discard(self) -> None:
         """Shut the spare down (its time is up, or the settings it was started for changed)."""
