@@ -124,6 +124,19 @@ class PreimageStore:
         self._index, self._racy = files, racy
         return Snapshot(dict(files), uncopied)
 
+    def changes_since(self, before: Snapshot) -> dict[str, str]:
+        """What differs now from `before` by a stat walk, nothing copied: relative path -> created | modified |
+        deleted. Net changes only (a file made and removed again is not there)."""
+        now = {relative: signature(st) for relative, st in self._walk()}
+        changes = {path: "deleted" for path in before.files if path not in now}
+        for path, sig in now.items():
+            known = before.files.get(path)
+            if known is None:
+                changes[path] = "created"
+            elif known[0] != sig:
+                changes[path] = "modified"
+        return changes
+
     def _walk(self) -> list[tuple[str, os.stat_result]]:
         found: list[tuple[str, os.stat_result]] = []
         stack = [""]

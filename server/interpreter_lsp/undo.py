@@ -317,6 +317,15 @@ class FileUndo:
             })
         return plan
 
+    async def net_changes(self, run_id: str) -> dict[str, str]:
+        """What differs in the workspace now from its snapshot before `run_id`, by a stat walk: what a files
+        tracker may have missed or attributed away (a poll that saw a file made and removed, a queue that
+        overflowed). {} without a snapshot."""
+        record = self._runs.get(run_id)
+        if record is None or record.broken:
+            return {}
+        return await asyncio.to_thread(self.store.changes_since, record.before)
+
     async def put_back(self, run_id: str, code: str, keep: set[str]) -> tuple[list[str], list[dict[str, str]]]:
         """Put back what `run_id` (run_finished already) wrote, created or deleted, as nobody asked for it: a
         verification's re-run. Paths in `keep` (a run of the session changed them meanwhile) stay as they

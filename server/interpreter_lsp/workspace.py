@@ -774,7 +774,14 @@ class Workspace:
             await self.file_changes.settle()
             touched = self.file_changes.end(verification_id)
             keep |= self.file_changes.others(verification_id)
-            self.file_undo.run_finished(verification_id, touched.files, touched.note)
+            # The tracker's list, and what differs from the snapshot before: a poll that began before the
+            # re-run counts that poll's earlier changes as the re-run's too (files.py), which can cancel out
+            # one the re-run made (a file the user recreated, then the re-run deleted).
+            files = list(touched.files)
+            listed = {f.get("path") for f in files}
+            net = await self.file_undo.net_changes(verification_id)
+            files += [{"path": path, "change": change} for path, change in sorted(net.items()) if path not in listed]
+            self.file_undo.run_finished(verification_id, files, touched.note)
             code = "\n".join(str(run.get("code", "")) for run in runs)
             put_back, lost = await self.file_undo.put_back(verification_id, code, keep)
         except Exception as exc:  # the answer still comes; what is left is said
