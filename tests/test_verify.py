@@ -11,6 +11,7 @@ import contextlib
 import hashlib
 import io
 import json
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -164,6 +165,34 @@ async def test_the_re_run_leaves_the_workspace_as_it_found_it(session: Session) 
     assert verification["filesNotPutBack"] == []
     note = [e for e in (await session.command(p.HISTORY, {}))["messages"] if e["type"] == "note"][-1]
     assert f"The re-run changed {len(put_back)} workspace files: put back." in note["text"], note["text"]
+
+
+async def test_putting_back_never_writes_through_a_link_the_re_run_planted(session: Session, tmp_path: Path) -> None:
+    """Hostile code in the re-run swaps a workspace directory for a link to a folder outside it after writing
+    into it: putting back writes nothing through the link (safety/paths.write_inside refuses it; the link,
+    which the re-run made, is removed before the file is written back where it was)."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (session.root / "sub").mkdir()
+    (session.root / "sub" / "data.txt").write_text("original\n")
+    for code in ("open('sub/data.txt', 'a').write('more\\n')",
+                 f"import os\nif os.path.isdir('sub.bak'):\n    os.rename('sub', 'sub.old')\n"
+                 f"else:\n    os.rename('sub', 'sub.bak')\n    os.symlink({str(outside)!r}, 'sub')\n    "
+                 f"open('sub.bak/data.txt', 'w').write('moved\\n')"):
+        _run, status = await session.run_and_wait(code)
+        assert status["state"] == "ok", session.text(_run)
+    # The session: sub/data.txt appended, then sub moved aside and a link to outside put in its place. Undo
+    # that state for the export: sub is a plain directory again with the session's first content.
+    os.unlink(session.root / "sub")
+    os.rename(session.root / "sub.bak", session.root / "sub")
+    (session.root / "sub" / "data.txt").write_text("original\n")
+    result = await session.command(p.EXPORT_NOTEBOOK, {"path": "v.ipynb", "verify": True}, VERIFY_WAIT)
+    verification = result["verification"]
+    assert list(outside.iterdir()) == [], "put back wrote through the link"
+    # The link the re-run made goes first, then the file comes back where it was (never through the link).
+    assert not (session.root / "sub").is_symlink()
+    assert (session.root / "sub" / "data.txt").read_text() == "original\n"
+    assert verification["filesNotPutBack"] == [], verification
 
 
 async def test_a_file_the_session_changes_during_a_verification_stays_as_the_session_left_it(

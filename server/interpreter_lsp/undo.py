@@ -350,14 +350,8 @@ class FileUndo:
         restored: list[str] = []
         removed: list[str] = []
         failed: list[dict[str, str]] = []
-        for path, (digest, mode) in sorted(plan.write.items()):
-            try:
-                target = write_inside(self.root, path, self.store.content(digest), overwrite=True)
-                if not os.path.islink(target):
-                    os.chmod(target, mode)
-                restored.append(path)
-            except Exception as exc:  # UserError (a link in the way) or OSError: said, never silent
-                failed.append({"name": path, "why": f"could not be written back: {exc}"})
+        # Removals first: a link or file the runs made where a directory was goes before the files written
+        # back under that directory (written first, they would be refused as going through the link).
         for path in sorted(plan.remove):
             try:
                 # The file itself is never followed (unlink removes a link, not its target); its directory
@@ -373,6 +367,14 @@ class FileUndo:
                 removed.append(path)  # gone already: what undo wanted
             except Exception as exc:
                 failed.append({"name": path, "why": f"could not be removed: {exc}"})
+        for path, (digest, mode) in sorted(plan.write.items()):
+            try:
+                target = write_inside(self.root, path, self.store.content(digest), overwrite=True)
+                if not os.path.islink(target):
+                    os.chmod(target, mode)
+                restored.append(path)
+            except Exception as exc:  # UserError (a link in the way) or OSError: said, never silent
+                failed.append({"name": path, "why": f"could not be written back: {exc}"})
         return restored, removed, failed
 
 
