@@ -174,7 +174,7 @@ async def _silent(session: Session, code: str, expression: str | None = None) ->
 
 async def verify(nb: Any, session: Session, history_path: Path | None = None) -> dict[str, Any]:
     """Re-run `nb` (the export, which it stamps in place) and return the summary for the command's result. The
-    session's kernel is its caller's to shut down, whatever happens here (Workspace._verify)."""
+    session's kernel is its caller's to shut down, whatever happens here (verification.Verifications._verify)."""
     started = session.began if session.began is not None else time.monotonic()
     if history_path is not None:
         session.dropped_runs = await asyncio.to_thread(causes.dropped_runs, history_path)

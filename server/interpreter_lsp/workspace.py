@@ -11,8 +11,6 @@ import contextlib
 import dataclasses
 import logging
 import os
-import time
-import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -34,7 +32,6 @@ from .kernels.introspect import VARIABLES, python_variables, variables_of
 from .kernels.launcher import Limits
 from .kernels.pool import KernelPool, LaunchOptions
 from .kernels.sandbox import SandboxConfig, bwrap_available, counts_processes_apart, wrap_command
-from .kernels.spare import Fresh, Spares
 from .kernels.specs import installed_languages
 from .languages import PYTHON, SHELL, canonical_language
 from .llm import routes
@@ -52,6 +49,7 @@ from .safety.secrets import kernel_environment
 from .settings import Settings
 from .undo import FileUndo, RedoFiles, redo_note, undo_note, undo_scope
 from .variable_undo import VariableUndo
+from .verification import Verifications
 
 log = logging.getLogger(__name__)
 
@@ -224,12 +222,13 @@ class Workspace:
         # Status's context figure: the last one computed, and the task computing the next (context_use).
         self._context_use: dict[str, Any] | None = None
         self._context_task: asyncio.Future[None] | None = None
-        self._verifications: dict[str, asyncio.Task[dict[str, Any]]] = {}  # verified exports running, by id
-        # Per verification running: the workspace paths the session's own runs changed meanwhile (theirs: never
-        # put back as the re-run's); per verification ended, what putting its writes back left as it is.
-        self._verifying: dict[str, set[str]] = {}
-        self._not_put_back: dict[str, list[dict[str, str]]] = {}
-        self.spares = Spares()  # verification's fresh kernels: the next one started ahead (kernels/spare.py)
+        self.verifications = Verifications(  # verified exports: their tasks, kernels, the workspace put back
+            root, self.pool, self.file_changes, self.file_undo,
+            runtime_dir=lambda: self.ctx.runtime_dir,
+            key=lambda: (_kernel_affecting(self.settings), self.pool.choice_for_fresh(PYTHON), self.ctx.trusted),
+            run_timeout=lambda: self.settings.run_timeout,
+            mask=self.ctx.redact_shown,
+        )
 
     # ---- settings ----------------------------------------------------------------------------------
 
@@ -252,7 +251,7 @@ class Workspace:
             self.pool.forget_choices()
         if kernels_changed or not self.ctx.trusted:
             # Started for other settings, or trust was withdrawn: its memory goes back now.
-            self.spares.discard()
+            self.verifications.spares.discard()
         if self._settings_loaded.is_set() and kernels_changed and self.pool.status():
             self.ctx.show_message(
                 "info",
@@ -505,7 +504,7 @@ class Workspace:
         return self.gate.user_run(code, language, timeout=timeout, source=source).run_id
 
     async def interrupt(self) -> None:
-        self.cancel_verifications()
+        self.verifications.cancel()
         await asyncio.gather(self.loop.interrupt(), self.runs.interrupt())
 
     async def reset(self) -> None:
@@ -681,9 +680,9 @@ class Workspace:
         return target
 
     async def export_verified(self, path: str, *, overwrite: bool, timeout: float) -> dict[str, Any]:
-        """exportNotebook with verify (verify.py): write the export, re-run it in a fresh kernel of the
-        session's kernelspec and environment (sandboxed if the session is), rewrite it with the verdicts.
-        One task per verification, by id; interpreter.interrupt cancels it; past `timeout` it is cancelled."""
+        """exportNotebook with verify: write the export, re-run it in a fresh kernel of the session's
+        kernelspec and environment (sandboxed if the session is; verification.py, verify.py), rewrite it with
+        the verdicts, and note the outcome in the conversation."""
         from . import notebook, verify
         from .safety.paths import write_inside
 
@@ -696,112 +695,12 @@ class Workspace:
         events = self.ctx.redact_shown(self.conversation.events)
         nb = notebook.build(events)
         written = write_inside(self.root, path, notebook.dumps(nb), overwrite=overwrite)
-        verification_id = f"verify-{uuid.uuid4().hex[:8]}"
         runs = [e for e in events if e.get("type") == "run"]
-        task = asyncio.ensure_future(self._verify(nb, verification_id, runs))
-        self._verifications[verification_id] = task  # before any await: an interrupt sent next finds it
-        try:
-            done, _ = await asyncio.wait({task}, timeout=timeout)
-        except asyncio.CancelledError:  # the request itself was cancelled ($/cancelRequest, shutdown)
-            task.cancel()
-            raise
-        finally:
-            self._verifications.pop(verification_id, None)
-        if not done:
-            task.cancel()
-            await asyncio.wait({task}, timeout=30)  # its kernel is shut down before the answer
-            raise UserError(f"Verification took more than {timeout:g} s and was stopped; {written} was written "
-                            f"without verdicts.{self._left_as_is(verification_id)} Export again with a longer "
-                            "verifyTimeout.")
-        if task.cancelled():
-            raise UserError(f"Verification was interrupted; {written} was written without verdicts."
-                            f"{self._left_as_is(verification_id)}")
-        self._not_put_back.pop(verification_id, None)  # in the summary
-        summary = task.result()
+        verification = await self.verifications.run(nb, runs, written, timeout)
         write_inside(self.root, path, notebook.dumps(nb), overwrite=True)
-        text, for_model = verify.note(str(written), summary)
+        text, for_model = verify.note(str(written), verification)
         self.conversation.add(p.NoteEvent(text, for_model=for_model))  # the model can be asked about it
-        return {"path": str(written), "verification": {"id": verification_id, **summary}}
-
-    async def _verify(self, nb: Any, verification_id: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
-        """One verification's task: the spare fresh kernel if it was started for these settings (else a new
-        one), the re-run, and once it answered, the next verification's spare (kernels/spare.py)."""
-        from . import verify
-
-        began = time.monotonic()
-        key = (_kernel_affecting(self.settings), self.pool.choice_for_fresh(PYTHON), self.ctx.trusted)
-        fresh = await self.spares.take(key) or self._fresh(verification_id)
-        session = verify.Session(
-            root=self.root, runs=runs, kernel=fresh.kernel, runtime_dir=fresh.runtime_dir, sandbox=fresh.sandbox,
-            timeout=self.settings.run_timeout or None, mask=self.ctx.redact_shown, started=fresh.started,
-            began=began,
-        )
-        # The re-run runs in the workspace itself; whatever it writes, creates or deletes there is put back
-        # afterwards (undo.put_back): an export must not append to the user's log twice or delete again a
-        # file the user has since recreated. Its changes are watched and its pre-images taken as a run's.
-        await self.file_changes.begin(verification_id)
-        self._verifying[verification_id] = set()
-        finished = False
-        try:
-            await self.file_undo.before_run(verification_id)
-            summary = await verify.verify(nb, session, history_file(self.root))
-            finished = True
-        finally:
-            # Shut down and its directory removed in the background, whatever happened: the answer does not
-            # wait for it (~0.1 s), and the server's shutdown does (Spares.close). A re-run stopped midway
-            # (interrupt, timeout) may still be writing: its kernel is gone before anything is put back.
-            stopping = self.spares.retire(fresh)
-            if not finished:
-                await asyncio.wait({stopping}, timeout=30)
-            put_back, lost = await self._put_back(verification_id, runs)
-        self.spares.prepare(key, lambda: self._fresh(f"verify-{uuid.uuid4().hex[:8]}"))
-        return {**summary, "filesPutBack": put_back, "filesNotPutBack": lost}
-
-    def _left_as_is(self, verification_id: str) -> str:
-        lost = self._not_put_back.pop(verification_id, None)
-        if not lost:
-            return ""
-        return " What its re-run changed was put back, except: " + "; ".join(
-            f"{x['name']} ({x['why']})" for x in lost
-        ) + "."
-
-    async def _put_back(
-        self, verification_id: str, runs: list[dict[str, Any]]
-    ) -> tuple[list[str], list[dict[str, str]]]:
-        """The workspace files a verification's re-run changed, put back as they were (see _verify)."""
-        keep = self._verifying.pop(verification_id, set())
-        try:
-            await self.file_changes.settle()
-            touched = self.file_changes.end(verification_id)
-            keep |= self.file_changes.others(verification_id)
-            # The tracker's list, and what differs from the snapshot before: a poll that began before the
-            # re-run counts that poll's earlier changes as the re-run's too (files.py), which can cancel out
-            # one the re-run made (a file the user recreated, then the re-run deleted).
-            files = list(touched.files)
-            listed = {f.get("path") for f in files}
-            net = await self.file_undo.net_changes(verification_id)
-            files += [{"path": path, "change": change} for path, change in sorted(net.items()) if path not in listed]
-            self.file_undo.run_finished(verification_id, files, touched.note)
-            code = "\n".join(str(run.get("code", "")) for run in runs)
-            put_back, lost = await self.file_undo.put_back(verification_id, code, keep)
-        except Exception as exc:  # the answer still comes; what is left is said
-            log.exception("putting back the files verification %s changed failed", verification_id)
-            self.file_undo.forget([verification_id])
-            put_back, lost = [], [{"name": "the files the re-run changed", "why": f"putting them back failed: {exc}"}]
-        if put_back or lost:
-            log.info("verification %s: %d workspace files put back, %d not", verification_id, len(put_back), len(lost))
-        self._not_put_back[verification_id] = lost
-        return put_back, lost
-
-    def _fresh(self, name: str) -> Fresh:
-        runtime_dir = self.ctx.runtime_dir / name
-        kernel, sandbox = self.pool.fresh(PYTHON, runtime_dir)
-        return Fresh(kernel, runtime_dir, sandbox)
-
-    def cancel_verifications(self) -> int:
-        for task in self._verifications.values():
-            task.cancel()
-        return len(self._verifications)
+        return {"path": str(written), "verification": verification}
 
     def status(self) -> dict[str, Any]:
         model = self.settings.model or (self._discovered[0] if self._discovered else None)
@@ -858,11 +757,7 @@ class Workspace:
     async def shutdown(self) -> None:
         if self._offer_task is not None:
             self._offer_task.cancel()
-        verifying = list(self._verifications.values())
-        self.cancel_verifications()
-        # Their kernels go to the spares' shutdown as they end: awaited before it closes.
-        await asyncio.gather(*verifying, return_exceptions=True)
-        await self.spares.close()
+        await self.verifications.close()
         await self.loop.interrupt("Stopped: the server shut down.")
         await self.agent_calls.close()
         await self.runs.drain()
@@ -944,8 +839,7 @@ class Workspace:
     def _run_finished(self, result: RunResult) -> None:
         if result.language == PYTHON:
             self._variables = None  # the next chat asks the kernel again
-        for keep in self._verifying.values():  # a session run's changes are never put back as a re-run's
-            keep.update(str(touched["path"]) for touched in result.files if touched.get("path"))
+        self.verifications.session_run_finished(result.files)  # never put back as a verification's
         for touched in result.files:
             if touched.get("change") in ("created", "modified"):
                 self._written.add(self.root / touched["path"])
