@@ -198,8 +198,9 @@ async def test_putting_back_never_writes_through_a_link_the_re_run_planted(sessi
 async def test_a_file_the_session_changes_during_a_verification_stays_as_the_session_left_it(
     session: Session,
 ) -> None:
-    """The user's own run while a verification runs (another kernel): a file both wrote is the user's, kept as
-    it is and named, never put back under the user's feet."""
+    """The user's own run while a verification runs (another kernel), and a document the user saves in the
+    editor meanwhile: a file both the user and the re-run wrote is the user's, kept as it is and named, never
+    put back under the user's feet."""
     go = session.root / "go.txt"
 
     async def released(work: asyncio.Future) -> None:
@@ -211,7 +212,8 @@ async def test_a_file_the_session_changes_during_a_verification_stays_as_the_ses
         assert go.exists() and not work.done()
 
     # The cell appends, then waits until go.txt is removed: in the session, then in the re-run.
-    code = ("open('shared.txt', 'a').write('session\\n')\nopen('go.txt', 'w').write('1')\n"
+    code = ("open('shared.txt', 'a').write('session\\n')\nopen('notes.txt', 'w').write('session\\n')\n"
+            "open('go.txt', 'w').write('1')\n"
             "import os, time\nwhile os.path.exists('go.txt'):\n    time.sleep(0.02)")
     run = asyncio.ensure_future(session.run_and_wait(code))
     await released(run)
@@ -222,11 +224,18 @@ async def test_a_file_the_session_changes_during_a_verification_stays_as_the_ses
     await released(export)
     _run, status = await session.run_and_wait("open('shared.txt', 'a').write('mine\\n')")
     assert status["state"] == "ok"
+    # The user saves notes.txt in the editor meanwhile (the re-run wrote it too): didSave says it is theirs.
+    notes = session.root / "notes.txt"
+    notes.write_text("edited in the editor\n")
+    session.client.text_document_did_save(t.DidSaveTextDocumentParams(t.TextDocumentIdentifier(notes.as_uri())))
+    await session.command(p.STATUS, {})  # a round trip: the notification was handled before the re-run ends
     go.unlink()  # the re-run goes on, and ends
     verification = (await export)["verification"]
     assert (session.root / "shared.txt").read_text() == "session\nsession\nmine\n"
-    assert [x["name"] for x in verification["filesNotPutBack"]] == ["shared.txt"], verification
-    assert "meanwhile" in verification["filesNotPutBack"][0]["why"]
+    assert notes.read_text() == "edited in the editor\n"
+    kept = {x["name"]: x["why"] for x in verification["filesNotPutBack"]}
+    assert sorted(kept) == ["notes.txt", "shared.txt"], verification
+    assert all("the user changed it meanwhile" in why for why in kept.values()), kept
 
 
 async def test_bad_verify_arguments_are_refused(session: Session) -> None:

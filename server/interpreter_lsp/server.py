@@ -371,6 +371,13 @@ def create_server() -> InterpreterServer:
 
     # ---- editor surface ----------------------------------------------------------------------------------
 
+    @ls.feature(t.TEXT_DOCUMENT_DID_SAVE)
+    def on_saved(params: t.DidSaveTextDocumentParams) -> None:
+        # The user's own write: a verification running meanwhile never puts that file back as its re-run's.
+        path = to_fs_path(params.text_document.uri)
+        if path and ls.workspaces:
+            ls.workspace_for(params.text_document.uri).document_saved(Path(path))
+
     @ls.feature(t.TEXT_DOCUMENT_CODE_ACTION, t.CodeActionOptions(code_action_kinds=[RUN_ACTION_KIND]))
     def code_actions(params: t.CodeActionParams) -> list[t.CodeAction]:
         uri, rng = params.text_document.uri, params.range

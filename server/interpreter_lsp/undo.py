@@ -328,14 +328,16 @@ class FileUndo:
 
     async def put_back(self, run_id: str, code: str, keep: set[str]) -> tuple[list[str], list[dict[str, str]]]:
         """Put back what `run_id` (run_finished already) wrote, created or deleted, as nobody asked for it: a
-        verification's re-run. Paths in `keep` (a run of the session changed them meanwhile) stay as they
-        are and are named. Returns (the paths put back, what was not and why); the run is forgotten."""
+        verification's re-run. Paths in `keep` (a run of the session changed them meanwhile, or the editor saved
+        them) stay as they are and are named. Returns (the paths put back, what was not and why); the run is
+        forgotten."""
         plan = self.plan([{"type": "run", "runId": run_id, "code": code}], remote=False, force=False)
         for path in sorted(keep & (set(plan.write) | set(plan.remove))):
             plan.write.pop(path, None)
             with contextlib.suppress(ValueError):
                 plan.remove.remove(path)
-            plan.lost.append({"name": path, "why": "a run of the session changed it meanwhile: kept as it is"})
+            plan.lost.append({"name": path, "why": "the user changed it meanwhile (a run of the session, or saved in "
+                              "the editor): kept as it is"})
         restored, removed, failed = await self.apply(plan)
         self.forget([run_id])
         return sorted(restored + removed), plan.lost + failed

@@ -6,9 +6,9 @@ kernel (the spare started ahead for the same settings, else a new one: kernels/s
 The re-run runs in the workspace itself, so whatever it writes, creates or deletes there (Python, a
 subprocess, a shell) is put back once it ends, as an undo of a run would: its changes are watched by the
 files tracker and its pre-images taken as a run's (undo.py), and a stat diff against that snapshot catches
-what the tracker attributes away (a poll that began before the re-run). A path a run of the session changed
-meanwhile is the user's: kept as it is, and named. Without this an export appended to the user's log again
-and deleted again a file the user had since recreated.
+what the tracker attributes away (a poll that began before the re-run). A path a run of the session
+changed meanwhile, or a document the editor saved, is the user's: kept as it is, and named. Without this
+an export appended to the user's log again and deleted again a file the user had since recreated.
 """
 
 from __future__ import annotations
@@ -59,8 +59,8 @@ class Verifications:
         self._mask = mask
         self.spares = Spares()  # the next verification's fresh kernel, started ahead (kernels/spare.py)
         self._tasks: dict[str, asyncio.Task[dict[str, Any]]] = {}  # running, by id
-        # Per verification running: the paths the session's own runs changed meanwhile (never put back as the
-        # re-run's); per verification ended, what putting its writes back left as it is.
+        # Per verification running: the paths the session's own runs changed or the editor saved meanwhile
+        # (never put back as the re-run's); per verification ended, what putting its writes back left as it is.
         self._session_paths: dict[str, set[str]] = {}
         self._not_put_back: dict[str, list[dict[str, str]]] = {}
 
@@ -95,10 +95,11 @@ class Verifications:
             task.cancel()
         return len(self._tasks)
 
-    def session_run_finished(self, files: list[dict[str, str]]) -> None:
-        """A run of the session ended: the files it changed are never put back as a re-run's."""
-        for paths in self._session_paths.values():
-            paths.update(str(touched["path"]) for touched in files if touched.get("path"))
+    def keep(self, paths: list[str]) -> None:
+        """Workspace paths (relative) the user or a run of the session changed: the verifications running now
+        never put them back as their re-run's."""
+        for kept in self._session_paths.values():
+            kept.update(paths)
 
     async def close(self) -> None:
         """The server's shutdown: the verifications cancelled and ended, then every kernel they started."""

@@ -679,6 +679,14 @@ class Workspace:
             raise UserError(f"{path} exists already: choose another name, or export with overwrite: true")
         return target
 
+    def document_saved(self, path: Path) -> None:
+        """The editor saved `path` (textDocument/didSave): the user's write, never put back by a verification."""
+        try:
+            relative = path.relative_to(self.root).as_posix()
+        except ValueError:
+            return
+        self.verifications.keep([relative])
+
     async def export_verified(self, path: str, *, overwrite: bool, timeout: float) -> dict[str, Any]:
         """exportNotebook with verify: write the export, re-run it in a fresh kernel of the session's
         kernelspec and environment (sandboxed if the session is; verification.py, verify.py), rewrite it with
@@ -839,7 +847,8 @@ class Workspace:
     def _run_finished(self, result: RunResult) -> None:
         if result.language == PYTHON:
             self._variables = None  # the next chat asks the kernel again
-        self.verifications.session_run_finished(result.files)  # never put back as a verification's
+        # Never put back as a verification's re-run's.
+        self.verifications.keep([str(f["path"]) for f in result.files if f.get("path")])
         for touched in result.files:
             if touched.get("change") in ("created", "modified"):
                 self._written.add(self.root / touched["path"])
