@@ -500,3 +500,36 @@ async def test_the_server_stopping_mid_verification_leaves_no_kernel(workspace_r
     with contextlib.suppress(Exception):
         await export  # the server went: the request ends with it
     await wait_exited(sorted(processes), 60, lambda pid: f"process {pid} outlived the server")
+
+
+def test_a_long_conversation_becomes_a_valid_notebook_checked_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A conversation of weeks (here 3,000 events): each cell is not validated on its own (nbformat's
+    new_*_cell did, ~0.3 ms a cell: seconds for such a conversation), the whole notebook is, once; and it is
+    valid, with unique cell ids, and reads back as written."""
+    import nbformat
+
+    from interpreter_lsp import notebook
+
+    events: list[dict] = []
+    for i in range(1000):
+        events += [
+            {"type": "user", "text": f"question {i}"},
+            {"type": "assistant", "text": f"answer {i}"},
+            {"type": "run", "code": f"print({i})", "language": "shell" if i % 7 == 0 else "python",
+             "origin": "user" if i % 5 == 0 else "model",
+             "outputs": [{"output_type": "stream", "name": "stdout", "text": f"{i}\n"}]},
+        ]
+    calls = []
+    validate = nbformat.validate
+    monkeypatch.setattr(nbformat, "validate", lambda *a, **k: (calls.append(a), validate(*a, **k)))
+    monkeypatch.setattr(nbformat.v4.nbbase, "validate", lambda *a, **k: (calls.append(a), validate(*a, **k)))
+    nb = notebook.build(events)
+    assert len(calls) == 1
+    monkeypatch.undo()
+    back = nbformat.reads(notebook.dumps(nb).decode(), as_version=4)
+    nbformat.validate(back)
+    assert len({cell.id for cell in back.cells}) == len(back.cells) == 3000
+    code = [cell for cell in back.cells if cell.cell_type == "code"]
+    assert [cell.execution_count for cell in code] == list(range(1, 1001))
+    assert code[0].source == "%%bash\nprint(0)" and code[0].metadata["tags"] == ["run-by-user"]
+    assert code[1].outputs[0]["text"] == "1\n"

@@ -143,7 +143,7 @@ async def export_notebook(ls: InterpreterServer, args: Args) -> dict[str, Any]:
         _require_trust(ls)  # verifying runs the session's code again
         timeout = args.number("verifyTimeout", lo=1) or p.VERIFY_TIMEOUT
         return await ws.export_verified(path, overwrite=overwrite, timeout=timeout)
-    return p.to_wire(p.ExportNotebookResult(str(ws.export_notebook(path, overwrite=overwrite))))
+    return p.to_wire(p.ExportNotebookResult(str(await ws.export_notebook(path, overwrite=overwrite))))
 
 
 async def interrupt(ls: InterpreterServer, _args: Args) -> dict[str, Any]:

@@ -658,15 +658,21 @@ class Workspace:
         kernel = await self.pool.kernel(lang)
         return await python_variables(kernel)
 
-    def export_notebook(self, path: str, *, overwrite: bool = False) -> Path:
+    async def export_notebook(self, path: str, *, overwrite: bool = False) -> Path:
         from . import notebook
         from .safety.paths import write_inside
 
         self._export_target(path, overwrite)
-        # Output masked, code as it ran (ctx.redact_shown).
-        data = notebook.dumps(notebook.build(self.ctx.redact_shown(self.conversation.events)))
-        # Opened component by component without following links: kernel code cannot redirect the write.
-        return write_inside(self.root, path, data, overwrite=overwrite)
+        events = list(self.conversation.events)  # as of now: the loop may add to the conversation meanwhile
+
+        def write() -> Path:
+            # Output masked, code as it ran (ctx.redact_shown); masking, building and checking the notebook
+            # take time in proportion to the conversation (~60 ms for 900 events): off the event loop.
+            data = notebook.dumps(notebook.build(self.ctx.redact_shown(events)))
+            # Opened component by component without following links: kernel code cannot redirect the write.
+            return write_inside(self.root, path, data, overwrite=overwrite)
+
+        return await asyncio.to_thread(write)
 
     def _export_target(self, path: str, overwrite: bool) -> Path:
         from .safety.paths import check_path_text, resolve_inside
@@ -700,12 +706,17 @@ class Workspace:
                             "a gateway. Export without verify, or unset kernel.gatewayUrl.")
         if (reason := policy.may_run(self.ctx.trusted)) is not None:
             raise UserError(reason)
-        events = self.ctx.redact_shown(self.conversation.events)
-        nb = notebook.build(events)
-        written = write_inside(self.root, path, notebook.dumps(nb), overwrite=overwrite)
-        runs = [e for e in events if e.get("type") == "run"]
+        events = list(self.conversation.events)  # as of now: the loop may add to the conversation meanwhile
+
+        def write() -> tuple[list[dict[str, Any]], Any, Path]:  # off the event loop, as export_notebook's
+            shown = self.ctx.redact_shown(events)
+            nb = notebook.build(shown)
+            return shown, nb, write_inside(self.root, path, notebook.dumps(nb), overwrite=overwrite)
+
+        shown, nb, written = await asyncio.to_thread(write)
+        runs = [e for e in shown if e.get("type") == "run"]
         verification = await self.verifications.run(nb, runs, written, timeout)
-        write_inside(self.root, path, notebook.dumps(nb), overwrite=True)
+        await asyncio.to_thread(lambda: write_inside(self.root, path, notebook.dumps(nb), overwrite=True))
         text, for_model = verify.note(str(written), verification)
         self.conversation.add(p.NoteEvent(text, for_model=for_model))  # the model can be asked about it
         return {"path": str(written), "verification": verification}
