@@ -406,8 +406,12 @@ def _state_said(
         kernel.append(f"restored {', '.join(variables)}")
     if removed_variables:
         kernel.append(f"removed {', '.join(removed_variables)}{removed_variables_why}")
-    not_back = [f"{item['name']} ({item['why']})" for item in lost] or ["nothing"]
-    return "; ".join(files), "; ".join(kernel) or "none needed restoring", "; ".join(not_back)
+    return "; ".join(files), "; ".join(kernel) or "none needed restoring", named(lost) or "nothing"
+
+
+def named(lost: list[dict[str, str]]) -> str:
+    """What did not come back, in words: "a.txt (why); b.txt (why)" ("" for nothing)."""
+    return "; ".join(f"{item['name']} ({item['why']})" for item in lost)
 
 
 def redo_note(

@@ -17,7 +17,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ from .history import history_file
 from .kernels.pool import KernelPool
 from .kernels.spare import Fresh, Spares
 from .languages import PYTHON
-from .undo import FileUndo
+from .undo import FileUndo, named
 
 log = logging.getLogger(__name__)
 
@@ -95,11 +95,14 @@ class Verifications:
             task.cancel()
         return len(self._tasks)
 
-    def keep(self, paths: list[str]) -> None:
+    def keep(self, paths: Iterable[str]) -> None:
         """Workspace paths (relative) the user or a run of the session changed: the verifications running now
-        never put them back as their re-run's."""
+        never put them back as their re-run's. (Every run's end calls this: nothing is read without one.)"""
+        if not self._session_paths:
+            return
+        paths = set(paths)
         for kept in self._session_paths.values():
-            kept.update(paths)
+            kept |= paths
 
     async def close(self) -> None:
         """The server's shutdown: the verifications cancelled and ended, then every kernel they started."""
@@ -173,9 +176,7 @@ class Verifications:
         lost = self._not_put_back.pop(verification_id, None)
         if not lost:
             return ""
-        return " What its re-run changed was put back, except: " + "; ".join(
-            f"{x['name']} ({x['why']})" for x in lost
-        ) + "."
+        return f" What its re-run changed was put back, except: {named(lost)}."
 
     def _fresh(self, name: str) -> Fresh:
         runtime_dir = self._runtime_dir() / name

@@ -33,6 +33,7 @@ from .kernels.backend import KernelStartError
 from .kernels.kernel import Kernel
 from .kernels.spare import start_fresh
 from .notebook import OutputRecords
+from .undo import named
 
 UNFINISHED = ("interrupted", "timeout", "died")  # session runs that did not end by themselves
 STARTUP_TIMEOUT = 120.0  # a fresh kernel on a busy machine
@@ -277,7 +278,7 @@ def note(path: str, summary: dict[str, Any]) -> tuple[str, str]:
     if put_back:
         files += f" The re-run changed {len(put_back)} workspace file{'s' if len(put_back) != 1 else ''}: put back."
     if lost:
-        files += " Not put back: " + "; ".join(f"{x['name']} ({x['why']})" for x in lost) + "."
+        files += f" Not put back: {named(lost)}."
     text += files
     for_model = (
         f"The user exported this conversation's code as the notebook {path} and re-ran it top to bottom in a fresh "

@@ -659,18 +659,24 @@ class Workspace:
         return await python_variables(kernel)
 
     async def export_notebook(self, path: str, *, overwrite: bool = False) -> Path:
+        self._export_target(path, overwrite)
+        _shown, _nb, written = await self._write_export(path, overwrite)
+        return written
+
+    async def _write_export(self, path: str, overwrite: bool) -> tuple[list[dict[str, Any]], Any, Path]:
+        """The conversation as of now, masked (output masked, code as it ran: ctx.redact_shown), its notebook,
+        and where it was written. Masking, building and checking the notebook take time in proportion to the
+        conversation (~60 ms for 900 events): off the event loop."""
         from . import notebook
         from .safety.paths import write_inside
 
-        self._export_target(path, overwrite)
         events = list(self.conversation.events)  # as of now: the loop may add to the conversation meanwhile
 
-        def write() -> Path:
-            # Output masked, code as it ran (ctx.redact_shown); masking, building and checking the notebook
-            # take time in proportion to the conversation (~60 ms for 900 events): off the event loop.
-            data = notebook.dumps(notebook.build(self.ctx.redact_shown(events)))
+        def write() -> tuple[list[dict[str, Any]], Any, Path]:
+            shown = self.ctx.redact_shown(events)
+            nb = notebook.build(shown)
             # Opened component by component without following links: kernel code cannot redirect the write.
-            return write_inside(self.root, path, data, overwrite=overwrite)
+            return shown, nb, write_inside(self.root, path, notebook.dumps(nb), overwrite=overwrite)
 
         return await asyncio.to_thread(write)
 
@@ -706,14 +712,7 @@ class Workspace:
                             "a gateway. Export without verify, or unset kernel.gatewayUrl.")
         if (reason := policy.may_run(self.ctx.trusted)) is not None:
             raise UserError(reason)
-        events = list(self.conversation.events)  # as of now: the loop may add to the conversation meanwhile
-
-        def write() -> tuple[list[dict[str, Any]], Any, Path]:  # off the event loop, as export_notebook's
-            shown = self.ctx.redact_shown(events)
-            nb = notebook.build(shown)
-            return shown, nb, write_inside(self.root, path, notebook.dumps(nb), overwrite=overwrite)
-
-        shown, nb, written = await asyncio.to_thread(write)
+        shown, nb, written = await self._write_export(path, overwrite)
         runs = [e for e in shown if e.get("type") == "run"]
         verification = await self.verifications.run(nb, runs, written, timeout)
         await asyncio.to_thread(lambda: write_inside(self.root, path, notebook.dumps(nb), overwrite=True))
@@ -859,7 +858,7 @@ class Workspace:
         if result.language == PYTHON:
             self._variables = None  # the next chat asks the kernel again
         # Never put back as a verification's re-run's.
-        self.verifications.keep([str(f["path"]) for f in result.files if f.get("path")])
+        self.verifications.keep(str(f["path"]) for f in result.files if f.get("path"))
         for touched in result.files:
             if touched.get("change") in ("created", "modified"):
                 self._written.add(self.root / touched["path"])
