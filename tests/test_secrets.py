@@ -310,3 +310,38 @@ def test_log_masking_of_quoted_setting_values_is_linear_too() -> None:
     assert redactor.redact_log("""{'apiKey': 'a b', "gatewayToken":"", 'model': 'm'}""") == (
         """{'apiKey': '***', "gatewayToken":"", 'model': 'm'}"""
     )
+
+
+async def test_the_whole_conversation_is_masked_off_the_event_loop_small_results_on_it() -> None:
+    """interpreter.history answers with every event of a conversation of weeks (3,000 events: ~70 ms to mask the
+    first time): masked in a thread, so runs' output keeps flowing; a run's small response is masked at once."""
+    import threading
+    from types import SimpleNamespace
+
+    from interpreter_lsp import protocol as p
+    from interpreter_lsp.commands import _handler
+
+    secret = "sk-" + uuid.uuid4().hex
+    redactor = Redactor({"OPENAI_API_KEY": secret})
+    threads: list[str] = []
+    shown = redactor.redact_shown
+
+    def recording(obj):
+        threads.append(threading.current_thread().name)
+        return shown(obj)
+
+    redactor.redact_shown = recording  # type: ignore[method-assign]
+    ls = SimpleNamespace(redactor=redactor)
+    event = {"type": "run", "code": "print(1)", "outputs": [{"stream": "stdout", "text": f"key {secret}"}]}
+
+    async def conversation(_ls, _args):
+        return {"messages": [event] * 3}
+
+    async def small(_ls, _args):
+        return {"runId": "r-1", "note": secret}
+
+    history = await _handler(ls, p.HISTORY, conversation)(None)  # type: ignore[arg-type]
+    assert secret not in json.dumps(history) and history["messages"][0]["code"] == "print(1)"
+    assert threads.pop() != threading.main_thread().name
+    assert secret not in json.dumps(await _handler(ls, p.RUN, small)(None))  # type: ignore[arg-type]
+    assert threads.pop() == threading.main_thread().name

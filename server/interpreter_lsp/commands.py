@@ -6,6 +6,7 @@ with its traceback.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -133,7 +134,8 @@ async def redo(ls: InterpreterServer, args: Args) -> dict[str, Any]:
 
 
 async def history(ls: InterpreterServer, args: Args) -> dict[str, Any]:
-    return {"messages": ls.workspace_for(args.string("uri")).history()}
+    # A copy as of now: it is masked in a thread (MASKED_OFF_LOOP) while the loop may add to the conversation.
+    return {"messages": list(ls.workspace_for(args.string("uri")).history())}
 
 
 async def export_notebook(ls: InterpreterServer, args: Args) -> dict[str, Any]:
@@ -231,6 +233,12 @@ class _UserErrorsAtInfo(logging.Filter):
         return not isinstance(error, JsonRpcInvalidParams)
 
 
+# Results masked in a thread: the whole conversation (a reload after weeks: 3,000 events take ~70 ms to mask
+# the first time), which would stall every run's output meanwhile. Small results stay on the loop (a thread hop
+# would cost every run's response more than its masking).
+MASKED_OFF_LOOP = frozenset({p.HISTORY})
+
+
 def register_commands(ls: InterpreterServer) -> None:
     logging.getLogger("pygls.protocol.json_rpc").addFilter(_UserErrorsAtInfo())
     for name, fn in COMMANDS.items():
@@ -241,7 +249,10 @@ def _handler(ls: InterpreterServer, name: str, fn: Handler) -> Callable[..., Awa
     async def handler(_ls: LanguageServer, *raw: Any) -> Any:  # pygls injects the server
         try:
             # Results and errors leave through the redactor, like every notification (code as written).
-            return ls.redactor.redact_shown(await fn(ls, Args(name, raw)))
+            result = await fn(ls, Args(name, raw))
+            if name in MASKED_OFF_LOOP:
+                return await asyncio.to_thread(ls.redactor.redact_shown, result)
+            return ls.redactor.redact_shown(result)
         except Exception as exc:
             error = json_rpc_error(name, exc)
             error.message = ls.redactor.redact(error.message)
