@@ -69,6 +69,12 @@ CASES = {
     "shell rm and a background child": (
         "rm c.txt; (echo child > d.txt) & wait", "shell", {"restored": ["c.txt"], "removed": ["d.txt"]}
     ),
+    "new directories with files, and a file in one that was there": (
+        "import os\nos.makedirs('out/deep')\nopen('out/deep/e.txt', 'w').write('new')\n"
+        "open('sub dir/f.txt', 'w').write('new')",
+        "python",
+        {"removed": ["out/deep/e.txt", "sub dir/f.txt"]},
+    ),
 }
 
 
@@ -89,6 +95,8 @@ async def test_undo_of_a_users_run_restores_each_file_byte_for_byte(seeded: Sess
         assert result["restored"] == expected.get("restored", []), name
         assert result["removed"] == expected.get("removed", []), name
         assert_original(root)
+        # The directories the run made go with its files; those that were there stay.
+        assert not (root / "out").exists() and (root / "sub dir").is_dir(), name
         # Variables undo is there (test_undo_variables.py): nothing of the kernel is named as lost here.
         assert not [item for item in result["notRestorable"] if "variable" in item["name"]], result
     # Every run was taken back: the conversation holds only the undo notes.

@@ -12,6 +12,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -150,18 +151,25 @@ async def test_the_re_run_leaves_the_workspace_as_it_found_it(session: Session) 
         "open('log.txt', 'a').write('appended\\n')",
         "import time\nopen('made.txt', 'w').write(repr(time.time()))",
         "import subprocess\nsubprocess.run(['sh', '-c', 'rm old.txt; echo shell > by_shell.txt'], check=True)",
+        "import os\nfor d in ('made/out', 'keep'):\n    os.makedirs(d, exist_ok=True)\n    open(f'{d}/r.txt', 'w').write('x')",
     ):
         _run, status = await session.run_and_wait(code)
         assert status["state"] == "ok", session.text(_run)
     (session.root / "old.txt").write_text("precious: the user's new file\n")  # after the session deleted it
+    shutil.rmtree(session.root / "made")  # the user cleaned up what the session built ...
+    (session.root / "keep" / "r.txt").unlink()  # ... and kept a directory of theirs, empty
     before = {f.name: f.read_text() for f in session.root.iterdir() if f.suffix == ".txt"}
 
     result = await session.command(p.EXPORT_NOTEBOOK, {"path": "v.ipynb", "verify": True}, VERIFY_WAIT)
     verification = result["verification"]
     assert {f.name: f.read_text() for f in session.root.iterdir() if f.suffix == ".txt"} == before
+    # The directories the re-run made go with its files; the user's own (empty) directory stays.
+    assert not (session.root / "made").exists()
+    assert (session.root / "keep").is_dir() and list((session.root / "keep").iterdir()) == []
     # by_shell.txt was written again with the same bytes (put back too when its time stamp moved).
     put_back = set(verification["filesPutBack"])
-    assert {"log.txt", "made.txt", "old.txt"} <= put_back <= {"log.txt", "made.txt", "old.txt", "by_shell.txt"}
+    assert {"log.txt", "made.txt", "old.txt", "made/out/r.txt", "keep/r.txt"} <= put_back <= {
+        "log.txt", "made.txt", "old.txt", "made/out/r.txt", "keep/r.txt", "by_shell.txt"}
     assert verification["filesNotPutBack"] == []
     note = [e for e in (await session.command(p.HISTORY, {}))["messages"] if e["type"] == "note"][-1]
     assert f"The re-run changed {len(put_back)} workspace files: put back." in note["text"], note["text"]

@@ -70,10 +70,12 @@ def _alive(pid: int) -> bool:
 @dataclass
 class Snapshot:
     """What the workspace held when a run started: relative path -> (signature, sha256 or None when it was
-    not copied), and why a file could not be copied."""
+    not copied), and why a file could not be copied; and its directories (None: not known), so that undo removes
+    only the directories that came after."""
 
     files: dict[str, tuple[Signature, str | None]]
     uncopied: dict[str, str] = field(default_factory=dict)
+    dirs: frozenset[str] | None = None
 
 
 def signature(st: os.stat_result) -> Signature:
@@ -109,7 +111,8 @@ class PreimageStore:
         # written again with the same size and times. Such a file is read again next time ("racy git").
         racy_after = time.time_ns() - RACY_NS
         racy: set[str] = set()
-        for relative, st in self._walk():
+        dirs: list[str] = []
+        for relative, st in self._walk(dirs):
             sig = signature(st)
             known = self._index.get(relative)
             if known is not None and known[0] == sig and known[1] is not None and relative not in self._racy:
@@ -122,7 +125,7 @@ class PreimageStore:
             if max(st.st_mtime_ns, st.st_ctime_ns) >= racy_after:
                 racy.add(relative)
         self._index, self._racy = files, racy
-        return Snapshot(dict(files), uncopied)
+        return Snapshot(dict(files), uncopied, frozenset(dirs))
 
     def changes_since(self, before: Snapshot) -> dict[str, str]:
         """What differs now from `before` by a stat walk, nothing copied: relative path -> created | modified |
@@ -137,7 +140,8 @@ class PreimageStore:
                 changes[path] = "modified"
         return changes
 
-    def _walk(self) -> list[tuple[str, os.stat_result]]:
+    def _walk(self, dirs: list[str] | None = None) -> list[tuple[str, os.stat_result]]:
+        """The workspace's files (skipped directories left out); its directories go to `dirs` if given."""
         found: list[tuple[str, os.stat_result]] = []
         stack = [""]
         while stack:
@@ -153,6 +157,8 @@ class PreimageStore:
                         if stat.S_ISDIR(st.st_mode):
                             if entry.name not in SKIP_DIRS:
                                 stack.append(relative)
+                                if dirs is not None:
+                                    dirs.append(relative)
                         elif stat.S_ISREG(st.st_mode) and not entry.name.startswith(PROBE_PREFIX):
                             found.append((relative, st))
             except OSError:

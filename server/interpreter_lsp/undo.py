@@ -49,6 +49,9 @@ class Plan:
     remove: list[str] = field(default_factory=list)
     changed_since: list[str] = field(default_factory=list)  # changed after the run: overwritten only if forced
     lost: list[dict[str, str]] = field(default_factory=list)  # [{name, why}]
+    # The workspace's directories before the earliest run undone (None: not known): a directory not among them
+    # that its removals leave empty goes too.
+    dirs_before: frozenset[str] | None = None
 
     def to_wire(self) -> dict[str, Any]:
         return {
@@ -121,7 +124,7 @@ class FileUndo:
                 self._last = (generation, snapshot)
             else:
                 self._last = None
-            return Snapshot(dict(snapshot.files), dict(snapshot.uncopied))
+            return Snapshot(dict(snapshot.files), dict(snapshot.uncopied), snapshot.dirs)
 
     async def _unchanged(self) -> Snapshot | None:
         """The last walk's snapshot, if the tracker proves nothing in the workspace changed since it began:
@@ -131,7 +134,7 @@ class FileUndo:
             return None
         if not await changes.caught_up() or changes.generation != last[0] or not changes.sees_everything:
             return None
-        return Snapshot(dict(last[1].files), dict(last[1].uncopied))
+        return Snapshot(dict(last[1].files), dict(last[1].uncopied), last[1].dirs)
 
     def _needed(self) -> set[str]:
         """Blobs an undo may still ask for: the pre-images of the changes of the runs still known, and what a
@@ -256,6 +259,9 @@ class FileUndo:
         runs = [e for e in events if e.get("type") == "run"]
         first: dict[str, tuple[_RunFiles, str]] = {}  # path -> the earliest run that changed it
         last: dict[str, _RunFiles] = {}
+        earliest = self._runs.get(str(runs[0].get("runId"))) if runs else None
+        if earliest is not None and not earliest.broken:
+            plan.dirs_before = earliest.before.dirs
         for event in runs:
             run_id = str(event.get("runId"))
             record = self._runs.get(run_id)
@@ -377,7 +383,25 @@ class FileUndo:
                 restored.append(path)
             except Exception as exc:  # UserError (a link in the way) or OSError: said, never silent
                 failed.append({"name": path, "why": f"could not be written back: {exc}"})
+        if plan.dirs_before is not None:
+            self._remove_new_empty_dirs(removed, plan.dirs_before)
         return restored, removed, failed
+
+    def _remove_new_empty_dirs(self, removed: list[str], before: frozenset[str]) -> None:
+        """The directories above removed files that were not there before the runs and are empty now (`out/` of
+        an undone `out/a.txt`), deepest first. rmdir removes neither a link nor a directory with anything in it,
+        so whatever is there now (the user's new file, a link swapped in) stays."""
+        from .safety.paths import resolve_inside
+
+        candidates: set[str] = set()
+        for path in removed:
+            parent = os.path.dirname(path)
+            while parent and parent not in before:
+                candidates.add(parent)
+                parent = os.path.dirname(parent)
+        for directory in sorted(candidates, key=lambda d: d.count("/"), reverse=True):
+            with contextlib.suppress(Exception):  # not empty, gone, or a link in the way: it stays
+                os.rmdir(resolve_inside(self.root, os.path.dirname(directory) or ".") / os.path.basename(directory))
 
 
 
