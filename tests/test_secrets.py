@@ -345,3 +345,22 @@ async def test_the_whole_conversation_is_masked_off_the_event_loop_small_results
     assert threads.pop() != threading.main_thread().name
     assert secret not in json.dumps(await _handler(ls, p.RUN, small)(None))  # type: ignore[arg-type]
     assert threads.pop() == threading.main_thread().name
+
+
+def test_a_request_with_little_new_is_masked_at_once_a_large_one_is_left_to_a_thread() -> None:
+    """call_model masks a step's request on the loop when little of it is new (all but the run's result was
+    masked for the request before), the same way as in a thread; a request with much new text is not."""
+    from interpreter_lsp.safety import secrets
+
+    secret = "sk-" + uuid.uuid4().hex
+    redactor = Redactor({"OPENAI_API_KEY": secret})
+    earlier = [{"role": "user", "content": f"step {i}: " + "text " * 100} for i in range(40)]
+    redactor.redact_obj(earlier)
+    step = [*earlier, {"role": "user", "content": f"the run printed {secret} and DB_PASSWORD=hunter2hunter2"}]
+    assert redactor.redact_obj_quick(step) == redactor.redact_obj(step)
+    shown = json.dumps(redactor.redact_obj_quick(step))
+    assert secret not in shown and "hunter2" not in shown
+    flood = [*earlier, {"role": "user", "content": "x" * (secrets.QUICK_CHARS + 1)}]
+    assert redactor.redact_obj_quick(flood) is None
+    many = [{"role": "user", "content": str(i)} for i in range(secrets.QUICK_ITEMS)]
+    assert redactor.redact_obj_quick(many) is None

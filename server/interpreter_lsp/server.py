@@ -123,6 +123,7 @@ class InterpreterServer(LanguageServer):
                 ask_input=self.ask_input if self.supports_input else None,
                 trusted=self.trusted,
                 redact=self.redactor.redact_obj,
+                redact_quick=self.redactor.redact_obj_quick,
                 redact_shown=self.redactor.redact_shown,
                 held_in=self.redactor.held_in,
             )

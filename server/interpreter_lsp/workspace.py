@@ -83,6 +83,7 @@ class ServerContext:
     ask_input: Callable[[str, str, bool], Awaitable[str | None]] | None = None
     trusted: bool = False  # only a client's explicit `trusted: true` trusts (server.py)
     redact: Callable[[Any], Any] = lambda value: value  # everything masked: what goes to the model
+    redact_quick: Callable[[Any], Any] = lambda value: None  # the same if quick to do here, else None
     redact_shown: Callable[[Any], Any] = lambda value: value  # output masked, code as written: history, export
     held_in: Callable[[str], list[str]] = lambda code: []  # secrets the server holds that code contains
 
@@ -391,9 +392,12 @@ class Workspace:
         config = await self.model_config()
         if max_tokens is not None:
             config = dataclasses.replace(config, max_tokens=max_tokens)
-        # The one way out to the model: secrets in the conversation (a key a run printed) are masked here,
-        # off the loop (a long conversation is hundreds of KB).
-        masked = await asyncio.to_thread(self.ctx.redact, messages)
+        # The one way out to the model: secrets in the conversation (a key a run printed) are masked here: on
+        # the loop when little is new since the last request (a step after a run), else off it (a long
+        # conversation is hundreds of KB).
+        masked = self.ctx.redact_quick(messages)
+        if masked is None:
+            masked = await asyncio.to_thread(self.ctx.redact, messages)
         return await stream_completion(
             masked, config, on_delta, tools=tools, on_tool_call=on_tool_call, prompt_tokens=prompt_tokens
         )
