@@ -12,8 +12,8 @@ import hashlib
 import io
 import json
 import os
-import shutil
 import re
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -151,7 +151,8 @@ async def test_the_re_run_leaves_the_workspace_as_it_found_it(session: Session) 
         "open('log.txt', 'a').write('appended\\n')",
         "import time\nopen('made.txt', 'w').write(repr(time.time()))",
         "import subprocess\nsubprocess.run(['sh', '-c', 'rm old.txt; echo shell > by_shell.txt'], check=True)",
-        "import os\nfor d in ('made/out', 'keep'):\n    os.makedirs(d, exist_ok=True)\n    open(f'{d}/r.txt', 'w').write('x')",
+        "import os\nfor d in ('made/out', 'keep'):\n"
+        "    os.makedirs(d, exist_ok=True)\n    open(f'{d}/r.txt', 'w').write('x')",
     ):
         _run, status = await session.run_and_wait(code)
         assert status["state"] == "ok", session.text(_run)

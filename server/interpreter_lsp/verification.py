@@ -27,7 +27,8 @@ from .history import history_file
 from .kernels.pool import KernelPool
 from .kernels.spare import Fresh, Spares
 from .languages import PYTHON
-from .undo import FileUndo, named
+from .undo import FileUndo
+from .undo_notes import named
 
 log = logging.getLogger(__name__)
 

@@ -33,7 +33,7 @@ from .kernels.backend import KernelStartError
 from .kernels.kernel import Kernel
 from .kernels.spare import start_fresh
 from .notebook import OutputRecords
-from .undo import named
+from .undo_notes import named
 
 UNFINISHED = ("interrupted", "timeout", "died")  # session runs that did not end by themselves
 STARTUP_TIMEOUT = 120.0  # a fresh kernel on a busy machine

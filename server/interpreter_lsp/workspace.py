@@ -47,7 +47,8 @@ from .runs import Run, RunManager, RunResult
 from .safety import policy
 from .safety.secrets import kernel_environment
 from .settings import Settings
-from .undo import FileUndo, RedoFiles, redo_note, undo_note, undo_scope
+from .undo import FileUndo, RedoFiles
+from .undo_notes import redo_note, undo_note, undo_scope
 from .variable_undo import VariableUndo
 from .verification import Verifications
 
