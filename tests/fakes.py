@@ -209,6 +209,9 @@ class TextSink:
     def on_busy(self) -> None:
         pass
 
+    def on_ended(self) -> None:
+        pass
+
     def on_iopub(self, msg_type: str, content: dict[str, Any]) -> None:
         if msg_type == "stream":
             self.text += content.get("text", "")

@@ -121,6 +121,9 @@ class _Cell:
     def on_busy(self) -> None:
         pass
 
+    def on_ended(self) -> None:
+        pass
+
     def on_iopub(self, msg_type: str, content: dict[str, Any]) -> None:
         self.recorded.add(msg_type, content)
 

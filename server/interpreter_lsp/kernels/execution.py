@@ -5,7 +5,8 @@ client's, the gateway's own news) comes back to the backend.
 
 An execution ends on its shell reply *and* its iopub idle status, whichever comes last (the reply can
 precede trailing output), or NO_REPLY_WAIT after its idle status when no reply came (the kernel dropped
-it). Its busy status says it started (`ExecutionSink.on_busy`); its output goes to its sink; its input
+it). Its busy status says it started (`ExecutionSink.on_busy`), the first of its reply and its idle status that
+its code ended (`on_ended`: a run's files can be settled while the rest comes); its output goes to its sink; its input
 requests go to the backend's `answer_input`. The server's own silent requests (no sink:
 a snapshot, the variables, kernel_info) do not make the kernel show busy.
 """
@@ -27,6 +28,10 @@ class ExecutionSink(Protocol):
 
     def on_busy(self) -> None: ...
 
+    def on_ended(self) -> None:
+        """Its code ended (the first of its reply and its idle status came): what it wrote is written, though
+        output may still come."""
+
     def on_iopub(self, msg_type: str, content: dict[str, Any]) -> None: ...
 
     async def on_input(self, prompt: str, password: bool) -> str | None: ...
@@ -46,6 +51,7 @@ class Pending:
     idle: bool = False
     reply: dict[str, Any] | None = None
     saw_iopub: bool = False  # any iopub message for it: the request reached the kernel
+    ended: bool = False  # its reply or its idle status came (the sink was told)
     sent_epoch: int = -1  # a gateway's connection it went out on
     replied: asyncio.Event = field(default_factory=asyncio.Event)
     no_reply: asyncio.TimerHandle | None = None  # idle came first: the check that a reply still comes
@@ -96,6 +102,7 @@ class Executions:
                     pending.sink.on_busy()
                 elif state == "idle":
                     pending.idle = True
+                    self._ended(pending)
                     self._finish(pending)
                     if pending.reply is None and not pending.done.done():
                         pending.no_reply = asyncio.get_running_loop().call_later(NO_REPLY_WAIT, self._no_reply, pending)
@@ -104,10 +111,17 @@ class Executions:
         elif channel == "shell":
             pending.reply = content
             pending.replied.set()
+            self._ended(pending)
             self._finish(pending)
         elif channel == "stdin" and msg_type == "input_request" and pending.sink is not None:
             self._answer_input(pending.sink, content, header)
         return True
+
+    @staticmethod
+    def _ended(pending: Pending) -> None:
+        if not pending.ended and pending.sink is not None:
+            pending.ended = True
+            pending.sink.on_ended()
 
     @staticmethod
     def _no_reply(pending: Pending) -> None:
