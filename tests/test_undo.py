@@ -253,9 +253,13 @@ async def test_a_change_made_between_runs_is_the_next_runs_pre_image(session: Se
     (s.root / "f.txt").write_text("v2 (the user's edit)")
     (s.root / "new dir").mkdir()
     (s.root / "new dir" / "g.txt").write_text("u1")
-    _run, status = await s.run_and_wait("open('f.txt', 'w').write('v3')\nopen('new dir/g.txt', 'w').write('u2')")
+    (s.root / "empty dir").mkdir()  # the user's too: no file in it says it is there
+    _run, status = await s.run_and_wait(
+        "open('f.txt', 'w').write('v3')\nopen('new dir/g.txt', 'w').write('u2')\nopen('empty dir/h.txt', 'w')"
+    )
     assert status["state"] == "ok"
     result = await s.command(p.UNDO, {})
-    assert result["restored"] == ["f.txt", "new dir/g.txt"], result
+    assert result["restored"] == ["f.txt", "new dir/g.txt"] and result["removed"] == ["empty dir/h.txt"], result
     assert (s.root / "f.txt").read_text() == "v2 (the user's edit)"
     assert (s.root / "new dir" / "g.txt").read_text() == "u1"
+    assert (s.root / "empty dir").is_dir()  # it was there before the run: it stays

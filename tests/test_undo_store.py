@@ -123,3 +123,50 @@ def test_a_file_written_again_within_a_clock_tick_is_read_again(tmp_path: Path, 
     os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
     snapshot = store.snapshot()
     assert store.content(snapshot.files["a.txt"][1] or "") == b"v2"
+
+
+async def test_a_snapshot_after_a_few_changes_looks_at_those_not_at_the_whole_workspace(tmp_path: Path) -> None:
+    """With inotify seeing everything, the next run's pre-images come from the last snapshot and the files the
+    tracker saw change (what the user just saved), not from a walk of the workspace: the same snapshot a walk
+    makes, in O(changes). A directory made or removed, or a missed event, has the workspace walked again."""
+    from interpreter_lsp.files import FileChanges
+
+    root = tmp_path / "ws"
+    for i in range(20):
+        (root / f"pkg{i}").mkdir(parents=True)
+        for j in range(50):
+            (root / f"pkg{i}" / f"m{j}.py").write_text(f"x = {j}\n")
+    changes = FileChanges(root, polling=False)
+    store = PreimageStore(root, tmp_path / "store")
+    undo = FileUndo(root, store, changes)
+    walks = 0
+    walk = store._walk
+
+    def counted(*args):
+        nonlocal walks
+        walks += 1
+        return walk(*args)
+
+    store._walk = counted  # type: ignore[method-assign]
+    try:
+        await changes.begin("r0")  # starts the tracker
+        changes.end("r0")
+        assert changes.kind == "inotify"
+        await undo.before_run("r1")
+        assert walks == 1  # the session's first snapshot walks
+        (root / "pkg3" / "m7.py").write_text("x = 'the user saved this'\n")
+        (root / "pkg4" / "m1.py").unlink()
+        (root / "pkg5" / "new.py").write_text("y = 1\n")
+        await undo.before_run("r2")
+        assert walks == 1, "a walk for three changed files"
+        snapshot = undo._runs["r2"].before
+        walked = store.snapshot()  # what a walk finds now
+        assert snapshot.files == walked.files and snapshot.dirs == walked.dirs
+        assert store.content(snapshot.files["pkg3/m7.py"][1] or "") == b"x = 'the user saved this'\n"
+        assert "pkg4/m1.py" not in snapshot.files and "pkg5/new.py" in snapshot.files
+        walks = 0
+        (root / "empty").mkdir()  # no file says it is there: walked again
+        await undo.before_run("r3")
+        assert walks == 1 and "empty" in (undo._runs["r3"].before.dirs or ())
+    finally:
+        changes.close()

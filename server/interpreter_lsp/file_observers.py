@@ -103,7 +103,11 @@ def start(
 
 # ---- native ----------------------------------------------------------------------------------------------
 
-_CHANGES: list[type[FileSystemEvent]] = [FileCreatedEvent, FileDeletedEvent, FileMovedEvent]
+# Directories too: one made, moved or removed can bring files no event names (an empty one made, one moved
+# out of the workspace): files.py then has the workspace looked at whole again.
+_CHANGES: list[type[FileSystemEvent]] = [
+    FileCreatedEvent, FileDeletedEvent, FileMovedEvent, DirCreatedEvent, DirDeletedEvent, DirMovedEvent,
+]
 
 
 def _native(

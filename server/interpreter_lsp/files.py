@@ -94,6 +94,11 @@ class FileChanges:
         # Counts every change seen in the workspace, in a run or not (and every overflow or limit reached):
         # unchanged between two moments, with a native observer that missed nothing, nothing changed.
         self.generation = 0
+        # Which files changed when (relative path -> the generation of its last change), and the generation
+        # of the last change that can bring files unseen (a directory made, moved or removed; a missed event):
+        # what a snapshot of the workspace needs to look at again since an earlier one (changed_since).
+        self._changed: dict[str, int] = {}
+        self._structural = 0
         self._missed = False  # a limit was reached or the queue overflowed: some change may be unseen
         self._arrivals: dict[str | int, asyncio.Future[None]] = {}  # barriers in flight, by token
         self._in_flight: asyncio.Future[None] | None = None  # the last one sent, until it comes out
@@ -206,6 +211,17 @@ class FileChanges:
         if note:
             note = f"the list of files this run touched may be incomplete: {note}"
         return Touched(files, note)
+
+    def changed_since(self, generation: int) -> set[str] | None:
+        """The workspace files (relative) changed after `generation` was read, or None when a directory came,
+        went or moved since (its files may have come unseen) or an event was missed: look at everything.
+        Only as complete as what has reached the loop: `caught_up` first. Forgets what came at or before
+        `generation` (the one reader, undo's snapshots, never asks about it again)."""
+        for path in [p for p, g in self._changed.items() if g <= generation]:
+            del self._changed[path]
+        if self._structural > generation or not self.sees_everything:
+            return None
+        return set(self._changed)
 
     def others(self, run_id: str) -> set[str]:
         """The paths changed so far by the runs still active other than `run_id`."""
@@ -326,6 +342,7 @@ class FileChanges:
             # "modified" only says its listing changed, as a barrier's file does: its files' events say how.)
             if event.event_type in ("created", "deleted", "moved"):
                 self.generation += 1
+                self._structural = self.generation
             return
         if event.event_type == "moved":
             self._note(src, "deleted")
@@ -379,11 +396,10 @@ class FileChanges:
                 self._fire(waiter)
             return
         self.generation += 1
-        if not self._active:
-            return
         relative = self._relative(path)
         if relative is None:
             return
+        self._changed[relative] = self.generation
         for changes in self._active.values():
             previous = changes.get(relative)
             # created then written stays "created"; created then deleted is gone; deleted then created is "modified"
@@ -397,6 +413,7 @@ class FileChanges:
     def _incomplete(self, why: str) -> None:
         self._missed = True
         self.generation += 1
+        self._structural = self.generation
         for run_id in [*self._active, *self._opening]:
             self._notes.setdefault(run_id, why)
 

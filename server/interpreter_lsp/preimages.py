@@ -127,6 +127,49 @@ class PreimageStore:
         self._index, self._racy = files, racy
         return Snapshot(dict(files), uncopied, frozenset(dirs))
 
+    def update(self, previous: Snapshot, paths: set[str]) -> Snapshot:
+        """`previous`, the last snapshot, with `paths` looked at again (and the files it could not copy or read
+        too close to its walk): what `snapshot` would find when only those changed since, without a walk.
+        The files tracker says which (FileChanges.changed_since)."""
+        files = dict(previous.files)
+        uncopied = dict(previous.uncopied)
+        again = set(paths) | self._racy | set(uncopied) | {path for path, (_sig, digest) in files.items()
+                                                            if digest is None}
+        racy_after = time.time_ns() - RACY_NS
+        racy: set[str] = set()
+        for relative in sorted(again):
+            files.pop(relative, None)
+            uncopied.pop(relative, None)
+            if os.path.basename(relative).startswith(PROBE_PREFIX):
+                continue
+            try:
+                st = os.lstat(self.root / relative)
+            except OSError:
+                continue  # gone (or its directory is)
+            if not stat.S_ISREG(st.st_mode):
+                continue  # as the walk: regular files only
+            sig = signature(st)
+            known = self._index.get(relative)
+            if known is not None and known[0] == sig and known[1] is not None and relative not in self._racy:
+                files[relative] = known
+                continue
+            digest, why = self._copy(relative, st.st_size)
+            files[relative] = (sig, digest)
+            if why:
+                uncopied[relative] = why
+            if max(st.st_mtime_ns, st.st_ctime_ns) >= racy_after:
+                racy.add(relative)
+        self._index, self._racy = files, racy
+        # A directory is never made or removed unseen here (the tracker has a walk made then), but the ones
+        # holding the files looked at again are there now, whatever the last walk found.
+        dirs = set(previous.dirs or ())
+        for relative in again:
+            parent = os.path.dirname(relative)
+            while parent and parent not in dirs and os.path.isdir(self.root / parent):
+                dirs.add(parent)
+                parent = os.path.dirname(parent)
+        return Snapshot(dict(files), uncopied, frozenset(dirs) if previous.dirs is not None else None)
+
     def changes_since(self, before: Snapshot) -> dict[str, str]:
         """What differs now from `before` by a stat walk, nothing copied: relative path -> created | modified |
         deleted. Net changes only (a file made and removed again is not there)."""
