@@ -77,6 +77,7 @@ class FileChanges:
         """`polling` overrides what the environment chooses (tests run both paths on Linux)."""
         self.root = root
         self._real_root = Path(os.path.realpath(root))
+        self._prefix = os.path.join(str(root), "")  # the root and a separator: see _relative
         self._polling = portable_forced() if polling is None else polling
         self._active: dict[str, dict[str, str]] = {}  # run id -> {relative path: change}
         self._opening: dict[str, object] = {}  # run id -> its start barrier, not come out yet
@@ -381,6 +382,13 @@ class FileChanges:
                 self._note(path, "modified")
 
     def _relative(self, path: str) -> str | None:
+        # Every file event comes here (a checkout of thousands of files too): plain string work when the path
+        # starts with the root as given (inotify's case), Path's rules otherwise (FSEvents' real paths,
+        # Windows' case-insensitive ones).
+        prefix = self._prefix
+        if path.startswith(prefix):
+            parts = path[len(prefix):].split(os.sep)
+            return "/".join(parts) if parts[-1] and not SKIP_DIRS.intersection(parts[:-1]) else None
         for base in (self.root, self._real_root):
             with contextlib.suppress(ValueError):
                 relative = Path(path).relative_to(base)
