@@ -170,3 +170,23 @@ async def test_a_snapshot_after_a_few_changes_looks_at_those_not_at_the_whole_wo
         assert walks == 1 and "empty" in (undo._runs["r3"].before.dirs or ())
     finally:
         changes.close()
+
+
+def test_a_directory_swapped_for_a_link_never_has_a_file_outside_copied_as_a_pre_image(tmp_path: Path) -> None:
+    """Attack: kernel code swaps a workspace directory for a link to a private folder outside, between the
+    moment the server learned a file there changed (the tracker's event, or the walk's listing) and its copy.
+    The copy opens each directory without following links: it fails and is named; the secret is not stored
+    (an undo would otherwise write it back into the workspace, where sandboxed code could read it)."""
+    root, outside = tmp_path / "ws", tmp_path / "private"
+    (root / "sub").mkdir(parents=True)
+    outside.mkdir()
+    (root / "sub" / "x").write_text("workspace\n")
+    (outside / "x").write_text("SECRET\n")
+    store = PreimageStore(root, tmp_path / "store")
+    previous = store.snapshot()
+    os.rename(root / "sub", root / "sub.old")
+    os.symlink(outside, root / "sub")
+    snapshot = store.update(previous, {"sub/x"})
+    assert "sub/x" in snapshot.uncopied and snapshot.files["sub/x"][1] is None, snapshot
+    stored = b"".join(p.read_bytes() for p in (tmp_path / "store" / "blobs").iterdir())
+    assert b"SECRET" not in stored

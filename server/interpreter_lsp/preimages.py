@@ -32,6 +32,7 @@ from pathlib import Path
 
 from .files import PROBE_PREFIX, SKIP_DIRS
 from .history import history_file
+from .safety.paths import open_inside
 
 log = logging.getLogger(__name__)
 
@@ -218,8 +219,9 @@ class PreimageStore:
         temporary = self.blobs / f".in-{os.getpid()}-{abs(hash(relative))}"
         digest = hashlib.sha256()
         try:
-            flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
-            source = os.open(self.root / relative, flags)
+            # Never through a link: kernel code may swap a directory of this path for a link to elsewhere
+            # between the walk (or the tracker's event) and this open.
+            source = open_inside(self.root, relative)
             try:
                 with open(temporary, "wb") as out:
                     cloned = False

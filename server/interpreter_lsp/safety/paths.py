@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -133,6 +134,29 @@ def write_inside(root: Path, path: str, data: bytes, *, overwrite: bool = False)
     return target
 
 
+def open_inside(root: Path, relative: str) -> int:
+    """A descriptor to read the file `relative` (a workspace-relative path as the files tracker gives it), its
+    directories opened one by one from the root without following links, the file itself too (O_NOFOLLOW
+    relative to its directory's descriptor): kernel code that swaps a directory for a link to elsewhere
+    meanwhile makes this fail (OSError: ELOOP, ENOTDIR), never read what the link points to. Where descriptors
+    relative to a directory are not available (Windows), the path is opened as it is, the file not followed."""
+    nofollow = getattr(os, "O_NOFOLLOW", 0)
+    if os.open not in os.supports_dir_fd:
+        return os.open(root / relative, os.O_RDONLY | nofollow)
+    parts = relative.split("/")
+    if not all(parts) or ".." in parts:
+        raise OSError(errno.EINVAL, f"not a plain relative path: {relative}")
+    directory = os.open(root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        for part in parts[:-1]:
+            child = os.open(part, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | nofollow, dir_fd=directory)
+            os.close(directory)
+            directory = child
+        return os.open(parts[-1], os.O_RDONLY | nofollow, dir_fd=directory)
+    finally:
+        os.close(directory)
+
+
 def _mkdir(name: str, directory: int) -> None:
     try:
         os.mkdir(name, dir_fd=directory)
@@ -148,8 +172,6 @@ def _open_dir(name: str, flags: int, directory: int, path: str) -> int:
 
 
 def _refusal(path: str, part: str, error: OSError) -> UserError:
-    import errno
-
     if error.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
         return PathOutsideWorkspace(
             f"Refusing to write {path}: {part} is not a directory of the workspace (a file, or a symbolic link "
@@ -170,7 +192,6 @@ def _is_dir(name: str, directory: int) -> bool:
 
 
 def _write_file(name: str, data: bytes, directory: int, path: str, overwrite: bool) -> None:
-    import errno
     import secrets
 
     temporary = f".{name[:200]}.{secrets.token_hex(6)}.tmp"
