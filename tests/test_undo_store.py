@@ -7,6 +7,8 @@ import asyncio
 import os
 from pathlib import Path
 
+import pytest
+
 from interpreter_lsp.preimages import PreimageStore, store_dir
 from interpreter_lsp.undo import FileUndo
 
@@ -190,3 +192,32 @@ def test_a_directory_swapped_for_a_link_never_has_a_file_outside_copied_as_a_pre
     assert "sub/x" in snapshot.uncopied and snapshot.files["sub/x"][1] is None, snapshot
     stored = b"".join(p.read_bytes() for p in (tmp_path / "store" / "blobs").iterdir())
     assert b"SECRET" not in stored
+
+
+def test_removing_and_writing_back_never_go_through_a_directory_swapped_for_a_link(tmp_path: Path) -> None:
+    """What undo removes, the directories it removes and the files it writes back (with their mode) are
+    reached from the workspace root one directory at a time without following links: kernel code that swaps
+    a directory for a link to elsewhere (between undo's check and its act, as here for good) makes the step
+    fail, never remove, empty or chmod a file elsewhere. The mode is set on the file before it takes its name."""
+    from interpreter_lsp.safety.paths import remove_inside, rmdir_inside, write_inside
+
+    root, outside = tmp_path / "ws", tmp_path / "home"
+    root.mkdir()
+    (outside / "empty").mkdir(parents=True)
+    (outside / "victim.txt").write_text("precious\n")
+    os.chmod(outside / "victim.txt", 0o600)
+    os.symlink(outside, root / "sub")
+    with pytest.raises(OSError):
+        remove_inside(root, "sub/victim.txt")
+    with pytest.raises(OSError):
+        rmdir_inside(root, "sub/empty")
+    with pytest.raises(Exception, match="outside the workspace"):
+        write_inside(root, "sub/victim.txt", b"x", overwrite=True, mode=0o644)
+    assert (outside / "victim.txt").read_text() == "precious\n" and (outside / "empty").is_dir()
+    assert oct(os.stat(outside / "victim.txt").st_mode & 0o777) == "0o600"
+    (root / "dir").mkdir()
+    write_inside(root, "dir/private.txt", b"back\n", overwrite=True, mode=0o600)
+    assert oct(os.stat(root / "dir" / "private.txt").st_mode & 0o777) == "0o600"
+    remove_inside(root, "dir/private.txt")
+    rmdir_inside(root, "dir")
+    assert not (root / "dir").exists()

@@ -363,7 +363,7 @@ class FileUndo:
         return await asyncio.to_thread(self._apply, plan)
 
     def _apply(self, plan: Plan) -> tuple[list[str], list[str], list[dict[str, str]]]:
-        from .safety.paths import resolve_inside, write_inside
+        from .safety.paths import remove_inside, write_inside
 
         restored: list[str] = []
         removed: list[str] = []
@@ -372,14 +372,9 @@ class FileUndo:
         # back under that directory (written first, they would be refused as going through the link).
         for path in sorted(plan.remove):
             try:
-                # The file itself is never followed (unlink removes a link, not its target); its directory
-                # must be the workspace's own.
-                parent = resolve_inside(self.root, os.path.dirname(path) or ".")
-                target = parent / os.path.basename(path)
-                mode = os.lstat(target).st_mode
-                if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
-                    raise IsADirectoryError(f"{path} is no longer a file")
-                os.unlink(target)
+                # Never through a link: neither the file (unlink removes a link, not its target) nor any of its
+                # directories (kernel code may swap one for a link to elsewhere meanwhile).
+                remove_inside(self.root, path)
                 removed.append(path)
             except FileNotFoundError:
                 removed.append(path)  # gone already: what undo wanted
@@ -387,9 +382,7 @@ class FileUndo:
                 failed.append({"name": path, "why": f"could not be removed: {exc}"})
         for path, (digest, mode) in sorted(plan.write.items()):
             try:
-                target = write_inside(self.root, path, self.store.content(digest), overwrite=True)
-                if not os.path.islink(target):
-                    os.chmod(target, mode)
+                write_inside(self.root, path, self.store.content(digest), overwrite=True, mode=mode)
                 restored.append(path)
             except Exception as exc:  # UserError (a link in the way) or OSError: said, never silent
                 failed.append({"name": path, "why": f"could not be written back: {exc}"})
@@ -401,7 +394,7 @@ class FileUndo:
         """The directories above removed files that were not there before the runs and are empty now (`out/` of
         an undone `out/a.txt`), deepest first. rmdir removes neither a link nor a directory with anything in it,
         so whatever is there now (the user's new file, a link swapped in) stays."""
-        from .safety.paths import resolve_inside
+        from .safety.paths import rmdir_inside
 
         candidates: set[str] = set()
         for path in removed:
@@ -411,7 +404,7 @@ class FileUndo:
                 parent = os.path.dirname(parent)
         for directory in sorted(candidates, key=lambda d: d.count("/"), reverse=True):
             with contextlib.suppress(Exception):  # not empty, gone, or a link in the way: it stays
-                os.rmdir(resolve_inside(self.root, os.path.dirname(directory) or ".") / os.path.basename(directory))
+                rmdir_inside(self.root, directory)
 
 
 def _outside_paths(runs: list[dict[str, Any]], root: Path) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import stat
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -99,13 +100,14 @@ def check_path_text(path: str) -> None:
         )
 
 
-def write_inside(root: Path, path: str, data: bytes, *, overwrite: bool = False) -> Path:
+def write_inside(root: Path, path: str, data: bytes, *, overwrite: bool = False, mode: int | None = None) -> Path:
     """Write `data` to `path` inside the workspace, race-free: the directories are opened one by one from
     the workspace's root without following symbolic links (O_NOFOLLOW, relative to the parent's descriptor),
     created where missing, and the file is written to a temporary name in the final directory, then
     renamed (or linked, without overwrite: an existing file is never replaced) relative to that descriptor.
     Kernel code that swaps a directory for a link to elsewhere meanwhile makes the write fail; it can never
-    redirect it. The file gets the workspace's usual mode (0666 less the umask, as any editor would)."""
+    redirect it. The file gets the workspace's usual mode (0666 less the umask, as any editor would), or
+    `mode`, set on the file before it takes its name (never by path afterwards, through whatever is there)."""
     check_path_text(path)
     target = resolve_inside(root, path)
     real_root = Path(os.path.realpath(root))
@@ -128,7 +130,7 @@ def write_inside(root: Path, path: str, data: bytes, *, overwrite: bool = False)
                 raise _refusal(path, part, error) from None
             os.close(directory)
             directory = child
-        _write_file(parts[-1], data, directory, path, overwrite)
+        _write_file(parts[-1], data, directory, path, overwrite, mode)
     finally:
         os.close(directory)
     return target
@@ -138,23 +140,71 @@ def open_inside(root: Path, relative: str) -> int:
     """A descriptor to read the file `relative` (a workspace-relative path as the files tracker gives it), its
     directories opened one by one from the root without following links, the file itself too (O_NOFOLLOW
     relative to its directory's descriptor): kernel code that swaps a directory for a link to elsewhere
-    meanwhile makes this fail (OSError: ELOOP, ENOTDIR), never read what the link points to. Where descriptors
-    relative to a directory are not available (Windows), the path is opened as it is, the file not followed."""
+    meanwhile makes this fail (OSError: ELOOP, ENOTDIR), never read what the link points to."""
     nofollow = getattr(os, "O_NOFOLLOW", 0)
-    if os.open not in os.supports_dir_fd:
+    if not _RELATIVE_OPS:
         return os.open(root / relative, os.O_RDONLY | nofollow)
-    parts = relative.split("/")
-    if not all(parts) or ".." in parts:
-        raise OSError(errno.EINVAL, f"not a plain relative path: {relative}")
-    directory = os.open(root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    directory, name = _open_parent(root, relative)
     try:
-        for part in parts[:-1]:
-            child = os.open(part, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | nofollow, dir_fd=directory)
-            os.close(directory)
-            directory = child
-        return os.open(parts[-1], os.O_RDONLY | nofollow, dir_fd=directory)
+        return os.open(name, os.O_RDONLY | nofollow, dir_fd=directory)
     finally:
         os.close(directory)
+
+
+def remove_inside(root: Path, relative: str) -> None:
+    """Remove the file or link `relative` (never what a link points to), its directories opened as
+    open_inside opens them: a directory swapped for a link meanwhile makes it fail, never remove a file
+    elsewhere. IsADirectoryError if it is no longer a file; FileNotFoundError if it is gone."""
+    if not _RELATIVE_OPS:
+        target = root / relative
+        if not (stat.S_ISREG(mode := os.lstat(target).st_mode) or stat.S_ISLNK(mode)):
+            raise IsADirectoryError(f"{relative} is no longer a file")
+        os.unlink(target)
+        return
+    directory, name = _open_parent(root, relative)
+    try:
+        mode = os.stat(name, dir_fd=directory, follow_symlinks=False).st_mode
+        if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+            raise IsADirectoryError(f"{relative} is no longer a file")
+        os.unlink(name, dir_fd=directory)
+    finally:
+        os.close(directory)
+
+
+def rmdir_inside(root: Path, relative: str) -> None:
+    """Remove the empty directory `relative` (OSError if it is not empty, gone, or a link), its parents opened
+    as open_inside opens them."""
+    if not _RELATIVE_OPS:
+        os.rmdir(root / relative)
+        return
+    directory, name = _open_parent(root, relative)
+    try:
+        os.rmdir(name, dir_fd=directory)
+    finally:
+        os.close(directory)
+
+
+# Descriptor-relative calls (openat, unlinkat): where the platform lacks them (Windows), paths as they are.
+_RELATIVE_OPS = os.open in os.supports_dir_fd and os.unlink in os.supports_dir_fd and os.rmdir in os.supports_dir_fd
+
+
+def _open_parent(root: Path, relative: str) -> tuple[int, str]:
+    """(a descriptor of the directory holding `relative`, its last name): each directory opened from the
+    workspace root without following links."""
+    parts = relative.split("/")
+    if not all(parts) or ".." in parts or "." in parts:
+        raise OSError(errno.EINVAL, f"not a plain relative path: {relative}")
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
+    directory = os.open(root, flags)
+    try:
+        for part in parts[:-1]:
+            child = os.open(part, flags | getattr(os, "O_NOFOLLOW", 0), dir_fd=directory)
+            os.close(directory)
+            directory = child
+    except BaseException:
+        os.close(directory)
+        raise
+    return directory, parts[-1]
 
 
 def _mkdir(name: str, directory: int) -> None:
@@ -191,7 +241,7 @@ def _is_dir(name: str, directory: int) -> bool:
         return False
 
 
-def _write_file(name: str, data: bytes, directory: int, path: str, overwrite: bool) -> None:
+def _write_file(name: str, data: bytes, directory: int, path: str, overwrite: bool, mode: int | None) -> None:
     import secrets
 
     temporary = f".{name[:200]}.{secrets.token_hex(6)}.tmp"
@@ -203,6 +253,8 @@ def _write_file(name: str, data: bytes, directory: int, path: str, overwrite: bo
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
+            if mode is not None:
+                os.fchmod(handle.fileno(), mode)
         if overwrite:
             os.rename(temporary, name, src_dir_fd=directory, dst_dir_fd=directory)
         else:
