@@ -17,21 +17,24 @@ async def _error(session: Session, command: str, args: object) -> str:
     return message
 
 
-@pytest.mark.parametrize(
-    ("command", "args", "expected"),
-    [
-        ("interpreter.nonsense", {}, "'interpreter.nonsense' is not defined"),
-        (p.RUN, {}, "needs 'code'"),
-        (p.RUN, {"code": 42}, "'code' must be a string"),
-        (p.RUN, {"code": "1", "language": "cobol"}, "No kernel for language 'cobol'. Available: python, shell"),
-        (p.RUN, {"uri": "file:///does/not/exist.py"}, "No document at file:///does/not/exist.py"),
-        (p.RUN, {"code": "1", "timeout": -1}, "'timeout' must be a number ≥ 0"),
-        (p.VARIABLES, {"language": "shell"}, "python only"),
-        (p.RESTART_KERNEL, {"language": 7}, "'language' must be a non-empty string"),
-    ],
-)
-async def test_bad_arguments(session: Session, command: str, args: object, expected: str) -> None:
-    assert expected in await _error(session, command, args)
+BAD_ARGUMENTS = [
+    ("interpreter.nonsense", {}, "'interpreter.nonsense' is not defined"),
+    (p.RUN, {}, "needs 'code'"),
+    (p.RUN, {"code": 42}, "'code' must be a string"),
+    (p.RUN, {"code": "1", "language": "cobol"}, "No kernel for language 'cobol'. Available: python, shell"),
+    (p.RUN, {"uri": "file:///does/not/exist.py"}, "No document at file:///does/not/exist.py"),
+    (p.RUN, {"code": "1", "timeout": -1}, "'timeout' must be a number ≥ 0"),
+    (p.VARIABLES, {"language": "shell"}, "python only"),
+    (p.RESTART_KERNEL, {"language": 7}, "'language' must be a non-empty string"),
+]
+
+
+async def test_bad_arguments(session: Session) -> None:
+    """One editor sends them all, one after another, as a user's mistakes come: each is answered with what was
+    wrong, and the server goes on serving (status after each, a run at the end)."""
+    for command, args, expected in BAD_ARGUMENTS:
+        assert expected in await _error(session, command, args), (command, args)
+        assert "kernels" in await session.command(p.STATUS, {}), (command, args)
     run_id, _ = await session.run_and_wait("print('still serving')")
     assert session.text(run_id) == "still serving\n"
 
