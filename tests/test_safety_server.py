@@ -163,22 +163,22 @@ async def test_export_cannot_be_redirected_by_a_kernel_swapping_a_directory_for_
     assert len(inside) == written
 
 
-@pytest.mark.parametrize(
-    ("path", "said"),
-    [
-        ("https://example.com/notebooks/x.ipynb", "it is a URL (https://), not a path"),
-        ("a" * 300 + ".ipynb", "the path is too long"),
-        ("dir.ipynb", "it is a directory"),
-    ],
-)
-async def test_export_refusals_are_sentences(workspace_root: Path, home: Path, path: str, said: str) -> None:
+EXPORT_REFUSALS = [
+    ("https://example.com/notebooks/x.ipynb", "it is a URL (https://), not a path"),
+    ("a" * 300 + ".ipynb", "the path is too long"),
+    ("dir.ipynb", "it is a directory"),
+]
+
+
+async def test_export_refusals_are_sentences(workspace_root: Path, home: Path) -> None:
     (workspace_root / "dir.ipynb").mkdir()
     s = await start_session(workspace_root, home)
     try:
-        for overwrite in (False, True):
-            with pytest.raises(JsonRpcException) as caught:
-                await s.command(p.EXPORT_NOTEBOOK, {"path": path, "overwrite": overwrite})
-            assert said in str(caught.value) and "internal error" not in str(caught.value).lower()
+        for path, said in EXPORT_REFUSALS:
+            for overwrite in (False, True):
+                with pytest.raises(JsonRpcException) as caught:
+                    await s.command(p.EXPORT_NOTEBOOK, {"path": path, "overwrite": overwrite})
+                assert said in str(caught.value) and "internal error" not in str(caught.value).lower(), path
     finally:
         await stop_session(s)
     assert sorted(x.name for x in workspace_root.iterdir()) == ["dir.ipynb"]  # noqa: ASYNC240
