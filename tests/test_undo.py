@@ -263,3 +263,21 @@ async def test_a_change_made_between_runs_is_the_next_runs_pre_image(session: Se
     assert (s.root / "f.txt").read_text() == "v2 (the user's edit)"
     assert (s.root / "new dir" / "g.txt").read_text() == "u1"
     assert (s.root / "empty dir").is_dir()  # it was there before the run: it stays
+
+
+async def test_a_write_through_a_memory_map_is_in_the_next_runs_pre_image(session: Session) -> None:
+    """numpy.memmap, mmap: writes through a mapping raise no file event, so the tracker cannot name the file;
+    the walk after a run that changed anything sees its new signature. Undo of the next run then brings back
+    what the mapping wrote, not what was there before it."""
+    s = session
+    (s.root / "data.bin").write_bytes(b"\0" * 4096)
+    for code in (
+        "import mmap\nf = open('data.bin', 'r+b')\nm = mmap.mmap(f.fileno(), 0)",
+        "m[0:4] = b'MMAP'\nm.flush()\nopen('other.txt', 'w').write('x')",
+        "open('data.bin', 'wb').write(b'clobbered')",
+    ):
+        _run, status = await s.run_and_wait(code)
+        assert status["state"] == "ok", s.text(_run)
+    result = await s.command(p.UNDO, {})
+    assert result["restored"] == ["data.bin"], result
+    assert (s.root / "data.bin").read_bytes() == b"MMAP" + b"\0" * 4092

@@ -102,18 +102,22 @@ class FileUndo:
     async def _warm(self) -> None:
         while self._stale:
             self._stale = False
-            await self._snapshot()
+            await self._snapshot(walk=True)
             if self.store.racy and not self._stale:
                 # Files written just before the walk are read again once their clock tick has passed
                 # (preimages.RACY_NS), here rather than on the next run's path.
                 await asyncio.sleep(RACY_WAIT)
                 self._stale = True
 
-    async def _snapshot(self) -> Snapshot:
+    async def _snapshot(self, *, walk: bool = False) -> Snapshot:
+        """The workspace now. `walk`: a walk whenever the tracker saw any change, as the warm-up after a run or an
+        undo does (off every run's path): writes through a memory map raise no file event, and only a walk's
+        signatures see them. A run's own snapshot brings the last one up to date with what the tracker saw
+        instead (what the user saved since the warm-up: O(changes), not O(files))."""
         async with self._lock:  # one snapshot at a time: they share the store's index
             if self.store.used > self.store.limit * 0.8:
                 await asyncio.to_thread(self.store.collect, self._needed())
-            if (known := await self._since_last()) is not None:
+            if (known := await self._since_last(update=not walk)) is not None:
                 return known
             generation = self._changes.generation if self._changes is not None else None
             snapshot = await asyncio.to_thread(self.store.snapshot)
@@ -124,7 +128,7 @@ class FileUndo:
                 self._last = None
             return Snapshot(dict(snapshot.files), dict(snapshot.uncopied), snapshot.dirs)
 
-    async def _since_last(self) -> Snapshot | None:
+    async def _since_last(self, *, update: bool) -> Snapshot | None:
         """The last snapshot brought up to date without a walk, if the tracker proves what changed since it
         began: its barrier has come out (every change made before now has been seen), no directory came, went
         or moved and no event was missed. Only the files it saw change (and those read too close to the last
@@ -137,7 +141,7 @@ class FileUndo:
             return None
         generation = changes.generation
         paths = changes.changed_since(last[0])
-        if paths is None:
+        if paths is None or (paths and not update):
             return None
         if paths or self.store.racy or last[1].uncopied:
             snapshot = await asyncio.to_thread(self.store.update, last[1], paths)
