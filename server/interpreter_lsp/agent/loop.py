@@ -189,7 +189,8 @@ class Loop:
     async def _steps(self, turn: Turn) -> str | None:
         max_steps = self.host.settings.max_steps
         for step in range(1, max_steps + 1):
-            self._turn_status(turn, "thinking")
+            if step > 1:  # the first step's "thinking" was just sent, as the turn began
+                self._turn_status(turn, "thinking")
             request = await self.context.prepare(turn.turn_id, lambda: self._turn_status(turn, "compacting"))
             if (cap := self.context.over_cap(turn.turn_id, request)) is not None:
                 self.conversation.add(p.NoteEvent(cap, turn.turn_id))
