@@ -446,6 +446,33 @@ def test_no_inotify_instance_left_falls_back_to_polling(tmp_path: Path) -> None:
     assert "FILES ['a/new.txt', 'z/new.txt']" in result.stdout
 
 
+async def test_a_file_system_without_links_has_file_barriers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On Linux a run's barriers are links (two inotify events, not three); a workspace on a file system
+    without links (FAT, exFAT, some network mounts) refuses them: barriers are files there, found once, and
+    the run's files are listed in full, never "may be incomplete"."""
+    import errno
+
+    refused: list[str] = []
+
+    def no_links(_target: str, link: Any, *_args: Any, **_kwargs: Any) -> None:
+        refused.append(str(link))
+        raise OSError(errno.EPERM, "Operation not permitted", str(link))
+
+    monkeypatch.setattr(files_module.os, "symlink", no_links)
+    watcher = FileChanges(tmp_path, polling=False)
+    try:
+        for run in ("r1", "r2"):
+            await watcher.begin(run)
+            assert watcher.kind == "inotify"
+            (tmp_path / f"{run}.txt").write_text("x")
+            await watcher.settle()
+            assert watcher.end(run) == files_module.Touched([{"path": f"{run}.txt", "change": "created"}], None)
+        assert len(refused) == 1 and watcher.sees_everything  # tried once, then files
+        assert not [p for p in os.listdir(tmp_path) if p.startswith(PROBE_PREFIX)]
+    finally:
+        watcher.close()
+
+
 async def test_the_portable_switch_forces_the_polling_observer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(PORTABLE_ENV, "1")
     watcher = FileChanges(tmp_path)

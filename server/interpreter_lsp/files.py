@@ -89,6 +89,7 @@ class FileChanges:
         self._probes: dict[str, _Waiter] = {}  # barriers in flight, by file name (FSEvents may report real paths)
         self._poll_waiters: dict[int, _Waiter] = {}  # polling: barriers in flight, by number
         self._probe_ids = itertools.count(1)
+        self._no_links = False  # the workspace's file system refused a link: barriers are files (_probe_link)
         self._poll: list[Any] = []  # polling: the events of the poll under way, applied when it ends
         self.kind: str | None = None  # "inotify" | "fsevents" | "windows" | "polling" once started
         self.unavailable: str | None = None
@@ -285,11 +286,7 @@ class FileChanges:
         probe = self.root / f"{PROBE_PREFIX}{os.getpid()}-{number}"
         self._probes[probe.name] = waiter
         try:
-            if self.kind == "inotify":
-                # A link (to nothing): its creation and removal are two events, where a file's open and close
-                # add a third for watchdog's threads to carry to the loop, twice a run.
-                os.symlink(PROBE_PREFIX, probe)
-            else:  # links need a privilege on Windows; FSEvents reports files as reliably
+            if not self._probe_link(probe):
                 os.close(os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
         except OSError:
             del self._probes[probe.name]
@@ -298,6 +295,22 @@ class FileChanges:
         with contextlib.suppress(OSError):
             probe.unlink()
         return probe.name
+
+    def _probe_link(self, probe: Path) -> bool:
+        """With inotify, a barrier is a link (to nothing): its creation and removal are two events, where a
+        file's open and close add a third for watchdog's threads to carry to the loop, twice a run. False where
+        a file serves instead: other observers (links need a privilege on Windows), or a file system without
+        links (FAT, exFAT, some network mounts), found once."""
+        if self.kind != "inotify" or self._no_links:
+            return False
+        try:
+            os.symlink(PROBE_PREFIX, probe)
+        except OSError as exc:
+            if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
+                raise
+            self._no_links = True
+            return False
+        return True
 
     def _drop(self, token: object) -> None:
         dropped = self._arrivals.pop(token, None) if isinstance(token, (str, int)) else None
