@@ -79,6 +79,18 @@ class Snapshot:
     dirs: frozenset[str] | None = None
 
 
+@dataclass
+class _Look:
+    """A snapshot being made: what `snapshot` or `update` found so far."""
+
+    files: dict[str, tuple[Signature, str | None]]
+    uncopied: dict[str, str]
+    racy: set[str] = field(default_factory=set)
+    # File times are coarse (a clock tick of some ms): a file written just before this look can be written
+    # again with the same size and times. Such a file is read again next time ("racy git").
+    racy_after: int = field(default_factory=lambda: time.time_ns() - RACY_NS)
+
+
 def signature(st: os.stat_result) -> Signature:
     return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_mode)
 
@@ -106,61 +118,34 @@ class PreimageStore:
             for directory in (self.directory.parent, self.directory):
                 os.chmod(directory, 0o700)
             self._prepared = True
-        files: dict[str, tuple[Signature, str | None]] = {}
-        uncopied: dict[str, str] = {}
-        # File times are coarse (a clock tick of some ms): a file written just before this walk can be
-        # written again with the same size and times. Such a file is read again next time ("racy git").
-        racy_after = time.time_ns() - RACY_NS
-        racy: set[str] = set()
+        look = _Look({}, {})
         dirs: list[str] = []
         for relative, st in self._walk(dirs):
-            sig = signature(st)
-            known = self._index.get(relative)
-            if known is not None and known[0] == sig and known[1] is not None and relative not in self._racy:
-                files[relative] = known
-                continue
-            digest, why = self._copy(relative, st.st_size)
-            files[relative] = (sig, digest)
-            if why:
-                uncopied[relative] = why
-            if max(st.st_mtime_ns, st.st_ctime_ns) >= racy_after:
-                racy.add(relative)
-        self._index, self._racy = files, racy
-        return Snapshot(dict(files), uncopied, frozenset(dirs))
+            self._record(look, relative, st)
+        self._index, self._racy = look.files, look.racy
+        return Snapshot(dict(look.files), look.uncopied, frozenset(dirs))
 
     def update(self, previous: Snapshot, paths: set[str]) -> Snapshot:
         """`previous`, the last snapshot, with `paths` looked at again (and the files it could not copy or read
         too close to its walk): what `snapshot` would find when only those changed since, without a walk.
         The files tracker says which (FileChanges.changed_since)."""
-        files = dict(previous.files)
-        uncopied = dict(previous.uncopied)
-        again = set(paths) | self._racy | set(uncopied) | {path for path, (_sig, digest) in files.items()
-                                                            if digest is None}
-        racy_after = time.time_ns() - RACY_NS
-        racy: set[str] = set()
+        look = _Look(dict(previous.files), dict(previous.uncopied))
+        again = set(paths) | self._racy | set(look.uncopied) | {
+            path for path, (_sig, digest) in look.files.items() if digest is None
+        }
         for relative in sorted(again):
-            files.pop(relative, None)
-            uncopied.pop(relative, None)
+            look.files.pop(relative, None)
+            look.uncopied.pop(relative, None)
             if os.path.basename(relative).startswith(PROBE_PREFIX):
                 continue
             try:
                 st = os.lstat(self.root / relative)
             except OSError:
                 continue  # gone (or its directory is)
-            if not stat.S_ISREG(st.st_mode):
-                continue  # as the walk: regular files only
-            sig = signature(st)
-            known = self._index.get(relative)
-            if known is not None and known[0] == sig and known[1] is not None and relative not in self._racy:
-                files[relative] = known
-                continue
-            digest, why = self._copy(relative, st.st_size)
-            files[relative] = (sig, digest)
-            if why:
-                uncopied[relative] = why
-            if max(st.st_mtime_ns, st.st_ctime_ns) >= racy_after:
-                racy.add(relative)
-        self._index, self._racy = files, racy
+            if stat.S_ISREG(st.st_mode):  # as the walk: regular files only
+                self._record(look, relative, st)
+        self._index, self._racy = look.files, look.racy
+        files, uncopied = look.files, look.uncopied
         # A directory is never made or removed unseen here (the tracker has a walk made then), but the ones
         # holding the files looked at again are there now, whatever the last walk found.
         dirs = set(previous.dirs or ())
@@ -170,6 +155,21 @@ class PreimageStore:
                 dirs.add(parent)
                 parent = os.path.dirname(parent)
         return Snapshot(dict(files), uncopied, frozenset(dirs) if previous.dirs is not None else None)
+
+    def _record(self, look: _Look, relative: str, st: os.stat_result) -> None:
+        """One regular file into `look`: its copy already in the store when its signature is the one copied
+        (and it was not read within a clock tick of the last look), else copied now."""
+        sig = signature(st)
+        known = self._index.get(relative)
+        if known is not None and known[0] == sig and known[1] is not None and relative not in self._racy:
+            look.files[relative] = known
+            return
+        digest, why = self._copy(relative, st.st_size)
+        look.files[relative] = (sig, digest)
+        if why:
+            look.uncopied[relative] = why
+        if max(st.st_mtime_ns, st.st_ctime_ns) >= look.racy_after:
+            look.racy.add(relative)
 
     def changes_since(self, before: Snapshot) -> dict[str, str]:
         """What differs now from `before` by a stat walk, nothing copied: relative path -> created | modified |
