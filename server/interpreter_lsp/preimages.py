@@ -32,7 +32,6 @@ from pathlib import Path
 
 from .files import PROBE_PREFIX, SKIP_DIRS
 from .history import history_file
-from .safety.paths import open_inside
 
 log = logging.getLogger(__name__)
 
@@ -145,7 +144,6 @@ class PreimageStore:
             if stat.S_ISREG(st.st_mode):  # as the walk: regular files only
                 self._record(look, relative, st)
         self._index, self._racy = look.files, look.racy
-        files, uncopied = look.files, look.uncopied
         # A directory is never made or removed unseen here (the tracker has a walk made then), but the ones
         # holding the files looked at again are there now, whatever the last walk found.
         dirs = set(previous.dirs or ())
@@ -154,7 +152,7 @@ class PreimageStore:
             while parent and parent not in dirs and os.path.isdir(self.root / parent):
                 dirs.add(parent)
                 parent = os.path.dirname(parent)
-        return Snapshot(dict(files), uncopied, frozenset(dirs) if previous.dirs is not None else None)
+        return Snapshot(dict(look.files), look.uncopied, frozenset(dirs) if previous.dirs is not None else None)
 
     def _record(self, look: _Look, relative: str, st: os.stat_result) -> None:
         """One regular file into `look`: its copy already in the store when its signature is the one copied
@@ -219,6 +217,8 @@ class PreimageStore:
         temporary = self.blobs / f".in-{os.getpid()}-{abs(hash(relative))}"
         digest = hashlib.sha256()
         try:
+            from .safety.paths import open_inside  # here, not at the server's start (~2 ms of its imports)
+
             # Never through a link: kernel code may swap a directory of this path for a link to elsewhere
             # between the walk (or the tracker's event) and this open.
             source = open_inside(self.root, relative)
