@@ -114,22 +114,15 @@ def write_inside(root: Path, path: str, data: bytes, *, overwrite: bool = False,
     parts = target.relative_to(real_root).parts
     if not parts:
         raise CannotWrite(f"Refusing to write {path}: it is the workspace folder itself. Name a file in it.")
-    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
     try:
-        directory = os.open(real_root, flags)
+        directory = os.open(real_root, _DIRECTORY | _NOFOLLOW)
     except OSError as error:
         raise CannotWrite(f"Cannot write {path}: the workspace folder cannot be opened ({error.strerror}).") from None
     try:
-        for part in parts[:-1]:
-            try:
-                child = os.open(part, flags, dir_fd=directory)
-            except FileNotFoundError:
-                _mkdir(part, directory)
-                child = _open_dir(part, flags, directory, path)
-            except OSError as error:
-                raise _refusal(path, part, error) from None
-            os.close(directory)
-            directory = child
+        directory = _descend(directory, parts[:-1], make=True)
+    except OSError as error:
+        raise _refusal(path, str(error.filename), error) from None
+    try:
         _write_file(parts[-1], data, directory, path, overwrite, mode)
     finally:
         os.close(directory)
@@ -194,31 +187,33 @@ def _open_parent(root: Path, relative: str) -> tuple[int, str]:
     parts = relative.split("/")
     if not all(parts) or ".." in parts or "." in parts:
         raise OSError(errno.EINVAL, f"not a plain relative path: {relative}")
-    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
-    directory = os.open(root, flags)
+    return _descend(os.open(root, _DIRECTORY), parts[:-1]), parts[-1]
+
+
+_DIRECTORY = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def _descend(directory: int, parts: tuple[str, ...] | list[str], *, make: bool = False) -> int:
+    """From the open `directory` (taken over: closed here), a descriptor of its subdirectory `parts`, each
+    opened relative to its parent without following links (and made where missing, with `make`). An OSError
+    names the part that failed (its `filename`)."""
     try:
-        for part in parts[:-1]:
-            child = os.open(part, flags | getattr(os, "O_NOFOLLOW", 0), dir_fd=directory)
+        for part in parts:
+            try:
+                child = os.open(part, _DIRECTORY | _NOFOLLOW, dir_fd=directory)
+            except FileNotFoundError:
+                if not make:
+                    raise
+                with contextlib.suppress(FileExistsError):  # made meanwhile: opened (without following links)
+                    os.mkdir(part, dir_fd=directory)
+                child = os.open(part, _DIRECTORY | _NOFOLLOW, dir_fd=directory)
             os.close(directory)
             directory = child
     except BaseException:
         os.close(directory)
         raise
-    return directory, parts[-1]
-
-
-def _mkdir(name: str, directory: int) -> None:
-    try:
-        os.mkdir(name, dir_fd=directory)
-    except FileExistsError:
-        pass  # made meanwhile: opened (without following links) next
-
-
-def _open_dir(name: str, flags: int, directory: int, path: str) -> int:
-    try:
-        return os.open(name, flags, dir_fd=directory)
-    except OSError as error:
-        raise _refusal(path, name, error) from None
+    return directory
 
 
 def _refusal(path: str, part: str, error: OSError) -> UserError:
