@@ -131,6 +131,12 @@ class Tty:
             assert time.monotonic() < deadline and self.proc.poll() is None, f"no Neovim: {bytes(self.out)[-2000:]!r}"
             time.sleep(0.05)
         self.nvim = pynvim.attach("socket", path=str(sock))
+        # The socket opens before Neovim has read init.lua (the test helpers' runtimepath): requests sent at
+        # once could find neither the plugin nor the helpers on a busy machine. Started once VimEnter is past.
+        deadline = time.monotonic() + 60
+        while self.nvim.eval("v:vim_did_enter") != 1:
+            assert time.monotonic() < deadline and self.proc.poll() is None, f"no VimEnter: {self.written()[-2000:]!r}"
+            time.sleep(0.05)
 
     def _read(self) -> None:
         while True:
