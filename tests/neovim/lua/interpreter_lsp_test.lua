@@ -173,6 +173,34 @@ function M.fresh_session(root)
   return s
 end
 
+--- Redraw the screen as the user sees it a moment later, once highlighting has parsed.
+--- Neovim 0.11 parses for highlighting in 3 ms slices between redraws: on a loaded machine a redraw shows
+--- markdown before its inline parse (`**` and backticks not concealed yet). Setting
+--- `_ts_force_sync_parsing` is not enough on its own: a parse that an earlier redraw started is still
+--- pending on the event loop, and while it is, a new parse of the same range returns at once and the
+--- highlighter keeps its stale state. So: parse every buffer on screen completely, let the pending parses
+--- finish (vim.wait runs the scheduled steps, now synchronous), then redraw.
+local function settled_redraw()
+  vim.g._ts_force_sync_parsing = true
+  local hl = require("vim.treesitter.highlighter")
+  for _, win in ipairs(vim.api.nvim_list_wins()) do
+    local active = hl.active[vim.api.nvim_win_get_buf(win)]
+    if active then
+      active.tree:parse(true)
+    end
+  end
+  vim.wait(10000, function()
+    for _, win in ipairs(vim.api.nvim_list_wins()) do
+      local active = hl.active[vim.api.nvim_win_get_buf(win)]
+      if active and active.parsing and active.parsing[win] then
+        return false
+      end
+    end
+    return true
+  end, 10)
+  vim.cmd("redraw!")
+end
+
 --- The screen as the user sees it with `s`'s panel as the only window, `width` columns wide: window bar
 --- and text rows, trailing blanks removed, rows after the text left out.
 function M.screen_of(root, width, height)
@@ -184,11 +212,7 @@ function M.screen_of(root, width, height)
   s.panel:flush()
   vim.api.nvim_win_set_cursor(win, { 1, 0 })
   vim.fn.winrestview({ topline = 1 })
-  -- Neovim 0.11 parses for highlighting in 3 ms slices and finishes later: on a loaded machine a redraw
-  -- can show the markdown before its inline parse (backticks not concealed yet). The screen is taken as the
-  -- user sees it a moment later, once parsed: parsing finishes within the redraw.
-  vim.g._ts_force_sync_parsing = true
-  vim.cmd("redraw!")
+  settled_redraw()
   local rows = {}
   for r = 1, height - 1 do
     local line = {}
@@ -245,8 +269,7 @@ end
 --- The whole screen as the user sees it now (every window, virtual lines, conceal, the message line),
 --- trailing blanks removed.
 function M.screen()
-  vim.g._ts_force_sync_parsing = true -- as screen_of: parsed, as the user sees it a moment later
-  vim.cmd("redraw!")
+  settled_redraw()
   local rows = {}
   for r = 1, vim.o.lines do
     local line = {}
