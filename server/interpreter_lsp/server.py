@@ -76,6 +76,12 @@ class InterpreterServer(LanguageServer):
         else:
             params = self.redactor.redact_shown(params)
         self.protocol.notify(method, params)
+        if method == p.RUN_STATUS and params.get("state") in p.FINAL_RUN_STATES:
+            # The end of a run leaves now, with what came before it: what the server does next (the snapshot
+            # of the variables, the history's write) is not on the user's path.
+            flush = getattr(self.protocol.writer, "flush", None)
+            if flush is not None:
+                flush()
 
     def _masked_reply(self, params: dict[str, Any]) -> dict[str, Any]:
         """A delta of the model's reply: its prose masked, its fenced code blocks as written (the same

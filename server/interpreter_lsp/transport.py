@@ -158,9 +158,10 @@ def _end_loop(loop: asyncio.AbstractEventLoop) -> None:
 
 
 class CoalescingWriter:
-    """pygls' writer interface over the wire, one write per event-loop iteration: messages produced
+    """pygls' writer interface over the wire, one write per two event-loop iterations: messages produced
     together (an output chunk and the run's final status, a response and a notification) leave in
-    one system call instead of one each. Order is kept; nothing waits longer than the current iteration."""
+    one system call instead of one each. Order is kept; nothing waits past the next iteration, and
+    `flush` sends at once what must not wait (a run's final status)."""
 
     def __init__(self, stdout: BinaryIO) -> None:
         self._stdout = stdout
@@ -173,9 +174,10 @@ class CoalescingWriter:
             return
         try:
             loop = asyncio.get_running_loop()
-            # Two hops: a command's response is sent one iteration after what the command itself sent
-            # (pygls answers from the handler task's done callback); both leave in one write.
-            loop.call_soon(self.flush)
+            # Two iterations: a command's response is sent one iteration after what the command itself sent
+            # (pygls answers from the handler task's done callback), and a run's final status one after the
+            # kernel's idle status (the run's task resumes on the next iteration): each pair leaves in one write.
+            loop.call_soon(loop.call_soon, self.flush)
             self._scheduled = True
         except RuntimeError:  # no loop (shutting down): write now
             self.flush()
