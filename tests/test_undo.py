@@ -265,6 +265,49 @@ async def test_a_change_made_between_runs_is_the_next_runs_pre_image(session: Se
     assert (s.root / "empty dir").is_dir()  # it was there before the run: it stays
 
 
+async def test_undo_after_undo_of_runs_that_wrote_the_same_file_goes_on_back(session: Session) -> None:
+    """Undo twice: the first puts the file back as the earlier run left it (in a new inode); the second must
+    not take that for a change made after the earlier run (it kept the file and said "changed again")."""
+    s = session
+    (s.root / "a.txt").write_text("zero")
+    for code in ("open('a.txt', 'w').write('one'); n = 1", "open('a.txt', 'w').write('two'); n = 2",
+                 "import os; os.remove('a.txt'); n = 3"):
+        _run, status = await s.run_and_wait(code)
+        assert status["state"] == "ok", s.text(_run)
+    for expected, variables in (("two", (["n"], ["os"])), ("one", (["n"], [])), ("zero", ([], ["n"]))):
+        result = await s.command(p.UNDO, {})
+        assert result["restored"] == ["a.txt"] and not result["notRestorable"], (expected, result)
+        assert (s.root / "a.txt").read_text() == expected
+        # The variables too, three steps back (each undo's redo point is no extra snapshot in the kernel).
+        assert (result["variablesRestored"], result["variablesRemoved"]) == variables, result
+    result = await s.command(p.REDO, {})
+    assert result["restored"] == ["a.txt"] and not result["notRestorable"], result
+    assert (s.root / "a.txt").read_text() == "one"
+
+
+async def test_writes_only_through_a_memory_map_are_the_runs_and_undo_brings_them_back(session: Session) -> None:
+    """A run that writes a workspace file only through a map opened by an earlier run raises no file event;
+    a write to a page already dirty does not even change the file's times. The server reads the kernel's
+    writable maps after each run and compares such a file by content: undo of each run puts back what that
+    run found, one step at a time."""
+    s = session
+    (s.root / "data.bin").write_bytes(b"\0" * 4096)
+    for code in (
+        "import mmap\nf = open('data.bin', 'r+b')\nm = mmap.mmap(f.fileno(), 0)",
+        "m[0:4] = b'ONE!'",
+        "m[0:4] = b'TWO!'",  # the same page, dirty since the run before: the file's mtime stays
+    ):
+        _run, status = await s.run_and_wait(code)
+        assert status["state"] == "ok", s.text(_run)
+    assert (s.root / "data.bin").read_bytes()[:4] == b"TWO!"
+    result = await s.command(p.UNDO, {})
+    assert result["restored"] == ["data.bin"], result
+    assert (s.root / "data.bin").read_bytes() == b"ONE!" + b"\0" * 4092
+    result = await s.command(p.UNDO, {})
+    assert result["restored"] == ["data.bin"], result
+    assert (s.root / "data.bin").read_bytes() == b"\0" * 4096
+
+
 async def test_a_write_through_a_memory_map_is_in_the_next_runs_pre_image(session: Session) -> None:
     """numpy.memmap, mmap: writes through a mapping raise no file event, so the tracker cannot name the file;
     the walk after a run that changed anything sees its new signature. Undo of the next run then brings back

@@ -27,6 +27,7 @@ import os
 import shutil
 import stat
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -268,6 +269,12 @@ class PreimageStore:
 
     def content(self, digest: str) -> bytes:
         return (self.blobs / digest).read_bytes()
+
+    def read_again(self, paths: Iterable[str]) -> None:
+        """The next look copies these files whatever their signatures say (mapped writable: a write through
+        the map can leave a file's size and times as they were)."""
+        for relative in paths:
+            self._index.pop(relative, None)
 
     def current(self, relative: str) -> Signature | None:
         try:

@@ -16,6 +16,7 @@ import logging
 import os
 import re
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,9 @@ class _RunFiles:
     after: dict[str, Signature | None] = field(default_factory=dict)
     incomplete: str | None = None
     broken: str | None = None  # why there is no snapshot of this run
+    # Changed through a writable shared map (file_maps.py), found by content: its size and times may be as
+    # they were, so "as it was before the run" is asked of its content, not of its signature.
+    by_map: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -74,7 +78,13 @@ class RedoFiles:
 
 
 class FileUndo:
-    def __init__(self, root: Path, store: PreimageStore | None = None, changes: FileChanges | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        store: PreimageStore | None = None,
+        changes: FileChanges | None = None,
+        kernel_pids: Callable[[], list[int]] | None = None,
+    ) -> None:
         self.root = root
         self.store = store or PreimageStore(root)
         # The files tracker: when it saw no change since the last walk (and sees everything), that walk's
@@ -86,6 +96,12 @@ class FileUndo:
         self._lock = asyncio.Lock()
         self._warming: asyncio.Future[None] | None = None
         self._stale = False
+        # Writes through a memory map raise no file event (file_maps.py): the local kernels' processes (their
+        # pids, asked on the loop), the workspace files they map writable (read after each run), and the run
+        # whose changes through them the next snapshot looks for.
+        self._kernel_pids = kernel_pids
+        self._mapped: set[str] = set()
+        self._map_check: str | None = None
 
     def warm(self) -> None:
         """Copy what changed now, off any run's path (after a run, when a local kernel is ready): the next
@@ -102,6 +118,7 @@ class FileUndo:
     async def _warm(self) -> None:
         while self._stale:
             self._stale = False
+            await self._read_maps()
             await self._snapshot(walk=True)
             if self.store.racy and not self._stale:
                 # Files written just before the walk are read again once their clock tick has passed
@@ -117,7 +134,12 @@ class FileUndo:
         async with self._lock:  # one snapshot at a time: they share the store's index
             if self.store.used > self.store.limit * 0.8:
                 await asyncio.to_thread(self.store.collect, self._needed())
-            if (known := await self._since_last(update=not walk)) is not None:
+            # After a run (the warm-up, or this run's own snapshot if it comes first), a mapped file is read
+            # again whatever its signature says: a write through the map may leave its size and times.
+            maps = self._mapped if walk or self._map_check is not None else frozenset()
+            self.store.read_again(maps)
+            if (known := await self._since_last(update=not walk, also=maps)) is not None:
+                self._found_through_maps(known)
                 return known
             generation = self._changes.generation if self._changes is not None else None
             snapshot = await asyncio.to_thread(self.store.snapshot)
@@ -126,14 +148,53 @@ class FileUndo:
                 self._last = (generation, snapshot)
             else:
                 self._last = None
-            return Snapshot(dict(snapshot.files), dict(snapshot.uncopied), snapshot.dirs)
+            result = Snapshot(dict(snapshot.files), dict(snapshot.uncopied), snapshot.dirs)
+            self._found_through_maps(result)
+            return result
 
-    async def _since_last(self, *, update: bool) -> Snapshot | None:
+    async def _read_maps(self) -> None:
+        """The workspace files the local kernels map writable and shared now (after a run, off its path)."""
+        pids = [pid for pid in (self._kernel_pids() if self._kernel_pids is not None else []) if pid]
+        if not pids and not self._mapped:
+            return
+        from . import file_maps
+
+        try:
+            self._mapped = await asyncio.to_thread(file_maps.mapped, pids, self.root) if pids else set()
+        except Exception:  # never in a run's way; the maps are looked at again after the next run
+            log.exception("reading the kernels' memory maps failed")
+
+    async def settled(self) -> None:
+        """Before a plan: the last run's changes through memory maps have been looked for (the warm-up after it
+        does that, off its path; waited for here, bounded)."""
+        if self._map_check is None:
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(self._snapshot()), SNAPSHOT_WAIT)
+        except Exception as exc:  # the plan goes ahead with what is known
+            log.warning("looking for changes through memory maps failed: %s", exc)
+
+    def _found_through_maps(self, now: Snapshot) -> None:
+        """The first snapshot after a run: a mapped file whose content is not what the run found is that run's
+        change (read right after it ended: nothing else wrote it meanwhile but through the map, or the tracker
+        would have named it)."""
+        run_id, self._map_check = self._map_check, None
+        record = self._runs.get(run_id) if run_id is not None else None
+        if record is None or record.broken:
+            return
+        for path in sorted(self._mapped - set(record.changes)):
+            before, after = record.before.files.get(path), now.files.get(path)
+            if before is not None and after is not None and before[1] is not None and before[1] != after[1]:
+                record.changes[path] = "modified"
+                record.after[path] = after[0]
+                record.by_map.add(path)
+
+    async def _since_last(self, *, update: bool, also: set[str] | frozenset[str] = frozenset()) -> Snapshot | None:
         """The last snapshot brought up to date without a walk, if the tracker proves what changed since it
         began: its barrier has come out (every change made before now has been seen), no directory came, went
         or moved and no event was missed. Only the files it saw change (and those read too close to the last
-        look, or not copied) are looked at again: the same snapshot as a walk's, in O(changes), not O(files).
-        None: walk."""
+        look, or not copied) are looked at again, and `also` (the mapped files): the same snapshot as a walk's, in
+        O(changes), not O(files). None: walk."""
         changes, last = self._changes, self._last
         if changes is None or last is None or not changes.sees_everything:
             return None
@@ -143,8 +204,8 @@ class FileUndo:
         paths = changes.changed_since(last[0])
         if paths is None or (paths and not update):
             return None
-        if paths or self.store.racy or last[1].uncopied:
-            snapshot = await asyncio.to_thread(self.store.update, last[1], paths)
+        if paths or also or self.store.racy or last[1].uncopied:
+            snapshot = await asyncio.to_thread(self.store.update, last[1], paths | also)
         else:
             snapshot = last[1]  # nothing changed: as it was
         self._last = (generation, snapshot)
@@ -177,6 +238,26 @@ class FileUndo:
         except Exception as exc:
             return RedoFiles(None, f"the workspace could not be copied before the undo ({exc})")
         return RedoFiles(before, None)
+
+    def written_back(self, run_ids: list[str], restored: list[str], removed: list[str]) -> None:
+        """An undo of `run_ids` wrote `restored` back and removed `removed`: where that is exactly what an earlier
+        run left (nothing changed the file between that run and the first one undone), the file is as the
+        earlier run left it, in another inode. An undo of that run next must not take it for a change made
+        after it (it would keep it and say so)."""
+        undone = set(run_ids)
+        before_them: list[_RunFiles] = []  # the runs known from before the first one undone, in order
+        for run_id, record in self._runs.items():
+            if run_id in undone:
+                break
+            before_them.append(record)
+        for path in {*restored, *removed}:
+            first = next((self._runs[r] for r in run_ids if r in self._runs and path in self._runs[r].changes), None)
+            earlier = [record for record in before_them if path in record.changes]
+            if first is None or not earlier:
+                continue
+            entry = first.before.files.get(path)
+            if earlier[-1].after.get(path) == (entry[0] if entry is not None else None):
+                earlier[-1].after[path] = self.store.current(path)
 
     def undone(self, point: RedoFiles, restored: list[str], removed: list[str]) -> RedoFiles:
         """The undo wrote `restored` and removed `removed`: what a redo puts back, kept until `release`."""
@@ -259,6 +340,7 @@ class FileUndo:
         record.after = {path: self.store.current(path) for path in record.changes}
         if note and "may be incomplete" in note:
             record.incomplete = note
+        self._map_check = run_id
         self.warm()
         return files
 
@@ -313,7 +395,7 @@ class FileUndo:
             else:
                 target = (before[1], stat.S_IMODE(before[0][4]))
             now = self.store.current(path)
-            if before is not None and now == before[0]:
+            if before is not None and now == before[0] and path not in record.by_map:
                 continue  # as it was before the run (a change attributed to it that was not its own)
             if now != last[path].after.get(path):
                 plan.changed_since.append(path)
@@ -351,6 +433,7 @@ class FileUndo:
         verification's re-run. Paths in `keep` (a run of the session changed them meanwhile, or the editor saved
         them) stay as they are and are named. Returns (the paths put back, what was not and why); the run is
         forgotten."""
+        await self.settled()
         plan = self.plan([{"type": "run", "runId": run_id, "code": code}], remote=False, force=False)
         for path in sorted(keep & (set(plan.write) | set(plan.remove))):
             plan.write.pop(path, None)

@@ -190,7 +190,16 @@ class VariableUndo:
             return "no python kernel was running at the undo"
         if not self._enabled():
             return "variables undo is off (interpreter.undoVariables)"
-        snap = self._take(kernel)
+        # The snapshot taken after the last run (or undo) is the state now: no code ran since (a run takes it
+        # for its own). It becomes the redo point instead of a second copy of the same state, which would take
+        # one of the kernel's MAX_SNAPSHOTS and push out the oldest (three undos in a row lost the first run's).
+        snap = self._ahead.get(id(kernel))
+        if snap is not None and snap.kernel is kernel and snap.done is not None and not (
+            snap.done.done() and snap.why_not
+        ):
+            del self._ahead[id(kernel)]
+        else:
+            snap = self._take(kernel)
         if snap is None:
             return "no snapshot could be sent: the kernel was not running"
         if snap.done is not None:

@@ -162,7 +162,8 @@ class Workspace:
         self.settings_errors: list[str] = []
         self._settings_report = settings_mod.SettingsReport(self.settings)
         self.file_changes = FileChanges(root)
-        self.file_undo = FileUndo(root, changes=self.file_changes)  # pre-images of the files, per run (undo.py)
+        # Pre-images of the files, per run (undo.py); what the kernels map writable is read after each run.
+        self.file_undo = FileUndo(root, changes=self.file_changes, kernel_pids=lambda: self.pool.local_pids())
         self.pool = KernelPool(
             root,
             ctx.runtime_dir,
@@ -530,6 +531,7 @@ class Workspace:
             events = self.conversation.to_undo()
             if events is None and not running:
                 raise UserError(nothing)
+            await self.file_undo.settled()
             plan = self.file_undo.plan(events or [], remote=bool(self.settings.kernel.gateway_url), force=True)
             variables = await self.variable_undo.plan(events or [])
             wire = plan.to_wire()
@@ -545,14 +547,16 @@ class Workspace:
         events = self.conversation.to_undo()
         if events is None:
             raise UserError(nothing)
+        await self.file_undo.settled()
         plan = self.file_undo.plan(events, remote=bool(self.settings.kernel.gateway_url), force=confirm)
         # What a redo brings back, taken before anything changes: the files and the variables as they are.
         files_before = await self.file_undo.redo_point()
         variables_before = await self.variable_undo.redo_point(events)
         restored, removed, failed = await self.file_undo.apply(plan)
+        run_ids = [str(e.get("runId")) for e in events if e.get("type") == "run"]
+        self.file_undo.written_back(run_ids, restored, removed)
         self.file_undo.warm()  # the files put back are the next run's pre-images: copied now, off its path
         variables = await self.variable_undo.plan(events, commit=True)
-        run_ids = [str(e.get("runId")) for e in events if e.get("type") == "run"]
         # The undone runs' pre-images and snapshots stay while a redo can bring the runs back (a later undo
         # of them needs them); _redo_discarded lets them go.
         point = _RedoPoint(run_ids, self.file_undo.undone(files_before, restored, removed), variables_before)

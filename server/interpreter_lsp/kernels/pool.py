@@ -156,6 +156,11 @@ class KernelPool:
     def existing(self, language: str) -> KernelBackend | None:
         return self._kernels.get(canonical_language(language))
 
+    def local_pids(self) -> list[int]:
+        """The processes of the kernels running on this machine (each one's launcher: its tree is below)."""
+        return [pid for kernel in self._kernels.values() if not isinstance(kernel, GatewayKernel)
+                if (pid := kernel.pid()) is not None]
+
     async def kernel(self, language: str) -> KernelBackend:
         """The running kernel for `language`, starting (or awaiting its restart) if needed; concurrent
         callers share one start."""

@@ -1,0 +1,92 @@
+"""file_maps.py: which workspace files a kernel's processes map writable and shared, read from /proc as the
+server reads them after a run, with a real process holding real maps."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from interpreter_lsp import file_maps
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="Linux /proc only")
+
+HOLDER = textwrap.dedent(
+    """
+    import mmap, os, sys
+    maps = []
+    def shared(path, access=mmap.ACCESS_WRITE):
+        f = open(path, "r+b")
+        maps.append(mmap.mmap(f.fileno(), 0, access=access))
+        f.close()  # the map keeps its own descriptor, as numpy.memmap's does
+    root, outside = sys.argv[1], sys.argv[2]
+    shared(os.path.join(root, "data dir", "table.bin"))  # a space in the path
+    shared(os.path.join(root, ".venv", "cache.bin"))  # a directory the tracker skips
+    shared(os.path.join(outside, "elsewhere.bin"))  # outside the workspace
+    shared(os.path.join(root, "read.bin"), mmap.ACCESS_READ)  # shared, not writable
+    shared(os.path.join(root, "private.bin"), mmap.ACCESS_COPY)  # writable, not shared: the file never changes
+    shared(os.path.join(root, "gone.bin"))
+    os.remove(os.path.join(root, "gone.bin"))  # mapped still, but no longer in the workspace
+    if os.fork() == 0:  # a fork running the same program (as a variables snapshot is): its maps are the same
+        sys.stdin.read()
+        os._exit(0)
+    print("ready", flush=True)
+    sys.stdin.read()
+    """
+)
+
+
+def _end(process: subprocess.Popen[bytes]) -> None:
+    """Its stdin closed first: the children reading it (a fork, a grandchild) end too."""
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.close()
+    process.wait(timeout=60)
+    process.stdout.close()
+
+
+def test_only_shared_writable_maps_of_workspace_files_are_found(tmp_path: Path) -> None:
+    root, outside = tmp_path / "work space", tmp_path / "outside"
+    for path in (root / "data dir" / "table.bin", root / ".venv" / "cache.bin", outside / "elsewhere.bin",
+                 root / "read.bin", root / "private.bin", root / "gone.bin"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"\0" * 4096)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(root), str(outside)], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == b"ready\n"
+        assert file_maps.mapped([holder.pid], root) == {"data dir/table.bin"}
+        # The tree is walked from the kernel's launcher down: a parent's pid finds its child's maps.
+        shell = subprocess.Popen(["sleep", "60"])
+        try:
+            assert file_maps.mapped([shell.pid], root) == set()  # a process that maps nothing
+        finally:
+            shell.kill()
+            shell.wait()
+    finally:
+        _end(holder)
+    assert file_maps.mapped([holder.pid], root) == set()  # gone: nothing, no error
+
+
+def test_a_launcher_s_tree_is_read_below_it(tmp_path: Path) -> None:
+    """The pool knows the launcher's pid, not the kernel's: the maps of its descendants are read."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "m.bin").write_bytes(b"\0" * 4096)
+    code = (
+        "import mmap, sys; f = open(sys.argv[1], 'r+b'); m = mmap.mmap(f.fileno(), 0); "
+        "print('ready', flush=True); sys.stdin.read()"
+    )
+    launcher = subprocess.Popen(
+        [sys.executable, "-c", f"import subprocess, sys; subprocess.run([sys.executable, '-c', {code!r}, sys.argv[1]])",
+         str(root / "m.bin")],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    )
+    try:
+        assert launcher.stdout is not None and launcher.stdout.readline() == b"ready\n"
+        assert file_maps.mapped([launcher.pid], root) == {"m.bin"}
+    finally:
+        _end(launcher)
