@@ -285,27 +285,33 @@ async def test_undo_after_undo_of_runs_that_wrote_the_same_file_goes_on_back(ses
     assert (s.root / "a.txt").read_text() == "one"
 
 
-async def test_writes_only_through_a_memory_map_are_the_runs_and_undo_brings_them_back(session: Session) -> None:
+@pytest.mark.parametrize("sandbox", ["off", pytest.param("bubblewrap", marks=needs_bwrap)])
+async def test_writes_only_through_a_memory_map_are_the_runs_and_undo_brings_them_back(
+    workspace_root: Path, home: Path, sandbox: str
+) -> None:
     """A run that writes a workspace file only through a map opened by an earlier run raises no file event;
     a write to a page already dirty does not even change the file's times. The server reads the kernel's
-    writable maps after each run and compares such a file by content: undo of each run puts back what that
-    run found, one step at a time."""
-    s = session
-    (s.root / "data.bin").write_bytes(b"\0" * 4096)
-    for code in (
-        "import mmap\nf = open('data.bin', 'r+b')\nm = mmap.mmap(f.fileno(), 0)",
-        "m[0:4] = b'ONE!'",
-        "m[0:4] = b'TWO!'",  # the same page, dirty since the run before: the file's mtime stays
-    ):
-        _run, status = await s.run_and_wait(code)
-        assert status["state"] == "ok", s.text(_run)
-    assert (s.root / "data.bin").read_bytes()[:4] == b"TWO!"
-    result = await s.command(p.UNDO, {})
-    assert result["restored"] == ["data.bin"], result
-    assert (s.root / "data.bin").read_bytes() == b"ONE!" + b"\0" * 4092
-    result = await s.command(p.UNDO, {})
-    assert result["restored"] == ["data.bin"], result
-    assert (s.root / "data.bin").read_bytes() == b"\0" * 4096
+    writable maps after each run (in the sandbox too: the kernel's tree below bubblewrap) and compares such a
+    file by content: undo of each run puts back what that run found, one step at a time."""
+    (workspace_root / "data.bin").write_bytes(b"\0" * 4096)
+    s = await start_session(workspace_root, home, configuration={"sandbox": sandbox})
+    try:
+        for code in (
+            "import mmap\nf = open('data.bin', 'r+b')\nm = mmap.mmap(f.fileno(), 0)",
+            "m[0:4] = b'ONE!'",
+            "m[0:4] = b'TWO!'",  # the same page, dirty since the run before: the file's mtime stays
+        ):
+            _run, status = await s.run_and_wait(code)
+            assert status["state"] == "ok", s.text(_run)
+        assert (s.root / "data.bin").read_bytes()[:4] == b"TWO!"
+        result = await s.command(p.UNDO, {})
+        assert result["restored"] == ["data.bin"], result
+        assert (s.root / "data.bin").read_bytes() == b"ONE!" + b"\0" * 4092
+        result = await s.command(p.UNDO, {})
+        assert result["restored"] == ["data.bin"], result
+        assert (s.root / "data.bin").read_bytes() == b"\0" * 4096
+    finally:
+        await stop_session(s)
 
 
 async def test_a_write_through_a_memory_map_is_in_the_next_runs_pre_image(session: Session) -> None:
