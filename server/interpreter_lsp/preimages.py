@@ -103,6 +103,7 @@ class PreimageStore:
         self.limit = limit
         self.used = 0
         self._index: dict[str, tuple[Signature, str | None]] = {}
+        self._rehash: set[str] = set()  # read_again: hashed first, copied only if the store lacks that content
         self._racy: set[str] = set()  # changed too close to the last walk for its signature to tell
         self._prepared = False
 
@@ -215,6 +216,11 @@ class PreimageStore:
                 f"the undo store is full ({self.limit // 1024**2} MiB of pre-images this session): "
                 f"{relative} ({size // 1024**2} MiB) was not copied before the run"
             )
+        if relative in self._rehash:
+            self._rehash.discard(relative)
+            known = self._stored_as(relative)
+            if known is not None:
+                return known, None
         temporary = self.blobs / f".in-{os.getpid()}-{abs(hash(relative))}"
         digest = hashlib.sha256()
         try:
@@ -250,6 +256,23 @@ class PreimageStore:
                 temporary.unlink()
             return None, f"{relative} could not be copied before the run ({exc.strerror or exc})"
 
+    def _stored_as(self, relative: str) -> str | None:
+        """The digest of the file's content if the store holds that content already (one read, no write)."""
+        from .safety.paths import open_inside
+
+        digest = hashlib.sha256()
+        try:
+            source = open_inside(self.root, relative)
+            try:
+                while chunk := os.read(source, 1 << 20):
+                    digest.update(chunk)
+            finally:
+                os.close(source)
+        except OSError:
+            return None  # the copy says why
+        name = digest.hexdigest()
+        return name if (self.blobs / name).exists() else None
+
     def collect(self, needed: set[str]) -> None:
         """Free the blobs nothing needs: neither a kept run's pre-image nor the workspace's current content
         (the next run's pre-image)."""
@@ -272,9 +295,11 @@ class PreimageStore:
 
     def read_again(self, paths: Iterable[str]) -> None:
         """The next look copies these files whatever their signatures say (mapped writable: a write through
-        the map can leave a file's size and times as they were)."""
+        the map can leave a file's size and times as they were). Hashed before they are copied: most of the
+        time their content is already in the store, and a large map is then read, not written again."""
         for relative in paths:
             self._index.pop(relative, None)
+            self._rehash.add(relative)
 
     def current(self, relative: str) -> Signature | None:
         try:

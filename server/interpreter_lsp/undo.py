@@ -184,7 +184,9 @@ class FileUndo:
             return
         for path in sorted(self._mapped - set(record.changes)):
             before, after = record.before.files.get(path), now.files.get(path)
-            if before is not None and after is not None and before[1] is not None and before[1] != after[1]:
+            # A side not copied (past the store's bounds) cannot be compared: the run may have changed it, and
+            # an undo names it (with why it has no copy) rather than say nothing.
+            if before is not None and after is not None and (None in (before[1], after[1]) or before[1] != after[1]):
                 record.changes[path] = "modified"
                 record.after[path] = after[0]
                 record.by_map.add(path)
