@@ -192,7 +192,9 @@ local function settled_redraw()
   vim.wait(10000, function()
     for _, win in ipairs(vim.api.nvim_list_wins()) do
       local active = hl.active[vim.api.nvim_win_get_buf(win)]
-      if active and active.parsing and active.parsing[win] then
+      -- Neovim 0.11: a table by window (0.10 had one boolean for the buffer).
+      local pending = active and (type(active.parsing) == "table" and active.parsing[win] or active.parsing == true)
+      if pending then
         return false
       end
     end
