@@ -30,6 +30,7 @@ HOLDER = textwrap.dedent(
     shared(os.path.join(root, "private.bin"), mmap.ACCESS_COPY)  # writable, not shared: the file never changes
     shared(os.path.join(root, "gone.bin"))
     os.remove(os.path.join(root, "gone.bin"))  # mapped still, but no longer in the workspace
+    shared(os.path.join(root, "named (deleted)"))  # a file really named so: found
     if os.fork() == 0:  # a fork running the same program (as a variables snapshot is): its maps are the same
         sys.stdin.read()
         os._exit(0)
@@ -50,7 +51,7 @@ def _end(process: subprocess.Popen[bytes]) -> None:
 def test_only_shared_writable_maps_of_workspace_files_are_found(tmp_path: Path) -> None:
     root, outside = tmp_path / "work space", tmp_path / "outside"
     for path in (root / "data dir" / "table.bin", root / ".venv" / "cache.bin", outside / "elsewhere.bin",
-                 root / "read.bin", root / "private.bin", root / "gone.bin"):
+                 root / "read.bin", root / "private.bin", root / "gone.bin", root / "named (deleted)"):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(b"\0" * 4096)
     holder = subprocess.Popen(
@@ -58,7 +59,7 @@ def test_only_shared_writable_maps_of_workspace_files_are_found(tmp_path: Path) 
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline() == b"ready\n"
-        assert file_maps.mapped([holder.pid], root) == {"data dir/table.bin"}
+        assert file_maps.mapped([holder.pid], root) == {"data dir/table.bin", "named (deleted)"}
         # The tree is walked from the kernel's launcher down: a parent's pid finds its child's maps.
         shell = subprocess.Popen(["sleep", "60"])
         try:

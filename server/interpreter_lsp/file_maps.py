@@ -67,7 +67,8 @@ def mapped(roots: Iterable[int], root: Path) -> set[str]:
             continue  # gone, or not ours to read
         for match in _SHARED_WRITABLE.finditer(data):
             path = match.group(1)
-            if not path.startswith(base) or path.endswith(_DELETED):
+            # " (deleted)": the file was removed while mapped, unless a file of that very name is there.
+            if not path.startswith(base) or (path.endswith(_DELETED) and not os.path.isfile(path)):
                 continue
             parts = os.fsdecode(path[len(base):]).split("/")
             if SKIP_DIRS.intersection(parts[:-1]) or parts[-1].startswith(PROBE_PREFIX):
