@@ -194,3 +194,33 @@ async def test_history_restores_the_conversation(host: FakeHost, loop: Loop, tmp
     again = Conversation(History(tmp_path / "history.jsonl"), tmp_path)
     assert [e["type"] for e in again.events] == types(loop)
     assert again.model_messages("system")[1:] == loop.conversation.model_messages("system")[1:]
+
+
+async def test_the_view_of_a_long_conversation_is_built_off_the_loop_and_is_the_same(
+    host: FakeHost, loop: Loop, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Weeks of turns before a compaction: rebuilding the model's view of 900 events (~4 ms, three times a
+    turn) is not done on the event loop, and what the model reads is what the view built inline gives."""
+    import threading
+
+    conversation = loop.conversation
+    for i in range(300):
+        turn = f"t-{i}"
+        conversation.add(p.UserEvent(turn, f"question {i}", f"question {i}"))
+        conversation.add(p.AssistantEvent(turn, f"answer {i}"))
+        conversation.add(p.TurnEndEvent(turn, "done"))
+    built_in: list[int] = []
+    inline = Conversation.model_view
+
+    def recording(self: Conversation, *args: object, **kwargs: object) -> object:
+        built_in.append(threading.get_ident())
+        return inline(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Conversation, "model_view", recording)
+    host.replies.append(["Fine."])
+    assert (await ended(host, loop.chat("one more")))["state"] == "done"
+    assert built_in and threading.get_ident() not in built_in
+    [request] = host.requests
+    asked = next(i for i, e in enumerate(conversation.events) if e.get("text") == "one more")
+    assert request == inline(conversation, request[0]["content"], conversation.events[: asked + 1]).messages
+    assert len(request) == 1 + 2 * 300 + 1 and "one more" in request[-1]["content"]

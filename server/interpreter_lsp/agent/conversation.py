@@ -149,14 +149,21 @@ class Conversation:
         return self.model_view(system, native=native).messages
 
     def model_view(
-        self, system: str, events: list[dict[str, Any]] | None = None, *, vision: bool = False, native: bool = False
+        self,
+        system: str,
+        events: list[dict[str, Any]] | None = None,
+        *,
+        vision: bool = False,
+        native: bool = False,
+        summary: str = "",
     ) -> View:
         """The chat messages for the model: the latest compaction's summary (the first user message: it is
         data, not instructions, and the system message stays the same for providers' prompt caches) and
         what happened after the turns it condensed. Consecutive messages of one role are merged, as some
         providers require user and assistant to alternate. A request that failed before the model said
         anything (no model configured, an outage) is left out: it would otherwise be glued to the next.
-        `events`: a view of these events instead (the turns a summary condenses). `vision`: the model can
+        `events`: a view of these events instead (the turns a summary condenses, or `view_events` copied,
+        with its `summary`, for a view built in a thread). `vision`: the model can
         see images: the most recent ones runs produced go as image parts (agent/images.py).
 
         Native tool calls (agent/runtool.py): with `native` (this request offers the tool), an assistant
@@ -165,7 +172,6 @@ class Conversation:
         user-role messages that happen meanwhile (a kernel restart, code the user ran) follow the answers.
         Without `native` (fences, or a model that cannot call tools now), the same calls read as fenced
         blocks and their results as user messages, as a fenced block's would."""
-        summary = ""
         if events is None:
             events, summary = self.view_events()
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
