@@ -32,6 +32,9 @@ MIN_REPLY = 256
 NOTE_ROOM = 40  # tokens kept for the note that says messages were left out
 INLINE_CHARS = 4000  # new text counted on the event loop below this size (~0.3 ms), in a thread above
 CACHE_SLACK = 256  # counts kept beyond the current view's before the cache is pruned
+# A message's cache key costs ~4 µs (its text hashed anew: each view builds new strings): past this many
+# messages the keys are made in a thread (4,000 messages: ~17 ms that held the event loop).
+KEYS_ON_LOOP = 500
 
 
 @dataclass(frozen=True)
@@ -77,7 +80,11 @@ class TokenCache:
         left it may be forgotten."""
         if (facts.model, facts.counter) != self._model:
             self._model, self._counts = (facts.model, facts.counter), {}
-        keys = [_key(m) for m in messages]
+        keys = (
+            [_key(m) for m in messages]
+            if len(messages) <= KEYS_ON_LOOP
+            else await asyncio.to_thread(lambda: [_key(m) for m in messages])
+        )
         missing = {k: m for k, m in zip(keys, messages, strict=True) if k not in self._counts}
         if missing:
             items = list(missing.items())

@@ -78,6 +78,13 @@ class ContextKeeper:
         code_format = self.host.settings.code_format
         return code_format == "tools" or (code_format == "auto" and facts.function_calling)
 
+    async def _render(self, system: str, events: list[dict[str, Any]], **options: Any) -> Any:
+        """The model's view of `events` (Conversation.model_view): on the loop when short, else in a thread, from
+        a copy of the list (the loop goes on adding events: the view is as of this call)."""
+        if len(events) <= VIEW_ON_LOOP:
+            return self.conversation.model_view(system, events, **options)
+        return await asyncio.to_thread(self.conversation.model_view, system, list(events), **options)
+
     async def _view(self, facts: ModelFacts) -> tuple[Any, list[dict[str, Any]] | None, int]:
         """The conversation's view for the next request, the tools it offers, and their tokens (the
         tools' schema travels with every request: it takes room in the window like a message)."""
@@ -85,15 +92,7 @@ class ContextKeeper:
         events, summary = self.conversation.view_events()
         if facts.vision:  # large images are downscaled off the loop before the view takes them
             await images.prepare(images_to_send(events))
-        system = self.system(native)
-        if len(events) <= VIEW_ON_LOOP:
-            view = self.conversation.model_view(system, events, summary=summary, vision=facts.vision, native=native)
-        else:
-            # Built from a copy of the list (the loop goes on adding events): it is as of this request.
-            view = await asyncio.to_thread(
-                self.conversation.model_view, system, list(events), summary=summary, vision=facts.vision,
-                native=native,
-            )
+        view = await self._render(self.system(native), events, summary=summary, vision=facts.vision, native=native)
         if not native:
             return view, None, 0
         tools = runtool.tools(self.host.available_languages())
@@ -186,7 +185,7 @@ class ContextKeeper:
         self, plan: compaction.Plan, facts: ModelFacts, limits: budget.Limits, turn_id: str | None
     ) -> Compacted:
         previous = self._summary()
-        condensed = self.conversation.model_view("", events=plan.events).messages
+        condensed = (await self._render("", plan.events)).messages
         room = compaction.summary_reply_room(limits.window)
         # The transcript's share of the window, in characters, from this model's own ratio.
         counts = await self.cache.counts(condensed, facts)
@@ -230,7 +229,7 @@ class ContextKeeper:
         for candidate in plan.turns:
             start = after_turn(self.conversation.events, candidate)
             rest = [e for e in self.conversation.events[start:] if e.get("type") != "compaction"]
-            messages = self.conversation.model_view(system, events=rest, vision=facts.vision, native=native).messages
+            messages = (await self._render(system, rest, vision=facts.vision, native=native)).messages
             if sum(await self.cache.counts(messages, facts)) <= target:
                 chosen = candidate
                 break
