@@ -136,6 +136,8 @@ class FileUndo:
                 await asyncio.to_thread(self.store.collect, self._needed())
             # After a run (the warm-up, or this run's own snapshot if it comes first), a mapped file is read
             # again whatever its signature says: a write through the map may leave its size and times.
+            if self._map_check is not None and not walk:
+                await self._read_maps()  # before the warm-up could: the maps as the last run left them
             maps = self._mapped if walk or self._map_check is not None else frozenset()
             self.store.read_again(maps)
             if (known := await self._since_last(update=not walk, also=maps)) is not None:
