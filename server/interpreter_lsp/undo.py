@@ -243,18 +243,25 @@ class FileUndo:
             return RedoFiles(None, f"the workspace could not be copied before the undo ({exc})")
         return RedoFiles(before, None)
 
-    def written_back(self, run_ids: list[str], restored: list[str], removed: list[str]) -> None:
-        """An undo of `run_ids` wrote `restored` back and removed `removed`: where that is exactly what an earlier
-        run left (nothing changed the file between that run and the first one undone), the file is as the
-        earlier run left it, in another inode. An undo of that run next must not take it for a change made
-        after it (it would keep it and say so)."""
+    def undone(self, point: RedoFiles, run_ids: list[str], restored: list[str], removed: list[str]) -> RedoFiles:
+        """The undo of `run_ids` wrote `restored` and removed `removed`: what a redo puts back, kept until
+        `release`. Where that is exactly what an earlier run left (nothing changed the file between that run
+        and the first one undone), the file is as the earlier run left it, in another inode: an undo of that
+        run next must not take it for a change made after it (it would keep it and say so)."""
+        self._written_back(run_ids, {*restored, *removed})
+        point.paths = sorted({*restored, *removed})
+        point.after = {path: self.store.current(path) for path in point.paths}
+        self._redo.append(point)
+        return point
+
+    def _written_back(self, run_ids: list[str], paths: set[str]) -> None:
         undone = set(run_ids)
         before_them: list[_RunFiles] = []  # the runs known from before the first one undone, in order
         for run_id, record in self._runs.items():
             if run_id in undone:
                 break
             before_them.append(record)
-        for path in {*restored, *removed}:
+        for path in paths:
             first = next((self._runs[r] for r in run_ids if r in self._runs and path in self._runs[r].changes), None)
             earlier = [record for record in before_them if path in record.changes]
             if first is None or not earlier:
@@ -262,13 +269,6 @@ class FileUndo:
             entry = first.before.files.get(path)
             if earlier[-1].after.get(path) == (entry[0] if entry is not None else None):
                 earlier[-1].after[path] = self.store.current(path)
-
-    def undone(self, point: RedoFiles, restored: list[str], removed: list[str]) -> RedoFiles:
-        """The undo wrote `restored` and removed `removed`: what a redo puts back, kept until `release`."""
-        point.paths = sorted({*restored, *removed})
-        point.after = {path: self.store.current(path) for path in point.paths}
-        self._redo.append(point)
-        return point
 
     def redo_plan(self, point: RedoFiles) -> Plan:
         """Each path the undo changed back as the undo found it; one changed since is kept, and named."""

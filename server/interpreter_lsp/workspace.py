@@ -554,12 +554,12 @@ class Workspace:
         variables_before = await self.variable_undo.redo_point(events)
         restored, removed, failed = await self.file_undo.apply(plan)
         run_ids = [str(e.get("runId")) for e in events if e.get("type") == "run"]
-        self.file_undo.written_back(run_ids, restored, removed)
+        files_point = self.file_undo.undone(files_before, run_ids, restored, removed)
         self.file_undo.warm()  # the files put back are the next run's pre-images: copied now, off its path
         variables = await self.variable_undo.plan(events, commit=True)
         # The undone runs' pre-images and snapshots stay while a redo can bring the runs back (a later undo
         # of them needs them); _redo_discarded lets them go.
-        point = _RedoPoint(run_ids, self.file_undo.undone(files_before, restored, removed), variables_before)
+        point = _RedoPoint(run_ids, files_point, variables_before)
         dropped = self.conversation.undo(point) or []
         lost = [*variables.lost, *plan.lost, *failed]
         if run_ids:

@@ -20,7 +20,7 @@ from ..errors import UserError
 from ..llm.errors import ModelError
 from ..llm.models import ModelFacts
 from . import budget, compaction, images, prompt, runtool
-from .conversation import Conversation, after_turn, images_to_send
+from .conversation import Conversation, View, after_turn, images_to_send
 from .host import LoopHost
 
 log = logging.getLogger(__name__)
@@ -78,7 +78,7 @@ class ContextKeeper:
         code_format = self.host.settings.code_format
         return code_format == "tools" or (code_format == "auto" and facts.function_calling)
 
-    async def _render(self, system: str, events: list[dict[str, Any]], **options: Any) -> Any:
+    async def _render(self, system: str, events: list[dict[str, Any]], **options: Any) -> View:
         """The model's view of `events` (Conversation.model_view): on the loop when short, else in a thread, from
         a copy of the list (the loop goes on adding events: the view is as of this call)."""
         if len(events) <= VIEW_ON_LOOP:
