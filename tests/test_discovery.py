@@ -22,6 +22,10 @@ from interpreter_lsp.llm.errors import ModelError
 from interpreter_lsp.safety.secrets import is_secret_name
 from scripted_model import ScriptedModel
 
+# The probe's own bound (0.3 s) is for a server that is there and quick; a test whose server must be found
+# gives it the time a busy machine needs to answer from a thread.
+ANSWERS_WITHIN = 10.0
+
 
 class FakeServer:
     """Answers GET `path` with `payload` (JSON, or raw bytes), 404 elsewhere."""
@@ -80,7 +84,7 @@ OLLAMA_TAGS = {
 
 async def test_ollama_first_model() -> None:
     with FakeServer("/api/tags", OLLAMA_TAGS) as ollama:
-        found = await discover_local_model(ollama_port=ollama.port, lm_studio_port=free_port())
+        found = await discover_local_model(ANSWERS_WITHIN, ollama_port=ollama.port, lm_studio_port=free_port())
 
     assert found == ("ollama_chat/qwen2.5-coder:7b", f"http://127.0.0.1:{ollama.port}")
     assert ollama.hits == ["/api/tags"]
@@ -89,13 +93,13 @@ async def test_ollama_first_model() -> None:
 async def test_ollama_embedding_models_are_skipped() -> None:
     tags = {"models": [{"name": "nomic-embed-text:latest"}, {"name": "mistral:7b"}]}
     with FakeServer("/api/tags", tags) as ollama:
-        found = await discover_local_model(ollama_port=ollama.port, lm_studio_port=free_port())
+        found = await discover_local_model(ANSWERS_WITHIN, ollama_port=ollama.port, lm_studio_port=free_port())
 
     assert found == ("ollama_chat/mistral:7b", f"http://127.0.0.1:{ollama.port}")
 
 
 async def test_lm_studio_when_there_is_no_ollama(lm_studio: ScriptedModel) -> None:
-    found = await discover_local_model(ollama_port=free_port(), lm_studio_port=lm_studio.port)
+    found = await discover_local_model(ANSWERS_WITHIN, ollama_port=free_port(), lm_studio_port=lm_studio.port)
 
     assert found == ("openai/scripted", lm_studio.base_url)
     assert lm_studio.requests == []  # only listed, no chat request
@@ -103,14 +107,14 @@ async def test_lm_studio_when_there_is_no_ollama(lm_studio: ScriptedModel) -> No
 
 async def test_lm_studio_when_ollama_has_no_models(lm_studio: ScriptedModel) -> None:
     with FakeServer("/api/tags", {"models": []}) as ollama:
-        found = await discover_local_model(ollama_port=ollama.port, lm_studio_port=lm_studio.port)
+        found = await discover_local_model(ANSWERS_WITHIN, ollama_port=ollama.port, lm_studio_port=lm_studio.port)
 
     assert found == ("openai/scripted", lm_studio.base_url)
 
 
 async def test_ollama_wins_when_both_answer(lm_studio: ScriptedModel) -> None:
     with FakeServer("/api/tags", OLLAMA_TAGS) as ollama:
-        found = await discover_local_model(ollama_port=ollama.port, lm_studio_port=lm_studio.port)
+        found = await discover_local_model(ANSWERS_WITHIN, ollama_port=ollama.port, lm_studio_port=lm_studio.port)
 
     assert found is not None and found[0] == "ollama_chat/qwen2.5-coder:7b"
 
@@ -133,7 +137,7 @@ async def test_a_server_that_never_answers_is_bounded_by_the_timeout() -> None:
         elapsed = time.monotonic() - started
 
     assert found is None
-    assert 0.25 <= elapsed < 1.5
+    assert 0.25 <= elapsed < 5.0  # quiet, ~0.3 s; bounded, not a wait for ever
 
 
 @pytest.mark.parametrize(
@@ -143,7 +147,7 @@ async def test_a_server_that_never_answers_is_bounded_by_the_timeout() -> None:
 )
 async def test_other_servers_on_the_port_are_not_mistaken_for_ollama(status: int, payload: Any) -> None:
     with FakeServer("/api/tags", payload, status) as other:
-        found = await discover_local_model(ollama_port=other.port, lm_studio_port=free_port())
+        found = await discover_local_model(ANSWERS_WITHIN, ollama_port=other.port, lm_studio_port=free_port())
 
     assert found is None
 
@@ -204,7 +208,7 @@ async def test_ollama_host_from_the_environment_is_probed(clean_env: pytest.Monk
     with FakeServer("/api/tags", OLLAMA_TAGS) as ollama:
         clean_env.setenv("OLLAMA_HOST", f"127.0.0.1:{ollama.port}")
         clean_env.setenv("LM_STUDIO_API_BASE", f"http://127.0.0.1:{free_port()}/v1")
-        found = await discover_local_model()
+        found = await discover_local_model(ANSWERS_WITHIN)
 
     assert found == ("ollama_chat/qwen2.5-coder:7b", f"http://127.0.0.1:{ollama.port}")
 
@@ -213,7 +217,7 @@ async def test_ollama_host_from_the_environment_is_probed(clean_env: pytest.Monk
 async def test_ollama_host_forms_that_name_loopback(clean_env: pytest.MonkeyPatch, form: str) -> None:
     with FakeServer("/api/tags", OLLAMA_TAGS) as ollama:
         clean_env.setenv("OLLAMA_HOST", form.format(port=ollama.port))
-        found = await discover_local_model(lm_studio_port=free_port())
+        found = await discover_local_model(ANSWERS_WITHIN, lm_studio_port=free_port())
 
     assert found is not None and found[1] == f"http://127.0.0.1:{ollama.port}"
 
@@ -224,7 +228,7 @@ async def test_lm_studio_api_base_from_the_environment_is_probed(
     clean_env.setenv("OLLAMA_HOST", f"127.0.0.1:{free_port()}")
     clean_env.setenv("LM_STUDIO_API_BASE", lm_studio.base_url)
 
-    found = await discover_local_model()
+    found = await discover_local_model(ANSWERS_WITHIN)
 
     assert found == ("openai/scripted", lm_studio.base_url)
 
@@ -250,7 +254,7 @@ async def test_a_discovered_lm_studio_model_answers_without_any_key(
     clean_env: pytest.MonkeyPatch, lm_studio: ScriptedModel
 ) -> None:
     lm_studio.reply("hello without a key")
-    found = await discover_local_model(ollama_port=free_port(), lm_studio_port=lm_studio.port)
+    found = await discover_local_model(ANSWERS_WITHIN, ollama_port=free_port(), lm_studio_port=lm_studio.port)
     assert found is not None
     model, api_base = found
 

@@ -62,15 +62,15 @@ async def test_over_budget_keeps_what_was_found_before_the_deadline() -> None:
     code = "import shutil\nshutil.rmtree('/')\n" + "\n".join(f"x_{i} = open('f{i}').read()" for i in range(6_000))
     too_long = "the code took too long to check in full: read it before it runs"
     # The budget in this machine's time, now: enough to parse and check the first lines, far from enough for
-    # all 6,000 (checking them takes about five parses). On a busy machine the rating's own parse can take
-    # longer than the one measured here, so the deadline comes before any line was checked: then a larger
-    # budget, measured again.
-    for factor in (2, 3, 4):
+    # all 6,000 (checking them takes about five parses). On a busy machine one rating can be slowed more than
+    # the parse measured just before it (the deadline comes before any line was checked) or less (it checks
+    # everything): each try measures again, and the budget moves between two and six parses.
+    for attempt in range(30):
         start = time.perf_counter()
         ast.parse(code)
-        budget = factor * (time.perf_counter() - start)
+        budget = (2 + attempt % 5) * (time.perf_counter() - start)
         risk = await rate(code, "python", WORKSPACE, budget=budget)
-        if risk.reasons != [too_long]:
+        if too_long in risk.reasons and len(risk.reasons) > 1:
             break
     assert risk.level == "high", risk
     assert "deletes the whole file system: /" in risk.reasons

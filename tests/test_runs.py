@@ -103,6 +103,32 @@ async def test_interrupt_busy_loop(session: Session) -> None:
     await _interrupt_while_running(session, "while True:\n    pass")
 
 
+async def test_an_interrupt_the_kernel_answers_late_without_a_reply_keeps_the_state(session: Session) -> None:
+    """The race behind a rare restart on a loaded machine: the first SIGINTs are lost (ipykernel ignores
+    SIGINT between a request and its handler), a later one lands in the kernel's own handler and the kernel
+    goes idle with no reply, late in the interrupt's grace; the reply it dropped is given up only
+    NO_REPLY_WAIT (5 s) after the idle status, past the grace (10 s). A kernel that is idle runs no code:
+    the run ends as interrupted and the kernel is not restarted. Modelled by a handler that ignores SIGINT
+    for 6 s, then ends the request without a reply."""
+    await session.run_and_wait(
+        "kept = 'state survives'\n"
+        "import signal, time\n"
+        "_k = get_ipython().kernel\n_orig = _k.do_execute\n"
+        "def _deaf(**kw):\n    if kw.get('silent'):\n        return _orig(**kw)\n"
+        "    _k.do_execute = _orig\n    signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+        "    time.sleep(6)\n    raise KeyboardInterrupt\n"
+        "_k.do_execute = _deaf"
+    )
+    run_id = await session.run("print('never runs')")
+    await session.wait_for(lambda: any(s["state"] == "running" for s in session.statuses(run_id)), what="running")
+    await session.command(p.INTERRUPT, {})
+    status = await session.finished(run_id, timeout=60)
+    assert status["state"] == "interrupted", status
+    check, _ = await session.run_and_wait("print(kept)")
+    assert session.text(check) == "state survives\n"
+    assert "restarting" not in [n["state"] for n in session.notes[p.KERNEL_STATUS]]
+
+
 async def test_interrupt_cancels_queued_runs(session: Session) -> None:
     first = await session.run("import time\ntime.sleep(1e6)")
     second = await session.run("print('never')")

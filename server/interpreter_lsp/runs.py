@@ -16,6 +16,7 @@ from typing import Any
 from .files import FileChanges, Touched
 from .gate import Approval, Ledger
 from .kernels.backend import ExecuteReply, KernelBackend, KernelDied, KernelStartError
+from .kernels.execution import NO_REPLY_WAIT
 from .kernels.pool import KernelPool
 from .languages import canonical_language
 from .notebook import OutputRecords
@@ -68,6 +69,7 @@ class Run:
     executing: bool = False
     interrupt_requested: bool = False
     interrupt_landed: bool = False  # the kernel raised KeyboardInterrupt in this run's code
+    code_ended: bool = False  # the kernel is done with its code (its reply or its idle status came)
     input_cancelled: bool = False
     source: dict[str, Any] | None = None
     code_hash: str | None = None  # what its approval was bound to (gate.py)
@@ -88,6 +90,7 @@ class _Sink:
         self._manager._status(self._run, "running")
 
     def on_ended(self) -> None:
+        self._run.code_ended = True
         if self.ended is not None:
             self.ended()
 
@@ -361,18 +364,25 @@ class RunManager:
         """SIGINT the kernel; if the executions have not ended within the grace time, restart it.
         ipykernel ignores SIGINT between receiving a request and starting its handler, so a signal that
         lands in that instant is lost: it is sent again every INTERRUPT_RESEND seconds until the kernel
-        shows a KeyboardInterrupt for every run. Not after: a second SIGINT while the kernel formats the
-        first one's traceback (seconds, on a busy machine) can cost the run its reply, and then its state
-        with the fallback restart."""
+        shows a KeyboardInterrupt for every run, or is done with its code. Not after: a second SIGINT while
+        the kernel formats the first one's traceback (seconds, on a busy machine) can cost the run its
+        reply, and then its state with the fallback restart.
+
+        The restart is for code that ignores SIGINT, so only a run whose code still runs earns it: a kernel
+        that went idle for every run is done with their code, and what is left ends by itself (a reply it
+        dropped, NO_REPLY_WAIT after the idle status), however late in the grace the idle came."""
         kernel = self._pool.existing(language)
         if kernel is None:
             return
+        loop = asyncio.get_running_loop()
         still: set[asyncio.Future[Any]] = set(executions)
-        deadline = asyncio.get_running_loop().time() + INTERRUPT_GRACE
-        while still and asyncio.get_running_loop().time() < deadline:
-            if not all(run.interrupt_landed for run in runs):
+        deadline = loop.time() + INTERRUPT_GRACE
+        while still and loop.time() < deadline and not all(run.code_ended for run in runs):
+            if not all(run.interrupt_landed or run.code_ended for run in runs):
                 await kernel.interrupt()
             _done, still = await asyncio.wait(still, timeout=INTERRUPT_RESEND)
+        if still and all(run.code_ended for run in runs):
+            _done, still = await asyncio.wait(still, timeout=NO_REPLY_WAIT + INTERRUPT_GRACE)
         if still:
             log.warning("%s kernel ignored the interrupt; restarting it", language)
             with contextlib.suppress(Exception):

@@ -36,7 +36,7 @@ from .kernels.specs import installed_languages
 from .languages import PYTHON, SHELL, canonical_language
 from .llm import routes
 from .llm.client import Completion, ModelConfig, stream_completion
-from .llm.discovery import discover_local_model, no_model_help
+from .llm.discovery import CHAT_PROBE_TIMEOUT, discover_local_model, no_model_help
 from .llm.endpoints import PLACEHOLDER_KEY
 from .llm.errors import NO_MODEL, ModelError
 from .llm.loader import is_loaded, start_direct_warm_up, start_warm_up
@@ -897,7 +897,9 @@ class Workspace:
         model, api_base, api_key = s.model, s.api_base, s.api_key
         if not model:
             if self._discovered is None:
-                self._discovered = await discover_local_model()
+                # The user waits for this chat anyway: a local server slowed by a busy machine gets longer
+                # than the warm-up's look ahead before the chat says no model was found.
+                self._discovered = await discover_local_model(timeout=CHAT_PROBE_TIMEOUT)
             if self._discovered is None:
                 raise ModelError(no_model_help(), NO_MODEL)
             model, api_base = self._discovered

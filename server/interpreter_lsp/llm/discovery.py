@@ -56,8 +56,13 @@ def _not_loopback(value: str) -> bool:
     return not is_loopback(name)
 
 
+# Seconds a probe waits for an answer: ahead of a chat (warm-up), and for the chat that needs the model.
+PROBE_TIMEOUT = 0.3
+CHAT_PROBE_TIMEOUT = 2.0
+
+
 async def discover_local_model(
-    timeout: float = 0.3,
+    timeout: float = PROBE_TIMEOUT,
     *,
     host: str = "127.0.0.1",
     ollama_port: int | None = None,
