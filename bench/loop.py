@@ -5,6 +5,10 @@ its closing reply -> turn done (two model calls and one run, against the scripte
 two raw httpx streams of the same replies from the same scripted model, and one bare jupyter_client run
 of the same code. Interleaved, so that the machine's load hits both alike.
 
+A raw stream sends the very body the server sent for that call in the turn just measured (the model's
+process keeps the last one of each kind): the conversation so far, which grows by a turn each time, is
+part of what a model call costs whoever sends it. The ratio against a one-message request is printed too.
+
 The scripted model serves from a process of its own, as a user's model does: in this process, its thread
 would wait for the GIL while the bench's LSP client reads the server's notifications (the turn's model
 calls were charged ~2 ms each for that; the raw calls, made while nothing else happens, were not).
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import statistics
 import subprocess
 import sys
@@ -44,11 +49,15 @@ import sys, time
 sys.path.insert(0, {str(Path(__file__).resolve().parent.parent / "tests")!r})
 from scripted_model import ScriptedModel
 
+import json, pathlib
+KEPT = pathlib.Path(sys.argv[1])
+
 def respond(body):
     last = str(body["messages"][-1].get("content"))
-    if last == "first" or (last != "second" and "print one" in last):
-        return {FIRST!r}
-    return {SECOND!r}
+    which = "first" if last == "first" or (last != "second" and "print one" in last) else "second"
+    if len(body["messages"]) > 1:  # the server's: kept for the raw call that follows
+        (KEPT / which).write_text(json.dumps(body))
+    return {FIRST!r} if which == "first" else {SECOND!r}
 
 with ScriptedModel() as model:
     model.responder = respond
@@ -69,19 +78,24 @@ async def server_turn(s: Session) -> float:
     return took
 
 
-async def raw_call(client, base_url: str, which: str) -> float:
-    body = {"model": "scripted", "messages": [{"role": "user", "content": which}], "stream": True}
+async def raw_call(client, base_url: str, which: str, kept: Path | None = None) -> float:
+    """One raw streamed call; `kept`: with the body the server last sent for `which` (else one message)."""
+    content = (kept / which).read_bytes() if kept is not None and (kept / which).exists() else json.dumps(
+        {"model": "scripted", "messages": [{"role": "user", "content": which}], "stream": True}
+    ).encode()
     start = time.perf_counter()
-    async with client.stream("POST", f"{base_url}/chat/completions", json=body) as response:
+    headers = {"Content-Type": "application/json"}
+    async with client.stream("POST", f"{base_url}/chat/completions", content=content, headers=headers) as response:
         async for _line in response.aiter_lines():
             pass
     return time.perf_counter() - start
 
 
-def start_model() -> tuple[subprocess.Popen[str], str]:
-    """The scripted model in a process of its own; its base url."""
+def start_model(kept: Path) -> tuple[subprocess.Popen[str], str]:
+    """The scripted model in a process of its own, keeping the server's last request bodies in `kept`; its
+    base url."""
     model = subprocess.Popen(
-        [sys.executable, "-c", MODEL_PROCESS], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", MODEL_PROCESS, str(kept)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
     assert model.stdout is not None
     base_url = model.stdout.readline().strip()
@@ -91,7 +105,7 @@ def start_model() -> tuple[subprocess.Popen[str], str]:
     return model, base_url
 
 
-async def main(turns: int, base_url: str) -> None:
+async def main(turns: int, base_url: str, kept: Path) -> None:
     import httpx
 
     with tempfile.TemporaryDirectory(prefix="ilsp-bench-") as tmp:
@@ -102,36 +116,41 @@ async def main(turns: int, base_url: str) -> None:
         settings = {"model": "openai/scripted", "apiBase": base_url, "apiKey": "sk-bench", "autoRun": True}
         km, kc = await bare_kernel(tmp_path)
         s = await start_session(root, home, configuration=settings)
-        served, parts = [], []
+        served, parts, small = [], [], []
         try:
             async with httpx.AsyncClient() as client:
                 for _ in range(3):  # warm both sides: the kernel, the connections
                     await server_turn(s)
-                    await raw_call(client, base_url, "first")
+                    await raw_call(client, base_url, "first", kept)
                     await bare_execute(kc, CODE)
                 for _ in range(turns):
                     served.append(await server_turn(s))
-                    first = await raw_call(client, base_url, "first")
+                    first = await raw_call(client, base_url, "first", kept)
                     run = (await bare_execute(kc, CODE))[0]
-                    second = await raw_call(client, base_url, "second")
+                    second = await raw_call(client, base_url, "second", kept)
                     parts.append(first + run + second)
+                    alone = await raw_call(client, base_url, "first") + await raw_call(client, base_url, "second")
+                    small.append(alone + run)
         finally:
             await stop_session(s)
             kc.stop_channels()
             await km.shutdown_kernel(now=True)
     turn_ms, parts_ms = statistics.median(served) * 1000, statistics.median(parts) * 1000
+    small_ms = statistics.median(small) * 1000
     print(
         f"loop turn (two model calls + one auto-run), median of {turns}: server {turn_ms:.1f} ms, its parts bare "
-        f"(two raw httpx streams + one bare kernel run) {parts_ms:.1f} ms, ratio {turn_ms / parts_ms:.2f}x "
-        "(goal <= 1.5x)"
+        f"(two raw httpx streams of the server's request bodies + one bare kernel run) {parts_ms:.1f} ms, ratio "
+        f"{turn_ms / parts_ms:.2f}x (goal <= 1.5x)\n"
+        f"  against raw streams of a one-message request: {small_ms:.1f} ms, ratio {turn_ms / small_ms:.2f}x"
     )
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--turns", type=int, default=30)
-    model, base_url = start_model()
-    try:
-        asyncio.run(main(parser.parse_args().turns, base_url))
-    finally:
-        model.communicate(timeout=30)  # its stdin closes: it ends
+    with tempfile.TemporaryDirectory(prefix="ilsp-bench-bodies-") as bodies:
+        model, base_url = start_model(Path(bodies))
+        try:
+            asyncio.run(main(parser.parse_args().turns, base_url, Path(bodies)))
+        finally:
+            model.communicate(timeout=30)  # its stdin closes: it ends
