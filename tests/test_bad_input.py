@@ -24,6 +24,12 @@ BAD_ARGUMENTS = [
     (p.RUN, {"code": "1", "language": "cobol"}, "No kernel for language 'cobol'. Available: python, shell"),
     (p.RUN, {"uri": "file:///does/not/exist.py"}, "No document at file:///does/not/exist.py"),
     (p.RUN, {"code": "1", "timeout": -1}, "'timeout' must be a number ≥ 0"),
+    # NaN passes every comparison; JSON parsers (pygls' too) accept NaN and Infinity.
+    (p.RUN, {"code": "1", "timeout": float("nan")}, "'timeout' must be a number ≥ 0"),
+    (p.EXPORT_NOTEBOOK, {"path": "n.ipynb", "verify": True, "verifyTimeout": float("nan")},
+     "'verifyTimeout' must be a number ≥ 1"),
+    (p.EXPORT_NOTEBOOK, {"path": "i.ipynb", "verify": True, "verifyTimeout": float("inf")},
+     "'verifyTimeout' must be a number ≥ 1"),
     (p.VARIABLES, {"language": "shell"}, "python only"),
     (p.RESTART_KERNEL, {"language": 7}, "'language' must be a non-empty string"),
 ]

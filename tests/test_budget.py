@@ -32,6 +32,16 @@ def test_limits_come_from_the_setting_the_model_or_a_guess() -> None:
     assert budget.limits(1000, None, 900).reply_reserve == 500  # never more than half the window
 
 
+def test_a_window_that_is_not_a_positive_finite_number_is_unknown() -> None:
+    """A model's info (litellm's map, a local server's JSON) saying Infinity, NaN, 0 or a string gives no
+    window (the guess is used), never a crash or a window no request can fill."""
+    from interpreter_lsp.llm.models import _facts_of
+
+    for bad in (float("inf"), float("nan"), 0, -5, "8192", True):
+        assert _facts_of("m", {"max_input_tokens": bad}, True, counter="estimate").window is None, bad
+    assert _facts_of("m", {"max_input_tokens": 8192.0}, True, counter="estimate").window == 8192
+
+
 async def test_a_view_that_fits_is_sent_whole() -> None:
     messages = [msg("system", 10, "sys"), msg("user", 10, "q"), msg("assistant", 10, "a")]
     fitted = await budget.fit(messages, budget.TokenCache(), FACTS, 1000, frozenset({1}))

@@ -89,6 +89,20 @@ def test_invalid_values_are_reported_and_the_previous_value_kept() -> None:
     assert "12345678" not in text  # a wrong apiKey is still not shown
 
 
+def test_numbers_that_are_not_finite_are_refused(tmp_path: Path) -> None:
+    """NaN passes every bound check (nan < 1 and nan > 3600 are both false), and JSON and TOML parsers accept
+    nan and inf: a cap of NaN would never stop anything. Refused from every source, the previous value kept."""
+    report = apply(Settings(), {"firstTokenTimeout": float("nan"), "maxCost": float("inf")}, "client")
+    assert (report.settings.first_token_timeout, report.settings.max_cost) == (120.0, None)
+    text = "\n".join(report.errors)
+    assert "interpreter.firstTokenTimeout: expected a number" in text
+    assert "interpreter.maxCost: expected a number" in text
+    (tmp_path / ".interpreter-lsp.toml").write_text("run_timeout = nan\n")
+    report = resolve(tmp_path, [], user_file=tmp_path / "missing.toml")
+    assert report.settings.run_timeout == 0.0
+    assert any("runTimeout: expected a number" in e for e in report.errors), report.errors
+
+
 def test_a_broken_settings_file_is_reported(tmp_path: Path) -> None:
     (tmp_path / ".interpreter-lsp.toml").write_text("model = \n")
     report = resolve(tmp_path, [], user_file=tmp_path / "missing.toml")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -61,7 +62,8 @@ class Args:
         value = self.data.get(key)
         if value is None:
             return None
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < lo:
+        # NaN passes every comparison (a JSON parser may accept NaN and Infinity): finite, or refused.
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < lo:
             raise self._fail(key, f"a number ≥ {lo}")
         return float(value)
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping
@@ -294,7 +295,8 @@ def _check(spec: Spec, value: Any) -> Any:
                                                        for k, v in value.items()):
             raise ValueError("expected an object of language names to kernelspec names")
         return dict(value)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    # NaN passes every bound check below (JSON and TOML parsers accept nan, inf): finite, or refused.
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise ValueError("expected a number")
     if spec.type == "integer" and not float(value).is_integer():
         raise ValueError("expected a whole number")

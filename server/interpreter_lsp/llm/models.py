@@ -13,6 +13,7 @@ Ollama tags) has no window, no price and no abilities.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
@@ -71,7 +72,7 @@ def facts(litellm: ModuleType, config: ModelConfig, *, ask: bool = True) -> Mode
 
     return ModelFacts(
         model=model,
-        window=int(window) if isinstance(window, (int, float)) and window > 0 else None,
+        window=_window(window),
         input_cost=input_cost,
         output_cost=output_cost,
         priced=priced,
@@ -126,7 +127,7 @@ def _facts_of(model: str, info: dict[str, Any], local: bool, *, counter: str) ->
         input_cost = output_cost = 0.0
     return ModelFacts(
         model=model,
-        window=int(window) if isinstance(window, (int, float)) and window > 0 else None,
+        window=_window(window),
         input_cost=input_cost,
         output_cost=output_cost,
         priced=priced,
@@ -177,3 +178,11 @@ def _provider(litellm: ModuleType, config: ModelConfig) -> str:
         return str(litellm.get_llm_provider(model=config.model, api_base=config.api_base)[1])
     except Exception:
         return config.model.split("/", 1)[0] if "/" in config.model else ""
+
+
+def _window(value: Any) -> int | None:
+    """A context window as a model's info gives it: a positive finite number, else unknown (an Ollama
+    server's JSON may say Infinity or NaN, which int() refuses or passes along)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        return None
+    return int(value)
