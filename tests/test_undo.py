@@ -4,6 +4,7 @@ LSP, with real kernels and the scripted model."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -283,6 +284,26 @@ async def test_undo_after_undo_of_runs_that_wrote_the_same_file_goes_on_back(ses
     result = await s.command(p.REDO, {})
     assert result["restored"] == ["a.txt"] and not result["notRestorable"], result
     assert (s.root / "a.txt").read_text() == "one"
+
+
+async def test_two_undos_sent_at_once_are_two_steps_back(session: Session) -> None:
+    """An impatient double press: both undos arrive before the first is done. Each must plan against what the
+    one before it left: the second said it took back the first run while the file it created and its
+    variable stayed (the conversation and the state no longer agreed)."""
+    s = session
+    for code in ("open('a.txt', 'w').write('one'); x = 1", "open('a.txt', 'w').write('two'); x = 2"):
+        _run, status = await s.run_and_wait(code)
+        assert status["state"] == "ok", s.text(_run)
+    first, second = await asyncio.gather(s.command(p.UNDO, {}), s.command(p.UNDO, {}))
+    assert (first["restored"], first["variablesRestored"]) == (["a.txt"], ["x"]), first
+    assert (second["removed"], second["variablesRemoved"]) == (["a.txt"], ["x"]), second
+    assert not (s.root / "a.txt").exists()
+    assert "x" not in [v["name"] for v in (await s.command(p.VARIABLES, {}))["variables"]]
+    # An undo and a redo at once: one after the other, whichever comes first; the state is the one their
+    # order says (undo of nothing left refuses; or the redo brings back the second run, then undo takes it).
+    results = await asyncio.gather(s.command(p.REDO, {}), s.command(p.UNDO, {}), return_exceptions=True)
+    assert not isinstance(results[0], BaseException), results
+    assert (s.root / "a.txt").exists() == isinstance(results[1], BaseException), results
 
 
 @pytest.mark.parametrize("sandbox", ["off", pytest.param("bubblewrap", marks=needs_bwrap)])

@@ -201,6 +201,9 @@ class Workspace:
             History(history_file(root), ctx.redact_shown), root, on_redo_discarded=self._redo_discarded
         )
         self._releasing: set[asyncio.Task[None]] = set()  # redo points' snapshots being dropped
+        # One undo or redo at a time: each plans against the state the one before it left (two undos sent
+        # at once are two steps back, not two plans of the same moment applied over each other).
+        self._time_travel = asyncio.Lock()
         self.gate = Gate(self, self.conversation.record, self._start_checked, ledger)
         self.loop = Loop(self, self.conversation, self.gate)
         self.agent_calls = AgentCalls(self.gate, self.conversation.record)
@@ -524,6 +527,10 @@ class Workspace:
         files its runs wrote, created or deleted. `dry_run`: only say what would be restored and what not.
         `confirm`: also overwrite files changed again after the run (a dry run lists them); without it they
         are kept and named. Whatever cannot come back is named in the result and told to the model."""
+        async with self._time_travel:
+            return await self._undo(dry_run=dry_run, confirm=confirm)
+
+    async def _undo(self, *, dry_run: bool, confirm: bool) -> dict[str, Any]:
         nothing = "Nothing to undo: the conversation has no message or run of yours."
         if dry_run:
             # Runs in progress: an undo stops them first; then what they changed is in what it takes back.
@@ -573,6 +580,10 @@ class Workspace:
         """Take back the last undo: its request (or the user's run) and runs come back to the conversation,
         the files it wrote or removed as it found them, the variables too. Possible until something new
         happens in the conversation. `dry_run`: only say what would come back. What cannot is named."""
+        async with self._time_travel:
+            return await self._redo(dry_run=dry_run)
+
+    async def _redo(self, *, dry_run: bool) -> dict[str, Any]:
         found = self.conversation.to_redo()
         if found is None:
             raise UserError("Nothing to redo: redo takes back the last undo, until something new happens in the "
