@@ -67,6 +67,9 @@ class FakeHost:
     def sandboxed(self, language: str) -> bool:
         return False
 
+    def held(self) -> str | None:
+        return None
+
     def start_run(self, code: str, language: str, *, approval: Approval, **options: Any) -> Run:
         # What RunManager.start does first: the gate's token must bind exactly this code.
         if self.ledger is not None:

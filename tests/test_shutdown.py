@@ -114,3 +114,20 @@ async def test_closing_right_after_a_run_logs_no_warning_about_its_snapshot(
         await ws.shutdown()  # at once: the snapshot sent after the run is in flight
     failed = [r for r in caplog.records if "snapshot of the variables failed" in r.getMessage()]
     assert all(r.levelname == "INFO" for r in failed), [(r.levelname, r.getMessage()) for r in failed]
+
+
+async def test_the_editor_closes_while_a_request_is_in_flight(workspace_root: Path, home: Path) -> None:
+    """The user closes the editor while an undo puts a large file back: `shutdown` is answered at once and
+    the server ends. (pygls cancelled the request in flight while iterating its live table of requests:
+    "dictionary changed size during iteration", no answer, and the editor waited to kill the server.)"""
+    s = await start_session(workspace_root, home)
+    await s.run_and_wait("open('big.bin', 'wb').write(b'a' * 150_000_000)")
+    await s.run_and_wait("open('big.bin', 'wb').write(b'b' * 150_000_000)")
+    undoing = asyncio.ensure_future(s.command(p.UNDO, {}))
+    await asyncio.sleep(0)  # the undo's request is written before the shutdown's
+    try:
+        await asyncio.wait_for(s.client.shutdown_session(), 30)  # quiet, ~0.1 s; before, never answered
+        # The undo is answered too (cancelled by the shutdown, or done): nothing is left waiting.
+        await asyncio.wait_for(asyncio.wait([undoing]), 30)
+    finally:
+        await s.client.stop()

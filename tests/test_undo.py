@@ -351,3 +351,33 @@ async def test_a_write_through_a_memory_map_is_in_the_next_runs_pre_image(sessio
     result = await s.command(p.UNDO, {})
     assert result["restored"] == ["data.bin"], result
     assert (s.root / "data.bin").read_bytes() == b"MMAP" + b"\0" * 4092
+
+
+async def test_nothing_starts_while_an_undo_puts_state_back(session: Session) -> None:
+    """A run sent while an undo restores a large file was taken back in the place of the run the undo had
+    planned: the conversation lost the new run, kept the old one, and the files and variables said the
+    opposite. Now a run or a chat sent meanwhile is refused with a sentence, and the undo takes back what it
+    planned; sent again after, the run runs."""
+    s = session
+    await s.run_and_wait("open('big.bin', 'wb').write(b'a' * 150_000_000); x = 1")
+    second, _ = await s.run_and_wait("open('big.bin', 'wb').write(b'b' * 150_000_000); x = 2")
+    undoing = asyncio.ensure_future(s.command(p.UNDO, {}))
+    await asyncio.sleep(0)  # the undo's request is written first
+    refusals: list[str] = []
+    started: list[str] = []  # accepted after the undo ended, its answer still on its way to the editor
+    while not undoing.done():  # whatever moment of the undo the requests land in
+        for command, args in ((p.RUN, {"code": "late = 1"}), (p.CHAT, {"text": "hello"})):
+            try:
+                answer = await s.command(command, args)
+            except JsonRpcException as exc:
+                refusals.append(str(exc))
+            else:
+                started.append(answer["runId"] if command == p.RUN else answer["turnId"])
+    result = await undoing
+    assert result["runs"] == [second] and result["restored"] == ["big.bin"], result
+    assert refusals and all("undo is putting the files and variables back" in r for r in refusals), refusals[:3]
+    assert (s.root / "big.bin").read_bytes()[:1] == b"a"
+    for run_id in [i for i in started if i.startswith("r-")]:  # came after the undo: kept, and ran
+        assert (await s.finished(run_id))["state"] == "ok"
+    run_id, status = await s.run_and_wait("print(x)")
+    assert status["state"] == "ok" and s.text(run_id) == "1\n"

@@ -141,6 +141,9 @@ class GateHost(Protocol):
 
     def sandboxed(self, language: str) -> bool: ...
 
+    def held(self) -> str | None:
+        """Why no code may start now (an undo or redo is putting state back), or None."""
+
     async def rate(self, code: str, language: str) -> p.Risk: ...
 
 
@@ -236,8 +239,8 @@ class Gate:
 
     def run_now(self, proposal: Proposal) -> Run | None:
         """Run a proposal the policy lets run by itself (auto-run); None if it waits."""
-        if not (proposal.auto_run and proposal.waiting):
-            return None
+        if not (proposal.auto_run and proposal.waiting) or self.host.held() is not None:
+            return None  # it waits for a decision (during an undo: until the user approves it after)
         self._record(
             p.DecisionEvent(
                 proposal.proposal_id,
@@ -257,8 +260,8 @@ class Gate:
     def approve(self, proposal_id: str, code: str | None = None) -> Run:
         """The user approved (with `code`: their edit of it). The approval is bound to what runs."""
         proposal = self.waiting(proposal_id)
-        if (refusal := policy.may_run(self.host.trusted)) is not None:
-            raise UserError(refusal)
+        if (refusal := policy.may_run(self.host.trusted) or self.host.held()) is not None:
+            raise UserError(refusal)  # before anything is recorded: the proposal still waits
         edited = code is not None and code != proposal.code
         final = code if code is not None else proposal.code
         proposal.edited = edited
@@ -317,7 +320,7 @@ class Gate:
 
     def user_run(self, code: str, language: str, **options: Any) -> Run:
         """Code the user runs by hand: running it is their decision (no card). Trust still applies."""
-        if (refusal := policy.may_run(self.host.trusted)) is not None:
+        if (refusal := policy.may_run(self.host.trusted) or self.host.held()) is not None:
             raise UserError(refusal)
         lang = self.host.check_language(language)
         approval = self.ledger.mint(code, lang, "user")

@@ -16,6 +16,7 @@ from typing import Any
 
 from lsprotocol import types as t
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.uris import from_fs_path, to_fs_path
 
 from . import __version__, cells, editor
@@ -43,9 +44,29 @@ RUN_ACTION_KIND = "interpreter.run"
 _EXTENSION_LANGUAGES = {".py": PYTHON, ".ipy": PYTHON, ".sh": "shell", ".bash": "shell", ".zsh": "shell"}
 
 
+class _Protocol(LanguageServerProtocol):
+    """pygls' protocol, with a shutdown that survives a request still in flight (pygls issue #606, open):
+    pygls cancels the other requests while iterating the live table of them, and cancelling one (a
+    concurrent.futures.Future) runs its callback at once, which takes it out of that table: "dictionary
+    changed size during iteration", no answer to `shutdown`, and an editor left waiting to kill the server.
+    Closing the editor during an undo or a verified export did that every time. The same steps, over a
+    copy of the table."""
+
+    @lsp_method(t.SHUTDOWN)
+    def lsp_shutdown(self, *args: Any) -> Any:
+        if (handler := self.fm.features.get(t.SHUTDOWN)) is not None:
+            yield handler, args, None
+        own = self.msg_id  # the shutdown request's own answer is the one not cancelled
+        for msg_id, future in list(self._request_futures.items()):
+            if msg_id != own and not future.done():
+                future.cancel()
+        self._shutdown = True
+        return None
+
+
 class InterpreterServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("interpreter-lsp", __version__, max_workers=2)
+        super().__init__("interpreter-lsp", __version__, protocol_cls=_Protocol, max_workers=2)
         self.workspaces: dict[str, Workspace] = {}
         self.agent_listeners: dict[str, AgentListener] = {}  # other agents reach each workspace (docs/agents.md)
         self.background: set[asyncio.Task[Any]] = set()

@@ -11,7 +11,7 @@ import contextlib
 import dataclasses
 import logging
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -204,6 +204,7 @@ class Workspace:
         # One undo or redo at a time: each plans against the state the one before it left (two undos sent
         # at once are two steps back, not two plans of the same moment applied over each other).
         self._time_travel = asyncio.Lock()
+        self._traveling: str | None = None  # while an undo or redo puts state back: why nothing may start
         self.gate = Gate(self, self.conversation.record, self._start_checked, ledger)
         self.loop = Loop(self, self.conversation, self.gate)
         self.agent_calls = AgentCalls(self.gate, self.conversation.record)
@@ -362,6 +363,12 @@ class Workspace:
             return None
         return self._remote_cwd or self.settings.kernel.gateway_working_dir or ""
 
+    def held(self) -> str | None:
+        """Why no code may start now: an undo or redo is putting the files, the variables and the
+        conversation back, and planned against them as they were when it began (what started meanwhile
+        would be taken back in its place, or half)."""
+        return self._traveling
+
     def sandboxed(self, language: str) -> bool:
         """Code of `language` runs in the bubblewrap sandbox (a kernel on a gateway is not sandboxed here)."""
         return self.settings.sandbox == "bubblewrap" and not self.settings.kernel.gateway_url
@@ -470,6 +477,8 @@ class Workspace:
     # ---- the commands ---------------------------------------------------------------------------------
 
     def chat(self, text: str, selection: Selection | None = None, selection_range: dict[str, Any] | None = None) -> str:
+        if self._traveling is not None:
+            raise UserError(self._traveling)
         return self.loop.chat(text, selection, selection_range)
 
     def approve(self, proposal_id: str, code: str | None = None) -> str:
@@ -517,6 +526,10 @@ class Workspace:
         await asyncio.gather(self.loop.interrupt(), self.runs.interrupt())
 
     async def reset(self) -> None:
+        async with self._time_travel:  # after an undo or redo in progress, not in its middle
+            await self._reset()
+
+    async def _reset(self) -> None:
         await self.loop.interrupt("Stopped: the conversation was reset.")
         self.conversation.reset()
         self.file_undo.forget()  # no undo reaches those runs any more: their pre-images may go
@@ -527,7 +540,7 @@ class Workspace:
         files its runs wrote, created or deleted. `dry_run`: only say what would be restored and what not.
         `confirm`: also overwrite files changed again after the run (a dry run lists them); without it they
         are kept and named. Whatever cannot come back is named in the result and told to the model."""
-        async with self._time_travel:
+        async with self._time_travel, self._holding("An undo", dry_run):
             return await self._undo(dry_run=dry_run, confirm=confirm)
 
     async def _undo(self, *, dry_run: bool, confirm: bool) -> dict[str, Any]:
@@ -580,8 +593,18 @@ class Workspace:
         """Take back the last undo: its request (or the user's run) and runs come back to the conversation,
         the files it wrote or removed as it found them, the variables too. Possible until something new
         happens in the conversation. `dry_run`: only say what would come back. What cannot is named."""
-        async with self._time_travel:
+        async with self._time_travel, self._holding("A redo", dry_run):
             return await self._redo(dry_run=dry_run)
+
+    @contextlib.asynccontextmanager
+    async def _holding(self, what: str, dry_run: bool) -> AsyncIterator[None]:
+        """No run, approval or chat starts while `what` puts state back (a dry run changes nothing)."""
+        if not dry_run:
+            self._traveling = f"{what} is putting the files and variables back: send this again once it is done."
+        try:
+            yield
+        finally:
+            self._traveling = None
 
     async def _redo(self, *, dry_run: bool) -> dict[str, Any]:
         found = self.conversation.to_redo()

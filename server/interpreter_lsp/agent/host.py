@@ -51,6 +51,9 @@ class LoopHost(Protocol):
     def sandboxed(self, language: str) -> bool:
         """Whether code of this language runs inside the sandbox."""
 
+    def held(self) -> str | None:
+        """Why no code may start now (an undo or redo is putting state back), or None."""
+
     def start_run(self, code: str, language: str, *, approval: Approval, **options: Any) -> Run:
         """Queue code the gate approved (gate.py: `approval` binds exactly this code); returns at once."""
 
