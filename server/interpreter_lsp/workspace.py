@@ -658,6 +658,8 @@ class Workspace:
 
     async def compact(self) -> dict[str, int]:
         """Condense the conversation's ended turns now (interpreter.compact)."""
+        if self._traveling is not None:  # not over the events an undo or redo is taking back or bringing
+            raise UserError(self._traveling)
         done = await self.loop.compact()
         return {"summaryTokens": done.summary_tokens, "droppedTurns": done.turns}
 
