@@ -85,6 +85,9 @@ class BenchHost:
     def sandboxed(self, language: str) -> bool:
         return False
 
+    def held(self) -> str | None:
+        return None
+
     def start_run(self, code: str, language: str, *, approval: Any, **options: Any) -> Run:
         turn_id, proposal_id = options["turn_id"], options["proposal_id"]
         future: asyncio.Future[RunResult] = asyncio.get_running_loop().create_future()

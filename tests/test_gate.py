@@ -94,3 +94,19 @@ async def test_the_policy_decides_auto_run_for_every_origin(tmp_path: Path, runs
     for level in ("medium", "high"):
         assert results[("model", level)] is results[("agent", level)] is False
     await runs.drain()
+
+
+async def test_a_run_interrupted_before_its_task_started_still_ends() -> None:
+    """A run and an interrupt handled in one go (no await between): the run's task is cancelled before its
+    first step, so its body (and the `finally` that reports how it ended) never runs. It must still end,
+    "interrupted", for the editor and for whoever awaits it."""
+    import asyncio
+
+    sent: list[tuple[str, dict[str, Any]]] = []
+    runs = RunManager(FakePool(FakeKernel()), lambda m, prm: sent.append((m, prm)), model_limit=lambda: 100)  # type: ignore[arg-type]
+    run = runs.start("x = 1", "python", approval=runs.ledger.mint("x = 1", "python", "user"))
+    await runs.interrupt()  # no await before it: the run's task has not taken a step
+    result = await asyncio.wait_for(run.result, 30)
+    assert result.state == "interrupted"
+    assert [prm["state"] for m, prm in sent if m == p.RUN_STATUS] == ["queued", "interrupted"]
+    assert runs.runs == {}

@@ -117,8 +117,9 @@ async def test_closing_right_after_a_run_logs_no_warning_about_its_snapshot(
 
 
 async def test_the_editor_closes_while_a_request_is_in_flight(workspace_root: Path, home: Path) -> None:
-    """The user closes the editor while an undo puts a large file back: `shutdown` is answered at once and
-    the server ends. (pygls cancelled the request in flight while iterating its live table of requests:
+    """The user closes the editor while an undo puts a large file back: the undo ends first (never half of
+    one: the file, the variables and the conversation all put back), then `shutdown` is answered and the
+    server ends. (pygls cancelled the request in flight while iterating its live table of requests:
     "dictionary changed size during iteration", no answer, and the editor waited to kill the server.)"""
     s = await start_session(workspace_root, home)
     await s.run_and_wait("open('big.bin', 'wb').write(b'a' * 150_000_000)")
@@ -127,7 +128,15 @@ async def test_the_editor_closes_while_a_request_is_in_flight(workspace_root: Pa
     await asyncio.sleep(0)  # the undo's request is written before the shutdown's
     try:
         await asyncio.wait_for(s.client.shutdown_session(), 30)  # quiet, ~0.1 s; before, never answered
-        # The undo is answered too (cancelled by the shutdown, or done): nothing is left waiting.
-        await asyncio.wait_for(asyncio.wait([undoing]), 30)
+        result = await asyncio.wait_for(undoing, 30)
     finally:
         await s.client.stop()
+    assert result["restored"] == ["big.bin"], result
+    assert (workspace_root / "big.bin").read_bytes() == b"a" * 150_000_000
+    # The next session finds the undo in the history: the second run is not in the conversation.
+    s = await start_session(workspace_root, home)
+    try:
+        runs = [e for e in (await s.command(p.HISTORY, {}))["messages"] if e["type"] == "run"]
+        assert [r["code"][:40] for r in runs] == ["open('big.bin', 'wb').write(b'a' * 150_0"], runs
+    finally:
+        await stop_session(s)

@@ -221,7 +221,23 @@ class RunManager:
         self.runs[run.run_id] = run
         self._status(run, "queued")
         run.task = asyncio.create_task(self._execute(run), name=f"run-{run.run_id}")
+        run.task.add_done_callback(lambda task, run=run: self._cancelled_before_start(run, task))
         return run
+
+    def _cancelled_before_start(self, run: Run, task: asyncio.Task[None]) -> None:
+        """A run interrupted before its task took a first step (a run and an interrupt read in one go, an
+        undo right behind a run): Python then never enters `_execute`, whose `finally` says how a run ended,
+        so the run stayed "queued" for ever and whoever awaited it waited. Its end is said here instead."""
+        if not task.cancelled() or run.result.done():
+            return
+        self.runs.pop(run.run_id, None)
+        self._status(run, "interrupted", 0)
+        result = RunResult(
+            run.run_id, run.language, run.code, "interrupted", 0, "", origin=run.origin, turn_id=run.turn_id,
+            proposal_id=run.proposal_id, code_hash=run.code_hash, agent=run.agent,
+        )
+        asyncio.get_running_loop().call_soon(self._finished, result)
+        run.result.set_result(result)
 
     async def _execute(self, run: Run) -> None:
         output = RunOutput(run.run_id, self._send, self._model_limit())

@@ -11,7 +11,7 @@ import contextlib
 import dataclasses
 import logging
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -59,6 +59,7 @@ Send = Callable[[str, dict[str, Any]], None]
 VARIABLES_FOR_CONTEXT_TIMEOUT = 2.0
 FACTS_TIMEOUT = 10.0  # seconds litellm may take to describe a model (it may ask an Ollama server)
 UNDO_STOP_WAIT = 30.0  # seconds an undo waits for the runs it stopped to end (a restart ends any in 10 s)
+TRAVEL_WAIT = 60.0  # seconds shutdown waits for an undo or redo in progress to end (a large file being put back)
 RATING_BUDGET = 2.0  # seconds a proposal's rating may take before it counts as not understood
 CONTEXT_USE_WAIT = 0.25  # seconds status waits for a fresh context figure before it answers the last one
 
@@ -204,7 +205,8 @@ class Workspace:
         # One undo or redo at a time: each plans against the state the one before it left (two undos sent
         # at once are two steps back, not two plans of the same moment applied over each other).
         self._time_travel = asyncio.Lock()
-        self._traveling: str | None = None  # while an undo or redo puts state back: why nothing may start
+        self._holds: list[str] = []  # the undos and redos under way or waiting their turn (not dry runs)
+        self._travels: set[asyncio.Task[dict[str, Any]]] = set()
         self.gate = Gate(self, self.conversation.record, self._start_checked, ledger)
         self.loop = Loop(self, self.conversation, self.gate)
         self.agent_calls = AgentCalls(self.gate, self.conversation.record)
@@ -367,7 +369,9 @@ class Workspace:
         """Why no code may start now: an undo or redo is putting the files, the variables and the
         conversation back, and planned against them as they were when it began (what started meanwhile
         would be taken back in its place, or half)."""
-        return self._traveling
+        if not self._holds:
+            return None
+        return f"{self._holds[0]} is putting the files and variables back: send this again once it is done."
 
     def sandboxed(self, language: str) -> bool:
         """Code of `language` runs in the bubblewrap sandbox (a kernel on a gateway is not sandboxed here)."""
@@ -477,8 +481,8 @@ class Workspace:
     # ---- the commands ---------------------------------------------------------------------------------
 
     def chat(self, text: str, selection: Selection | None = None, selection_range: dict[str, Any] | None = None) -> str:
-        if self._traveling is not None:
-            raise UserError(self._traveling)
+        if (held := self.held()) is not None:
+            raise UserError(held)
         return self.loop.chat(text, selection, selection_range)
 
     def approve(self, proposal_id: str, code: str | None = None) -> str:
@@ -540,8 +544,7 @@ class Workspace:
         files its runs wrote, created or deleted. `dry_run`: only say what would be restored and what not.
         `confirm`: also overwrite files changed again after the run (a dry run lists them); without it they
         are kept and named. Whatever cannot come back is named in the result and told to the model."""
-        async with self._time_travel, self._holding("An undo", dry_run):
-            return await self._undo(dry_run=dry_run, confirm=confirm)
+        return await self._travel("An undo", dry_run, lambda: self._undo(dry_run=dry_run, confirm=confirm))
 
     async def _undo(self, *, dry_run: bool, confirm: bool) -> dict[str, Any]:
         nothing = "Nothing to undo: the conversation has no message or run of yours."
@@ -593,18 +596,31 @@ class Workspace:
         """Take back the last undo: its request (or the user's run) and runs come back to the conversation,
         the files it wrote or removed as it found them, the variables too. Possible until something new
         happens in the conversation. `dry_run`: only say what would come back. What cannot is named."""
-        async with self._time_travel, self._holding("A redo", dry_run):
-            return await self._redo(dry_run=dry_run)
+        return await self._travel("A redo", dry_run, lambda: self._redo(dry_run=dry_run))
 
-    @contextlib.asynccontextmanager
-    async def _holding(self, what: str, dry_run: bool) -> AsyncIterator[None]:
-        """No run, approval or chat starts while `what` puts state back (a dry run changes nothing)."""
-        if not dry_run:
-            self._traveling = f"{what} is putting the files and variables back: send this again once it is done."
-        try:
-            yield
-        finally:
-            self._traveling = None
+    async def _travel(
+        self, what: str, dry_run: bool, work: Callable[[], Awaitable[dict[str, Any]]]
+    ) -> dict[str, Any]:
+        """An undo or redo, one at a time, holding what would start meanwhile; a task of its own, shielded:
+        its request cancelled (the editor closing) does not stop it half way through putting files,
+        variables and the conversation back, and shutdown waits for it (TRAVEL_WAIT)."""
+
+        async def travel() -> dict[str, Any]:
+            async with self._time_travel:
+                return await work()
+
+        if not dry_run:  # at once, not when its task starts: a request read right after this one is held
+            self._holds.append(what)
+        task = asyncio.ensure_future(travel())
+        self._travels.add(task)
+
+        def ended(done: asyncio.Task[dict[str, Any]]) -> None:
+            self._travels.discard(done)
+            if not dry_run:
+                self._holds.remove(what)
+
+        task.add_done_callback(ended)
+        return await asyncio.shield(task)
 
     async def _redo(self, *, dry_run: bool) -> dict[str, Any]:
         found = self.conversation.to_redo()
@@ -658,8 +674,8 @@ class Workspace:
 
     async def compact(self) -> dict[str, int]:
         """Condense the conversation's ended turns now (interpreter.compact)."""
-        if self._traveling is not None:  # not over the events an undo or redo is taking back or bringing
-            raise UserError(self._traveling)
+        if (held := self.held()) is not None:  # not over the events an undo or redo takes back or brings
+            raise UserError(held)
         done = await self.loop.compact()
         return {"summaryTokens": done.summary_tokens, "droppedTurns": done.turns}
 
@@ -818,6 +834,8 @@ class Workspace:
         return routes.route(ModelConfig(model=model, api_base=self.settings.api_base)) is not None
 
     async def shutdown(self) -> None:
+        if self._travels:  # an undo or redo ends first: never half of one (it is bounded by its own work)
+            await asyncio.wait(self._travels, timeout=TRAVEL_WAIT)
         if self._offer_task is not None:
             self._offer_task.cancel()
         await self.verifications.close()
