@@ -32,6 +32,22 @@ async def test_concurrent_runs_never_mix_outputs(session: Session) -> None:
     assert order == [(rid, state) for rid in ids for state in ("running", "ok")]
 
 
+async def test_the_last_output_of_a_run_arrives_without_ipykernels_pause_before_the_reply(session: Session) -> None:
+    """The server's python kernel runs without ipykernel's 0.5 ms sleep before each execute reply (a workaround
+    for clients that end a run on the reply; ours ends on the reply and the idle status, which follows every
+    output): a run's last writes, to stdout and stderr, flushed the instant before the reply, are all there,
+    run after run, queued back to back."""
+    check, _ = await session.run_and_wait("print(get_ipython().kernel._execute_sleep)")
+    assert session.text(check) == "0.0\n"
+    code = "import sys\nsys.stdout.write('o' * {n})\nsys.stderr.write('e')"
+    ids = await asyncio.gather(*(session.run(code.format(n=n)) for n in range(1, 31)))
+    for run_id in ids:
+        await session.finished(run_id)
+    assert [(session.text(r, ("stdout",)), session.text(r, ("stderr",))) for r in ids] == [
+        ("o" * n, "e") for n in range(1, 31)
+    ]
+
+
 async def test_display_data_with_image_and_result(session: Session) -> None:
     code = (
         "import matplotlib\nmatplotlib.use('module://matplotlib_inline.backend_inline')\n"

@@ -15,9 +15,12 @@ silently.
 Once a snapshot answered and no run waits for it, a warm-up follows (snapshot_kernel.warm): the fork's price is
 the kernel's next writes (copy-on-write faults, wherever the fork happens), and the warm-up pays most of them
 while the user reads rather than in the next run.
-Measured (bench/roundtrip.py, `print(1)`): no snapshot ~7 ms; this ~11.5 ms back to back, ~8.7 ms paced
-(without the warm-up ~12 both); a snapshot awaited just before each run ~17 ms; taken inside the run's own
-request (IPython's pre_ or post_run_cell) ~16 ms.
+Measured (bench/roundtrip.py, `print(1)`): paced 50 ms apart, ~0.4 ms more than with undo off (11.1 against
+10.7 ms, the bare kernel 6.6); each run sent the instant the one before ended, ~14 ms more (24.9 against 11.1,
+the bare kernel 5.8): the snapshot's own request (ipykernel takes ~4.5 ms to start any request, then the fork)
+is then on the next run's path. Earlier figures (~11.5 ms back to back) came from a bench that interleaved
+the bare kernel's runs between the server's, which gave the snapshot that time. Taken inside the run's own
+request (IPython's pre_ or post_run_cell) it was ~16 ms, measured the same interleaved way.
 """
 
 from __future__ import annotations
