@@ -255,3 +255,57 @@ async def test_each_snapshot_is_followed_by_an_unseen_warm_up(session: Session) 
     assert s.text(first) == ""
     runs = {first, _run, last}
     assert {o["runId"] for o in s.notes[p.OUTPUT]} <= runs  # no output of the warm-ups anywhere
+
+
+async def test_a_run_with_another_queued_behind_it_takes_the_snapshot_in_its_own_request(session: Session) -> None:
+    """Runs queued back to back: each run with another waiting behind it takes the snapshot of the state it
+    leaves in its own request (after its code, before its reply), so the run behind does not wait for a
+    request of the snapshot's own; the last one, alone, takes it in a silent request after it. Undo brings
+    back, step by step, the state each run found."""
+    s = session
+    setup, status = await s.run_and_wait(
+        "import sys\n"
+        "_m = sys.modules['_interpreter_lsp_snapshots']\n"
+        "_snap = _m.snap\n"
+        "def _where(key):\n"
+        "    silent = get_ipython().kernel.get_parent('shell')['content'].get('silent')\n"
+        "    with open('snaps', 'a') as out:\n"
+        "        out.write(f'{silent}\\n')\n"
+        "    return _snap(key)\n"
+        "_m.snap = _where\n"
+    )
+    assert status["state"] == "ok", s.text(setup)
+    # The first run sleeps, so the others are all queued behind it when it ends.
+    ids = await asyncio.gather(
+        s.run("import time\ntime.sleep(1)\na = 1"), s.run("a = 2"), s.run("a = 3"), s.run("a = 4")
+    )
+    for run_id in ids:
+        assert (await s.finished(run_id))["state"] == "ok", s.text(run_id)
+    # One snapshot after each run (the setup's and the four; a run may find its snapshot not yet confirmed
+    # and take one more), the last in a silent request once the last run is over.
+    where: list[str] = []
+    for _ in range(1200):
+        where = _read_lines(s.root / "snaps")
+        if len(where) >= 5 and where[-1] == "True":
+            break
+        await asyncio.sleep(0.05)
+    assert where[-3:] == ["False", "False", "True"], where  # runs 2 and 3 in their own requests; run 4 after
+    for expected in ("3", "2"):  # read without a run (a run would be the next one undone)
+        assert (await s.command(p.UNDO, {}))["variablesRestored"] == ["a"]
+        listed = (await s.command(p.VARIABLES, {}))["variables"]
+        assert [v["summary"] for v in listed if v["name"] == "a"] == [expected], listed
+
+
+async def test_a_queued_run_that_fails_still_leaves_a_snapshot_for_the_run_behind(session: Session) -> None:
+    """A run's own request answers its user expressions only when its code ended ok: a queued run that raised
+    has its snapshot taken on its own, after it, and undo still puts back what each run found."""
+    s = session
+    ids = await asyncio.gather(
+        s.run("import time\ntime.sleep(1)\na = 1"), s.run("a = 2\nraise ValueError('no')"), s.run("a = 3")
+    )
+    states = [(await s.finished(run_id))["state"] for run_id in ids]
+    assert states == ["ok", "error", "ok"]
+    for expected in ("2", "1"):
+        assert (await s.command(p.UNDO, {}))["variablesRestored"] == ["a"]
+        listed = (await s.command(p.VARIABLES, {}))["variables"]
+        assert [v["summary"] for v in listed if v["name"] == "a"] == [expected], listed
