@@ -6,7 +6,8 @@
    `runStatus ok` received, vs bare AsyncKernelClient execute -> idle, same machine, same run: back to back
    (each run sent the moment the one before of the same side ended, the sides in alternating blocks), and
    paced as a person or a model sends runs (50 ms apart: the variables-undo snapshot the server takes after
-   each run is then off the next run's path).
+   each run is then off the next run's path), and queued (ten sent at once, as a user sending cells faster
+   than they run: each run with another behind it takes the snapshot in its own request).
 2. Shell: `echo 1` through the server's shell kernel vs bare upstream bash_kernel (`python -m bash_kernel`)
    in the same run: the server starts bash_kernel without pexpect's 50 ms pause before each line it sends
    (kernels/specs.py, NO_SEND_PAUSE), so here the server is faster than the bare kernel.
@@ -40,6 +41,7 @@ from interpreter_lsp.workspace import ServerContext, Workspace
 
 FLOOD = "for i in range(200_000):\n    print(i)"
 BLOCK = 10  # back-to-back runs of one side in a row
+QUEUED = 10  # runs sent at once
 
 
 async def bare_kernel(cwd: Path) -> tuple[AsyncKernelManager, object]:
@@ -84,6 +86,17 @@ async def bare_execute(kc, code: str) -> tuple[float, int]:
         count += 1
         if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
             return time.perf_counter() - start, count
+
+
+async def bare_queued(kc, code: str, n: int) -> float:
+    """Seconds from n executes sent at once to the last one's idle."""
+    start = time.perf_counter()
+    ids = {kc.execute(code) for _ in range(n)}
+    while ids:
+        msg = await kc.get_iopub_msg()
+        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            ids.discard(msg["parent_header"].get("msg_id"))
+    return time.perf_counter() - start
 
 
 class FinishWaiter:
@@ -190,6 +203,16 @@ async def main(runs: int) -> None:
                 await asyncio.sleep(0.05)
                 paced_served.append(await waiter.run(s, "print(1)"))
 
+            # Queued: QUEUED runs sent at once (a user sending cells faster than they run, an agent's batch).
+            queued_bare, queued_served = [], []
+            for _ in range(max(5, runs // 20)):
+                await asyncio.sleep(0.05)
+                queued_bare.append(await bare_queued(kc, "print(1)", QUEUED) / QUEUED)
+                await asyncio.sleep(0.05)
+                started = time.perf_counter()
+                await asyncio.gather(*(waiter.run(s, "print(1)") for _ in range(QUEUED)))
+                queued_served.append((time.perf_counter() - started) / QUEUED)
+
             # The shell kernel: upstream bash_kernel started bare, against the server's (its start included).
             bash_km, bash_kc = await bare_bash_kernel(tmp_path)
             try:
@@ -232,6 +255,11 @@ async def main(runs: int) -> None:
     print(
         f"  paced 50 ms apart (median of {len(paced_served)}): server {paced_ms:.2f} ms, bare kernel "
         f"{paced_bare_ms:.2f} ms, ratio {paced_ms / paced_bare_ms:.2f}x"
+    )
+    queued_ms, queued_bare_ms = statistics.median(queued_served) * 1000, statistics.median(queued_bare) * 1000
+    print(
+        f"  queued, {QUEUED} sent at once (median of {len(queued_served)}, per run): server {queued_ms:.2f} ms, "
+        f"bare kernel {queued_bare_ms:.2f} ms, ratio {queued_ms / queued_bare_ms:.2f}x"
     )
     core_ms = statistics.median(cored) * 1000
     print(
