@@ -281,15 +281,15 @@ async def test_a_run_with_another_queued_behind_it_takes_the_snapshot_in_its_own
     )
     for run_id in ids:
         assert (await s.finished(run_id))["state"] == "ok", s.text(run_id)
-    # One snapshot after each run (the setup's and the four; a run may find its snapshot not yet confirmed
-    # and take one more), the last in a silent request once the last run is over.
+    # One snapshot after each run (the setup's and the four), the last in a silent request once the last run
+    # is over.
     where: list[str] = []
     for _ in range(1200):
         where = _read_lines(s.root / "snaps")
         if len(where) >= 5 and where[-1] == "True":
             break
         await asyncio.sleep(0.05)
-    assert where[-3:] == ["False", "False", "True"], where  # runs 2 and 3 in their own requests; run 4 after
+    assert len(where) == 5 and where[-3:] == ["False", "False", "True"], where  # runs 2, 3 in theirs; 4 after
     for expected in ("3", "2"):  # read without a run (a run would be the next one undone)
         assert (await s.command(p.UNDO, {}))["variablesRestored"] == ["a"]
         listed = (await s.command(p.VARIABLES, {}))["variables"]

@@ -132,7 +132,7 @@ class VariableUndo:
             self._snaps[run_id] = _Snap(kernel, "", "variables undo is off (interpreter.undoVariables)")
             return
         snap = self._ahead.pop(id(kernel), None)
-        if snap is None or snap.kernel is not kernel or (snap.done is not None and snap.done.done() and snap.why_not):
+        if snap is None or snap.kernel is not kernel or _failed(snap):
             snap = self._take(kernel)
         if snap is None:
             self._snaps[run_id] = _Snap(kernel, "", "no snapshot could be sent: the kernel was not running")
@@ -302,6 +302,22 @@ class VariableUndo:
                     await snapshots.call(kernel, "drop", keys, snapshots.SNAP_TIMEOUT)
                 except Exception as exc:
                     log.info("snapshots %s not dropped: %s", keys, exc)
+
+
+def _failed(snap: _Snap) -> bool:
+    """The snapshot answered, and cannot serve. An answer whose done callback has not run yet (it came in this
+    loop iteration) is judged by itself: read as "still being taken", it cost the run a second snapshot."""
+    if snap.done is None or not snap.done.done():
+        return False
+    if snap.why_not != TAKING:
+        return snap.why_not is not None
+    if snap.done.cancelled() or snap.done.exception() is not None:
+        return True
+    try:
+        snapshots.answer(snap.done.result())
+    except Exception:
+        return True
+    return False
 
 
 def _quietly(future: asyncio.Future[Any]) -> None:

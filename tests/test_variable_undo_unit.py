@@ -1,0 +1,66 @@
+"""variable_undo.VariableUndo's choices that no end-to-end run can pin to one loop iteration."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from typing import Any
+
+from interpreter_lsp.kernels.backend import ExecuteReply
+from interpreter_lsp.variable_undo import TAKING, VariableUndo, _Snap
+
+
+class _Kernel:
+    language = "python"
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+
+    def submit(self, code: str, sink: Any, **kwargs: Any) -> asyncio.Future[ExecuteReply]:
+        self.requests.append({"code": code, **kwargs})
+        return asyncio.get_running_loop().create_future()
+
+
+class _Pool:
+    def __init__(self, kernel: _Kernel) -> None:
+        self.kernel = kernel
+
+    def existing(self, language: str) -> _Kernel:
+        return self.kernel
+
+
+def _answered(value: dict[str, Any]) -> ExecuteReply:
+    text = repr(json.dumps(value))  # how a user expression's str comes back: its repr, as text/plain
+    return ExecuteReply("ok", {"user_expressions": {"r": {"status": "ok", "data": {"text/plain": text}}}})
+
+
+async def test_a_snapshot_answered_in_this_loop_iteration_serves_the_run_without_a_second_one() -> None:
+    """The snapshot's reply came in the same loop iteration as the run's turn: its done callback has not run
+    yet, so it still reads "being taken". Judged by its answer, it serves; read as failed, the run sent a
+    second snapshot request and waited for it (~14 ms of a print(1))."""
+    kernel = _Kernel()
+    undo = VariableUndo(_Pool(kernel))  # type: ignore[arg-type]
+    done: asyncio.Future[ExecuteReply] = asyncio.get_running_loop().create_future()
+    snap = _Snap(kernel, "s1", TAKING, done)  # type: ignore[arg-type]
+    done.set_result(_answered({}))  # its callbacks are scheduled, not run
+    undo._ahead[id(kernel)] = snap
+    await undo.before_run("r-1", kernel)  # type: ignore[arg-type]
+    assert kernel.requests == []
+    assert undo._snaps["r-1"] is snap
+
+
+async def test_a_snapshot_that_answered_an_error_is_replaced_before_the_run() -> None:
+    kernel = _Kernel()
+    undo = VariableUndo(_Pool(kernel))  # type: ignore[arg-type]
+    done: asyncio.Future[ExecuteReply] = asyncio.get_running_loop().create_future()
+    snap = _Snap(kernel, "s1", TAKING, done)  # type: ignore[arg-type]
+    done.set_result(_answered({"error": "fork failed"}))
+    undo._ahead[id(kernel)] = snap
+    task = asyncio.create_task(undo.before_run("r-1", kernel))  # type: ignore[arg-type]
+    await asyncio.sleep(0)  # one step: the new request is sent before any await
+    assert len(kernel.requests) == 1 and kernel.requests[0]["silent"] is True
+    assert undo._snaps["r-1"] is not snap
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
