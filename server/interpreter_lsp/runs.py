@@ -139,7 +139,6 @@ class RunManager:
         after_run: Callable[[str, list[dict[str, str]], str | None], list[dict[str, str]]] | None = None,
         before_code: Callable[[str, KernelBackend], Awaitable[None]] | None = None,
         after_code: Callable[[str, KernelBackend, ExecuteReply], None] | None = None,
-        code_expressions: Callable[[str, KernelBackend], dict[str, str] | None] | None = None,
     ) -> None:
         self._pool = pool
         # Approvals are redeemed here, before anything is queued: only the gate (gate.py) mints them.
@@ -161,9 +160,6 @@ class RunManager:
         # or remote: undo's snapshots of the python kernel's variables (variable_undo.py).
         self._before_code = before_code
         self._after_code = after_code
-        # For a run with another of its language queued behind it: user expressions its own request answers
-        # after its code (undo's snapshot of the state it leaves: variable_undo.in_request).
-        self._code_expressions = code_expressions
 
     def _status(
         self,
@@ -273,12 +269,7 @@ class RunManager:
                             settling = asyncio.ensure_future(self._files.settle())
 
                     sink.ended = code_ended
-                expressions = None
-                if self._code_expressions is not None and self._queued_behind(run):
-                    expressions = self._code_expressions(run.run_id, kernel)
-                execution = kernel.submit(
-                    run.code, sink, allow_stdin=self.ask_input is not None, user_expressions=expressions
-                )
+                execution = kernel.submit(run.code, sink, allow_stdin=self.ask_input is not None)
                 timed_out = False
                 if run.timeout > 0:
                     done, _ = await asyncio.wait({execution}, timeout=run.timeout)
@@ -350,14 +341,6 @@ class RunManager:
             asyncio.get_running_loop().call_soon(self._finished, result)
             if not run.result.done():
                 run.result.set_result(result)
-
-    def _queued_behind(self, run: Run) -> bool:
-        """Another run of the same language waits for this one's turn on the kernel."""
-        return any(
-            other is not run and other.language == run.language and not other.executing
-            and other.task is not None and not other.task.done()
-            for other in self.runs.values()
-        )
 
     def _finished(self, result: RunResult) -> None:
         if self._on_finished is not None:

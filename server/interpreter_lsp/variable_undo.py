@@ -3,9 +3,7 @@ the variables back.
 
 The kernel forks a copy-on-write snapshot of itself (kernels/snapshot_kernel.py), in a silent request, when
 it is ready and right after each python run's reply (local or on a gateway): the state a run leaves is the
-state the next one finds, so the snapshot is taken while the user reads the output. A run with another
-queued behind it takes it in its own request instead (`in_request`), so that the one behind does not wait
-for a request of the snapshot's own. A run waits for the
+state the next one finds, so the snapshot is taken while the user reads the output. A run waits for the
 snapshot it finds only if that is still under way (runs back to back), before its own request goes:
 sent back to back with it instead, ipykernel's save and restore of the SIGINT handler around each request
 could leave the run with SIGINT ignored (an interrupt then missed it). `plan` says, for the runs an undo
@@ -69,14 +67,11 @@ class VariableUndo:
         self._enabled = enabled  # interpreter.undoVariables
         self._snaps: dict[str, _Snap] = {}  # run id -> the snapshot of what it found
         self._ahead: dict[int, _Snap] = {}  # id(kernel) -> the snapshot of its state now, for its next run
-        # id(kernel) -> (run id, key): the snapshot asked for in that run's own request (in_request)
-        self._inline: dict[int, tuple[str, str]] = {}
         self._keys = itertools.count(1)
 
     def kernel_gone(self, why: str = "restarted") -> None:
         """The python kernel restarted or died: the snapshots went with its process."""
         self._ahead.clear()
-        self._inline.clear()
         for snap in self._snaps.values():
             snap.why_not = snap.why_not or f"the python kernel {why} since: its variables before the run are gone"
 
@@ -145,40 +140,13 @@ class VariableUndo:
                 await asyncio.wait_for(asyncio.shield(asyncio.gather(*pending, return_exceptions=True)),
                                        snapshots.SNAP_TIMEOUT)
 
-    def in_request(
-        self, run_id: str, kernel: KernelBackend, also: dict[str, str] | None = None
-    ) -> dict[str, str] | None:
-        """For a run with another queued behind it: the snapshot of the state it leaves, as user expressions of
-        its own request (evaluated after its code, before its reply), so the run behind does not wait for a
-        request of its own (~14 ms of a print(1) back to back: ipykernel takes ~4.5 ms to start any
-        request). A run alone keeps it off its path: after_run sends it once the run is over. None: none."""
-        if canonical_language(kernel.language) != PYTHON or self._pool.existing(PYTHON) is not kernel:
-            return None
-        if not self._enabled():
-            return None
-        key = f"s{next(self._keys)}"
-        self._inline[id(kernel)] = (run_id, key)
-        return snapshots.expressions("snap", key, also)
-
     def after_run(
         self, run_id: str, kernel: KernelBackend, reply: Any, also: dict[str, str] | None = None
     ) -> asyncio.Future[ExecuteReply] | None:
-        """The run ended: the state it left is the one the next run finds. Taken now, off that run's path, unless
-        the run's own request took it (in_request) and answered. `also`: user expressions answered by the same
-        request (one kernel round trip after a run, not two); returns that request's reply (to come, or the
-        run's own), or None when no snapshot was sent."""
+        """The run ended: the state it left is the one the next run finds. Taken now, off that run's path.
+        `also`: user expressions answered by the same request (one kernel round trip after a run, not two);
+        returns that request's reply to come, or None when no snapshot was sent."""
         if canonical_language(kernel.language) == PYTHON and self._pool.existing(PYTHON) is kernel and self._enabled():
-            inline = self._inline.pop(id(kernel), None)
-            if inline is not None and inline[0] == run_id and isinstance(reply, ExecuteReply):
-                try:
-                    snapshots.answer(reply)
-                except Exception as exc:  # its code failed (no expressions then), or the call did: one of its own
-                    log.info("the snapshot in the run's request did not serve (%s): asking on its own", exc)
-                else:
-                    done: asyncio.Future[ExecuteReply] = asyncio.get_running_loop().create_future()
-                    done.set_result(reply)
-                    self._ahead[id(kernel)] = _Snap(kernel, inline[1], None, done)
-                    return done
             snap = self._take_ahead(kernel, also)
             return snap.done if snap is not None else None
         return None

@@ -197,7 +197,6 @@ class Workspace:
             after_run=self.file_undo.run_finished,
             before_code=self.variable_undo.before_run,
             after_code=self._after_code,
-            code_expressions=lambda run_id, kernel: self.variable_undo.in_request(run_id, kernel, also=VARIABLES),
         )
         self.conversation = Conversation(
             History(history_file(root), ctx.redact_shown), root, on_redo_discarded=self._redo_discarded

@@ -42,18 +42,12 @@ def _expression(function: str, argument: Any) -> dict[str, str]:
     return {"r": f"__import__({MODULE!r}).{function}({json.dumps(argument)})"}
 
 
-def expressions(function: str, argument: Any, also: dict[str, str] | None = None) -> dict[str, str]:
-    """The user expressions of a call, for a request of someone else's: evaluated after its code, in order,
-    and only when that code ended ok (ipykernel). `answer` reads the call's from that request's reply."""
-    return {**(also or {}), **_expression(function, argument)}
-
-
 def submit(
     kernel: KernelBackend, function: str, argument: Any, also: dict[str, str] | None = None
 ) -> asyncio.Future[ExecuteReply]:
     """Send the call now (no await): it is in the kernel's queue ahead of anything sent after it. `also`: other
     user expressions answered in the same request, evaluated before the call (ipykernel keeps their order)."""
-    return kernel.submit("", None, silent=True, user_expressions=expressions(function, argument, also))
+    return kernel.submit("", None, silent=True, user_expressions={**(also or {}), **_expression(function, argument)})
 
 
 def warm(kernel: KernelBackend) -> asyncio.Future[ExecuteReply]:
