@@ -126,11 +126,18 @@ class Tty:
         os.close(slave)
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
+        # The socket's file exists from its bind, a moment before Neovim listens on it: a connection refused
+        # in between (seen under load) is tried again, within the same bound.
         deadline = time.monotonic() + 30
-        while not sock.exists():
+        while True:
             assert time.monotonic() < deadline and self.proc.poll() is None, f"no Neovim: {bytes(self.out)[-2000:]!r}"
+            if sock.exists():
+                try:
+                    self.nvim = pynvim.attach("socket", path=str(sock))
+                    break
+                except ConnectionRefusedError:
+                    pass
             time.sleep(0.05)
-        self.nvim = pynvim.attach("socket", path=str(sock))
         # The socket opens before Neovim has read init.lua (the test helpers' runtimepath): requests sent at
         # once could find neither the plugin nor the helpers on a busy machine. Started once VimEnter is past.
         deadline = time.monotonic() + 60
