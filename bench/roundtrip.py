@@ -7,7 +7,7 @@
    (each run sent the moment the one before of the same side ended, the sides in alternating blocks), and
    paced as a person or a model sends runs (50 ms apart: the variables-undo snapshot the server takes after
    each run is then off the next run's path), and queued (ten sent at once, as a user sending cells faster
-   than they run: each run with another behind it takes the snapshot in its own request).
+   than they run).
 2. Shell: `echo 1` through the server's shell kernel vs bare upstream bash_kernel (`python -m bash_kernel`)
    in the same run: the server starts bash_kernel without pexpect's 50 ms pause before each line it sends
    (kernels/specs.py, NO_SEND_PAUSE), so here the server is faster than the bare kernel.
@@ -171,17 +171,20 @@ async def main(runs: int) -> None:
             # while the server's kernel still took its snapshot (~2 ms of another process's work on a 2-core
             # machine), which slowed the baseline and flattered the ratio. The first run of a block follows
             # the other side's block: not counted.
+            async def bare_once() -> float:
+                return (await bare_execute(kc, "print(1)"))[0]
+
             bare, served, cored = [], [], []
             while len(bare) < runs:
                 for samples, execute in (
-                    (bare, lambda: bare_execute(kc, "print(1)")),
+                    (bare, bare_once),
                     (served, lambda: waiter.run(s, "print(1)")),
                     (cored, lambda: core_execute(core, "print(1)")),
                 ):
                     for i in range(BLOCK + 1):
                         took = await execute()
                         if i:
-                            samples.append(took[0] if isinstance(took, tuple) else took)
+                            samples.append(took)
 
             # The same in a workspace of 5,000 files: a run that changes nothing must not cost a walk of them.
             for i in range(50):

@@ -3,6 +3,7 @@ but the gate can start a run (RunManager.start redeems the gate's token first)."
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -100,8 +101,6 @@ async def test_a_run_interrupted_before_its_task_started_still_ends() -> None:
     """A run and an interrupt handled in one go (no await between): the run's task is cancelled before its
     first step, so its body (and the `finally` that reports how it ended) never runs. It must still end,
     "interrupted", for the editor and for whoever awaits it."""
-    import asyncio
-
     sent: list[tuple[str, dict[str, Any]]] = []
     runs = RunManager(FakePool(FakeKernel()), lambda m, prm: sent.append((m, prm)), model_limit=lambda: 100)  # type: ignore[arg-type]
     run = runs.start("x = 1", "python", approval=runs.ledger.mint("x = 1", "python", "user"))
