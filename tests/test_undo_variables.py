@@ -9,6 +9,8 @@ import asyncio
 import json
 from pathlib import Path
 
+import pytest
+
 from harness import Session, assert_shape, start_session, stop_session
 from interpreter_lsp import protocol as p
 
@@ -142,6 +144,7 @@ async def test_an_interrupt_that_lands_on_the_snapshot_stops_the_run(session: Se
         "    return _snap(key)\n"
         "_m.snap = _slow\n"
         "kept = 'state survives'\n"
+        "not_plain = object()  # a namespace that is not small plain data: the snapshot is a fork, asked apart\n"
     )
     assert status["state"] == "ok", s.text(_run)
     run_id = await s.run("import time\ntime.sleep(60)")
@@ -157,7 +160,7 @@ async def test_an_interrupt_that_lands_on_the_snapshot_stops_the_run(session: Se
 async def test_the_snapshots_end_with_their_kernel(session: Session) -> None:
     """A restart (or a death) of the kernel ends its snapshot processes: none is left behind."""
     s = session
-    await s.run_and_wait("a = 1")
+    await s.run_and_wait("a = 1\nnot_plain = object()  # the snapshots are forks (not small plain data)")
     await s.run_and_wait("a = 2")
     pids = await value(s, "[pid for pid, _ in __import__('sys').modules['_interpreter_lsp_snapshots']._kids.values()]")
     assert isinstance(pids, list) and len(pids) >= 2, pids
@@ -184,7 +187,7 @@ async def test_with_variables_undo_off_undo_names_them(workspace_root: Path, hom
         assert lost.get("kernel variables") == "variables undo is off (interpreter.undoVariables)", lost
         assert result["variablesRemoved"] == []
         assert await value(s, "'x' in globals()") is True
-        assert await value(s, "len(__import__('sys').modules['_interpreter_lsp_snapshots']._kids)") == 0
+        assert await value(s, "len(__import__('sys').modules['_interpreter_lsp_snapshots']._order)") == 0
     finally:
         await stop_session(s)
 
@@ -257,20 +260,26 @@ async def test_each_snapshot_is_followed_by_an_unseen_warm_up(session: Session) 
     assert {o["runId"] for o in s.notes[p.OUTPUT]} <= runs  # no output of the warm-ups anywhere
 
 
-async def test_queued_runs_take_one_snapshot_each_and_undo_steps_back_through_them(session: Session) -> None:
+@pytest.mark.parametrize("kept", [True, False], ids=["kept with each reply", "forked"])
+async def test_queued_runs_take_one_snapshot_each_and_undo_steps_back_through_them(
+    session: Session, kept: bool
+) -> None:
     """Runs queued back to back: one snapshot after each (a snapshot whose answer came in the same loop
-    iteration as the next run's turn once read as failed, and the run took a second), in a silent request;
-    undo brings back, step by step, the state each run found."""
+    iteration as the next run's turn once read as failed, and the run took a second): kept with each run's
+    reply when the namespace is small plain data, else forked in a silent request; undo brings back, step by
+    step, the state each run found."""
     s = session
+    taking = "keep" if kept else "snap"  # `snap` tries `keep` first, through the module's own name: not counted
     setup, status = await s.run_and_wait(
         "import sys\n"
         "_m = sys.modules['_interpreter_lsp_snapshots']\n"
-        "_snap = _m.snap\n"
+        f"_take = _m.{taking}\n"
         "def _where(key):\n"
         "    with open('snaps', 'a') as out:\n"
         "        out.write(f'{globals().get(\"a\")}\\n')\n"
-        "    return _snap(key)\n"
-        "_m.snap = _where\n"
+        "    return _take(key)\n"
+        f"_m.{taking} = _where\n"
+        + ("" if kept else "not_plain = object()\n")
     )
     assert status["state"] == "ok", s.text(setup)
     # The first run sleeps, so the others are all queued behind it when it ends.

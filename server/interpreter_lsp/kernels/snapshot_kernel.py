@@ -4,9 +4,14 @@ server), as the module `_interpreter_lsp_snapshots` (snapshots.py installs it an
 When the server asks (`snap(key)`: when the kernel is ready, and after each run), the kernel forks.
 The child is the kernel's memory as it was, kept by the operating system copy-on-write: it costs the page
 tables at fork time and, later, one copy of each page the kernel writes (what the run changed, ~1x the
-bytes changed). It runs no code of the user's: it waits on a socket
-for its parent. `restore(key)` asks that child for fingerprints of its variables (pickle protocol 5, with
-large buffers out of band, hashed), compares them with the kernel's own, and takes back, as pickles, only
+bytes changed, plus ~7 MB of pages the kernel's own request cycle writes). It runs no code of the user's: it
+waits on a socket for its parent. A namespace of plain data only (an allowlist of exact types whose pickle
+runs no code of the user's: numbers, strings, bytes, None, lists, tuples, dicts and sets of them, numpy
+arrays of a plain dtype, modules, functions defined in the kernel), small (KEEP_BYTES, KEEP_OBJECTS), is
+kept instead as its pickle, in the kernel (`_keep`): no fork, no copy-on-write faults after it, and it
+answers what a child would (the same fingerprints, the same values), as it was when taken.
+`restore(key)` asks the snapshot for fingerprints of its variables (pickle protocol 5, with large buffers
+out of band, hashed), compares them with the kernel's own, and takes back, as pickles, only
 the variables that differ; names the run created are removed. Whatever cannot be brought back is named with
 the reason: an object pickle refuses (open files and sockets, generators, threads, locks) is never rebuilt by
 re-opening or re-running anything (dill re-opens a file in its recorded mode and truncates it).
@@ -26,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import io
 import json
 import marshal
 import os
@@ -49,6 +55,10 @@ if sys.platform.startswith("linux"):  # loaded here, once: a snapshot's first mo
     import ctypes
 
     _LIBC = ctypes.CDLL(None, use_errno=True)
+KEEP_BYTES = 256 * 1024  # a plain namespace up to this size is kept as its pickle (~0.1 ms a KB): no fork
+KEEP_OBJECTS = 5_000  # the allowlist's walk stops here (a namespace of many small objects forks)
+_kept: dict[str, tuple[dict[str, Any], bytes]] = {}  # key -> ({prints, ids, classes}, the namespace's pickle)
+_order: dict[str, None] = {}  # every snapshot's key, oldest first (forks and kept ones alike)
 _ending: list[int] = []  # dropped snapshots not reaped yet
 _resident: dict[str, int] = {}  # key -> the kernel's resident bytes when it was taken (what it can hold at most)
 
@@ -111,8 +121,6 @@ class _Pickler(pickle.Pickler):
 
 
 def _dumps(value: Any, *, fingerprinting: bool = False) -> tuple[bytes, list[pickle.PickleBuffer]]:
-    import io
-
     buffers: list[pickle.PickleBuffer] = []
     out = io.BytesIO()
     pickler = _Pickler(out, protocol=5, buffer_callback=buffers.append)
@@ -153,6 +161,80 @@ def _main_class_of(value: Any) -> type | None:
     """The class defined in the kernel that pickle would name for this value (it travels by name)."""
     cls = value if isinstance(value, type) else type(value)
     return cls if getattr(cls, "__module__", None) == "__main__" else None
+
+
+# ---- a small plain namespace, kept as its pickle -------------------------------------------------------------
+
+# By identity (`id(type)`): `type(x) in (int, ...)` would compare with ==, which a metaclass of the user's can
+# define (its code would run in the snapshot).
+_ATOMS = frozenset(map(id, (int, float, complex, bool, str, bytes, bytearray, type(None))))
+_SIZED = frozenset(map(id, (str, bytes, bytearray)))
+_SEQUENCES = frozenset(map(id, (list, tuple, set, frozenset)))
+
+
+def _plain(ns: dict[str, Any]) -> bool:
+    """Whether every value is plain data (the allowlist above, exact types: a subclass may pickle through code
+    of the user's), and the whole within KEEP_OBJECTS objects and about KEEP_BYTES. Anything else forks."""
+    numpy = sys.modules.get("numpy")
+    ndarray = numpy.ndarray if numpy is not None else None
+    stack: list[Any] = list(ns.values())
+    seen: set[int] = set()
+    objects, size = 0, 0
+    while stack:
+        value = stack.pop()
+        objects += 1
+        if objects > KEEP_OBJECTS or size > KEEP_BYTES:
+            return False
+        kind = type(value)
+        if id(kind) in _ATOMS:
+            size += len(value) if id(kind) in _SIZED else 8
+            continue
+        if id(value) in seen:  # shared, or a container that holds itself
+            continue
+        seen.add(id(value))
+        if id(kind) in _SEQUENCES:
+            stack.extend(value)
+            size += 8 * len(value)
+        elif kind is dict:
+            stack.extend(value.keys())
+            stack.extend(value.values())
+            size += 16 * len(value)
+        elif kind is types.ModuleType:
+            continue  # by import, as a fork's copy travels
+        elif ndarray is not None and kind is ndarray and not value.dtype.hasobject:
+            size += value.nbytes
+        elif kind is types.FunctionType and value.__module__ == "__main__":
+            # What _Pickler sends of it (its code is marshalled): defaults, closure cells, attributes.
+            try:
+                cells = [c.cell_contents for c in value.__closure__ or ()]
+            except ValueError:  # an empty cell
+                return False
+            stack.extend([*(value.__defaults__ or ()), *(value.__kwdefaults__ or {}).values(), *cells,
+                          *value.__dict__.values()])
+        else:
+            return False
+    return size <= KEEP_BYTES
+
+
+def _keep(ns: dict[str, Any]) -> tuple[dict[str, Any], bytes] | None:
+    """The namespace as a fork's copy would answer for it later, taken now: None when it is not plain."""
+    if not _plain(ns):
+        return None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            facts = {
+                "prints": {name: _fingerprint(value) for name, value in ns.items()},
+                "ids": {name: id(value) for name, value in ns.items()},
+                "classes": {},  # no class is plain data (and no instance of one defined in the kernel)
+            }
+            # In band (no buffer_callback): an array's buffer is copied now, not read later after the
+            # kernel changed it in place.
+            out = io.BytesIO()
+            _Pickler(out, protocol=5).dump(ns)
+    except Exception:  # what the walk let through and pickle still refused: a fork keeps it
+        return None
+    return facts, out.getvalue()
 
 
 # ---- the socket between the kernel and a snapshot ----------------------------------------------------------
@@ -239,8 +321,11 @@ def _child(sock: socket.socket, parent: int) -> None:
 
 
 def snap(key: str) -> str:
+    """Take snapshot `key`: kept as a pickle when the namespace is small plain data (the answer says
+    `kept`: no fork, so no warm-up either), else a fork."""
     started = time.perf_counter()
-    drop([key])
+    if json.loads(keep(key)).get("kept"):
+        return json.dumps({"ms": round((time.perf_counter() - started) * 1000, 2), "kept": True})
     mine, theirs = socket.socketpair()
     parent = os.getpid()
     pid = 0
@@ -264,14 +349,35 @@ def snap(key: str) -> str:
             _ending.append(pid)
         raise
     _resident[key] = _rss()
-    while len(_kids) > MAX_SNAPSHOTS:
-        drop([next(iter(_kids))])  # the oldest first: an undo of the last steps needs the newest
+    _order[key] = None
+    _bound()
+    return json.dumps({"ms": round((time.perf_counter() - started) * 1000, 2)})
+
+
+def keep(key: str) -> str:
+    """Take snapshot `key` only if the namespace is small plain data, kept as its pickle; else `declined` (the
+    server then sends `snap`). Also evaluated after a run's own code, as a user expression of its request: the
+    snapshot of the state the run leaves, with no request of its own and nothing slow on the run's reply."""
+    started = time.perf_counter()
+    drop([key])
+    kept = _keep(_names())
+    if kept is None:
+        return json.dumps({"declined": True})
+    _kept[key] = kept
+    _order[key] = None
+    _bound()
+    return json.dumps({"ms": round((time.perf_counter() - started) * 1000, 2), "kept": True})
+
+
+def _bound() -> None:
+    while len(_order) > MAX_SNAPSHOTS:
+        drop([next(iter(_order))])  # the oldest first: an undo of the last steps needs the newest
     # A snapshot holds at most what the kernel held when it was taken: only when those add up past the bound
-    # is what each really holds measured (smaps_rollup walks its page tables: ~0.5 ms each).
+    # is what each really holds measured (smaps_rollup walks its page tables: ~0.5 ms each). A kept one holds
+    # at most KEEP_BYTES-ish: not counted.
     if sum(_resident.values()) > MAX_BYTES:
         while len(_kids) > 1 and sum(map(_private, _kids.values())) > MAX_BYTES:
             drop([next(iter(_kids))])
-    return json.dumps({"ms": round((time.perf_counter() - started) * 1000, 2)})
 
 
 def warm() -> None:
@@ -298,6 +404,8 @@ def _private(kid: tuple[int, socket.socket]) -> int:
 
 def drop(keys: list[str]) -> str:
     for key in keys:
+        _order.pop(key, None)
+        _kept.pop(key, None)
         kid = _kids.pop(key, None)
         _resident.pop(key, None)
         if kid is not None:
@@ -323,21 +431,21 @@ def _reap() -> None:
 
 
 def sizes(_: Any = None) -> str:
-    """{key: bytes only that snapshot holds}, oldest first (Linux; 0 elsewhere)."""
-    return json.dumps({key: _private(kid) for key, kid in _kids.items()})
+    """{key: bytes only that snapshot holds}, oldest first (a fork's: Linux; 0 elsewhere)."""
+    return json.dumps({key: len(_kept[key][1]) if key in _kept else _private(_kids[key]) for key in _order})
 
 
 def _compare(key: str) -> tuple[dict[str, str], list[str], list[str], list[dict[str, str]]]:
     """(the snapshot's fingerprints, names to bring back, names to remove, [{name, why}] not restorable)."""
     kid = _kids.get(key)
-    if kid is None:
+    if kid is None and key not in _kept:
         raise LookupError("no snapshot of the kernel before this run is kept (the kernel restarted since, or it "
                           f"was one of more than the {MAX_SNAPSHOTS} last runs)")
-    sock = kid[1]
-    _send(sock, [json.dumps({"op": "fingerprints"}).encode()])
+    if kid is not None:
+        _send(kid[1], [json.dumps({"op": "fingerprints"}).encode()])
     now = _names()
     mine = {name: _fingerprint(value) for name, value in now.items()}  # while the snapshot computes its own
-    theirs = json.loads(bytes(_recv(sock)[0]))
+    theirs = _kept[key][0] if kid is None else json.loads(bytes(_recv(kid[1])[0]))
     back, lost = [], []
     remove = sorted(set(now) - set(theirs["prints"]))
     for name, before in sorted(theirs["prints"].items()):
@@ -404,7 +512,10 @@ def restore(key: str) -> str:
     try:
         prints, back, remove, lost = _compare(key)
         values: dict[str, Any] = {}
-        if back:
+        if back and key in _kept:
+            kept = pickle.loads(_kept[key][1])
+            values = {name: kept[name] for name in back}
+        elif back:
             _send(_kids[key][1], [json.dumps({"op": "values", "names": back}).encode()])
             data, *buffers = _recv(_kids[key][1])
             values = pickle.loads(data, buffers=buffers)
