@@ -147,6 +147,10 @@ class VariableUndo:
                 await asyncio.wait_for(asyncio.shield(asyncio.gather(*pending, return_exceptions=True)),
                                        snapshots.SNAP_TIMEOUT)
 
+    def installed(self, kernel: KernelBackend) -> bool:
+        """Whether the kernel's side (snapshot_kernel.py) is set up in this kernel."""
+        return kernel is self._installed
+
     def expressions(self, run_id: str, kernel: KernelBackend) -> dict[str, str]:
         """User expressions for the run's own request, evaluated after its code: the snapshot of the state it
         leaves, kept by the kernel with no request of its own when that state is small plain data

@@ -26,6 +26,7 @@ from .errors import UserError
 from .files import FileChanges
 from .gate import Approval, Gate, Ledger, UnknownProposal
 from .history import History, history_file
+from .kernels import snapshots
 from .kernels.backend import ExecuteReply, KernelBackend, KernelStartError
 from .kernels.gateway_client import GatewayConfig
 from .kernels.introspect import VARIABLES, python_variables, variables_of
@@ -914,7 +915,8 @@ class Workspace:
         await self.variable_undo.before_run(run_id, kernel)
         if canonical_language(kernel.language) != PYTHON:
             return None
-        return {**VARIABLES, **self.variable_undo.expressions(run_id, kernel)}
+        listed = snapshots.VARIABLES_CALL if self.variable_undo.installed(kernel) else VARIABLES
+        return {**listed, **self.variable_undo.expressions(run_id, kernel)}
 
     def _after_code(self, run_id: str, kernel: KernelBackend, reply: ExecuteReply) -> None:
         """A run's reply arrived. The variables came with it, unless its code raised (the kernel then evaluates

@@ -380,6 +380,14 @@ def _bound() -> None:
             drop([next(iter(_kids))])
 
 
+_VARIABLES: Any = None  # kernels/introspect.py's expression, compiled (set by snapshots.INSTALL)
+
+
+def variables() -> str:
+    """The variables a chat tells the model: introspect.py's expression, compiled once."""
+    return str(eval(_VARIABLES, _shell().user_ns))
+
+
 def warm() -> None:
     """Sent as a run's code, silently, right after each snapshot: it takes the path a run takes through the
     kernel (the request, the cell, a write to the kernel's stdout, the reply), so that the copy-on-write

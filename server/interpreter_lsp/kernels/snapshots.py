@@ -15,13 +15,19 @@ from pathlib import Path
 from typing import Any
 
 from .backend import ExecuteReply, KernelBackend
+from .introspect import VARIABLES
 
 MODULE = "_interpreter_lsp_snapshots"
 _SOURCE = Path(__file__).with_name("snapshot_kernel.py").read_text(encoding="utf-8")
+# The module, and introspect.py's variables expression compiled once in it: asked after every run, the
+# expression's text compiled anew each time cost ~1 ms of each run's reply.
 INSTALL = (
     f"(lambda m: (exec(compile({_SOURCE!r}, '<interpreter-lsp snapshots>', 'exec'), m.__dict__), "
+    f"setattr(m, '_VARIABLES', compile({VARIABLES['vars']!r}, '<interpreter-lsp variables>', 'eval')), "
     f"__import__('sys').modules.__setitem__(m.__name__, m)))(__import__('types').ModuleType({MODULE!r}))"
 )
+# The same answer as introspect.VARIABLES, from a kernel where the module is installed.
+VARIABLES_CALL = {"vars": f"__import__({MODULE!r}).variables()"}
 WARM = f"__import__({MODULE!r}).warm()"
 SNAP_TIMEOUT = 10.0  # a fork of a large kernel: page tables, ~10-15 ms per resident GB
 RESTORE_TIMEOUT = 120.0  # fingerprints and the copy back of what changed: ~1.5 s per GB
