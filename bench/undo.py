@@ -16,7 +16,8 @@ Cells: write 1 file; write 50 files (`open(..., "w")`); `!sed -i` one file; rewr
 (its next snapshot copies it: that run's capture is reported too).
 
 Variables (kernels/snapshot_kernel.py): a kernel holding a 100 MB float array (and 1 GB with BENCH_1GB=1)
-beside smaller variables. As the server does, a snapshot (a fork) and its warm-up are taken after the run
+beside smaller variables, forked; and one holding a small plain namespace, kept as its pickle.
+As the server does, a snapshot (a fork) and its warm-up are taken after the run
 before, off the next run's path (their time is shown apart, and what they would cost taken just before the run);
 the overhead is what the captured run then takes more than the same cell without a snapshot, interleaved.
 Cells: change the 100 MB array in place; change 10 MB of it;
@@ -185,15 +186,26 @@ VARIABLE_CELLS = {
 }
 
 
+PLAIN_CELLS = {
+    "a small variable rebound": ("small = [small[0] + 1]", 0),
+    "an entry of the dict changed": ("table[0] += 'x'", 0),
+}
+
+
 def variables(repeats: int, megabytes: int) -> None:
+    """`megabytes` 0: a small plain namespace (a list, a 100-entry dict), which is kept as its pickle."""
     # As the server starts its kernels (kernels/specs.py): IPython's history in memory, not in a sqlite file.
     manager, client = start_new_kernel(kernel_name="python3", extra_arguments=[MEMORY_HISTORY])
     try:
         run_cell(client, INSTALL)
-        run_cell(client, f"import numpy as np\nbig = np.random.rand({megabytes} * 125_000)\nsmall = [0]\n"
-                         "table = {i: str(i) for i in range(10_000)}")
-        print(f"\n== variables: a {megabytes} MB array, a 10,000-entry dict, a list")
-        for cell, (code, changed) in VARIABLE_CELLS.items():
+        if megabytes:
+            run_cell(client, f"import numpy as np\nbig = np.random.rand({megabytes} * 125_000)\nsmall = [0]\n"
+                             "table = {i: str(i) for i in range(10_000)}")
+            print(f"\n== variables: a {megabytes} MB array, a 10,000-entry dict, a list (forked)")
+        else:
+            run_cell(client, "small = [0]\ntable = {i: str(i) for i in range(100)}")
+            print("\n== variables: a list and a 100-entry dict (small plain data: kept as its pickle, no fork)")
+        for cell, (code, changed) in (VARIABLE_CELLS if megabytes else PLAIN_CELLS).items():
             if megabytes != 100 and changed == 100e6:  # the whole array, whatever its size
                 cell, changed = f"{megabytes} MB array changed in place", megabytes * 1e6
             bare, captured, inline, snap, restore, held = [], [], [], [], [], []
@@ -218,8 +230,9 @@ def variables(repeats: int, megabytes: int) -> None:
                 call(client, "drop", [f"r{i}"])
             overhead = [c - b for c, b in zip(captured, bare, strict=True)]
             ratio = [c / b - 1 for c, b in zip(captured, bare, strict=True)]
-            storage = f"{statistics.median(held) / changed:.2f}x the bytes changed" if changed else (
-                f"{statistics.median(held) / 1e6:.1f} MB")
+            kept = statistics.median(held)
+            storage = f"{kept / changed:.2f}x the bytes changed" if changed else (
+                f"{kept / 1e6:.1f} MB" if kept >= 1e5 else f"{kept / 1e3:.1f} KB")
             inline_overhead = [c - b for c, b in zip(inline, bare, strict=True)]
             print(
                 f"{cell:34s} run {statistics.median(bare) * 1000:7.1f} ms | snapshot p50 "
@@ -245,6 +258,7 @@ async def main() -> None:
         big.mkdir()
         make_big(big)
         await scenario("one 100 MB file + 10 small", big, BIG_CELLS, max(3, repeats // 3))
+    variables(repeats, 0)
     variables(repeats, 100)
     if os.environ.get("BENCH_1GB"):
         variables(max(3, repeats // 3), 1000)
