@@ -466,22 +466,20 @@ async def test_the_model_is_told_the_variables_the_last_run_left(chat: Session, 
 
 
 @pytest.mark.parametrize("undo", [True, False], ids=["variables undo on", "variables undo off"])
-async def test_the_variables_come_with_the_runs_own_reply(
+async def test_the_variables_are_asked_right_after_each_run(
     workspace_root: Path, home: Path, model: ScriptedModel, undo: bool
 ) -> None:
-    """The variables the next chat tells the model are a user expression of the run's own request: the chat
-    sends the kernel no request first, with variables undo on (a small plain namespace: its snapshot is kept
-    with the reply too, no request after the run either) or off (the chat's start used to wait for a
-    request of its own). The kernel's shell records every request's user expressions once the test says so
-    (the server's requests of its own are all user expressions)."""
+    """The variables the next chat tells the model are asked right after each run (with its snapshot, or
+    alone with variables undo off): the chat then asks the kernel nothing. (Undo off, the chat's start used to
+    wait for a request of its own.) The kernel's shell records every request that asks user expressions (the
+    server's requests of its own all do)."""
     s = await start_session(workspace_root, home, configuration=model_settings(model, undoVariables=undo))
     try:
         run_id, status = await s.run_and_wait(
-            "import os\n"
             "_shell = get_ipython()\n"
             "_evaluate = _shell.user_expressions\n"
             "def _asked(expressions):\n"
-            "    if os.path.exists('watch'):\n"
+            "    if expressions:\n"
             "        with open('asked', 'a') as out:\n"
             "            out.write(' '.join(sorted(expressions)) + '\\n')\n"
             "    return _evaluate(expressions)\n"
@@ -489,15 +487,17 @@ async def test_the_variables_come_with_the_runs_own_reply(
             "x = 41\n"
         )
         assert status["state"] == "ok", s.text(run_id)
-        (s.root / "watch").touch()
+        asked = s.root / "asked"
+        after_run = "r vars\n" if undo else "vars\n"
+        for _ in range(1200):  # the kernel writes it between requests, when no notification comes: polled, bounded
+            if asked.exists() and asked.read_text() == after_run:
+                break
+            await asyncio.sleep(0.05)
+        assert asked.exists() and asked.read_text() == after_run, "no request for the variables after the run"
         model.reply("Noted.")
         turn = (await s.command(p.CHAT, {"text": "what is x?"}))["turnId"]
         assert (await turn_end(s, turn))["state"] == "done"
         assert "- x (int: 41)" in last_user_content(model.requests[-1])
-        assert not (s.root / "asked").exists(), (s.root / "asked").read_text()
-        # The record works: the next run's own request asks for the variables (and, undo on, the snapshot).
-        run_id, status = await s.run_and_wait("x = 42")
-        assert status["state"] == "ok", s.text(run_id)
-        assert (s.root / "asked").read_text() == ("r vars\n" if undo else "vars\n")
+        assert asked.read_text() == after_run
     finally:
         await stop_session(s)

@@ -260,14 +260,14 @@ async def test_each_snapshot_is_followed_by_an_unseen_warm_up(session: Session) 
     assert {o["runId"] for o in s.notes[p.OUTPUT]} <= runs  # no output of the warm-ups anywhere
 
 
-@pytest.mark.parametrize("kept", [True, False], ids=["kept with each reply", "forked"])
+@pytest.mark.parametrize("kept", [True, False], ids=["kept as a pickle", "forked"])
 async def test_queued_runs_take_one_snapshot_each_and_undo_steps_back_through_them(
     session: Session, kept: bool
 ) -> None:
     """Runs queued back to back: one snapshot after each (a snapshot whose answer came in the same loop
-    iteration as the next run's turn once read as failed, and the run took a second): kept with each run's
-    reply when the namespace is small plain data, else forked in a silent request; undo brings back, step by
-    step, the state each run found."""
+    iteration as the next run's turn once read as failed, and the run took a second), in a silent request:
+    kept as its pickle when the namespace is small plain data, else forked; undo brings back, step by step,
+    the state each run found."""
     s = session
     taking = "keep" if kept else "snap"  # `snap` tries `keep` first, through the module's own name: not counted
     setup, status = await s.run_and_wait(

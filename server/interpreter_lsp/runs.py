@@ -137,7 +137,7 @@ class RunManager:
         ledger: Ledger | None = None,
         before_run: Callable[[str], Awaitable[None]] | None = None,
         after_run: Callable[[str, list[dict[str, str]], str | None], list[dict[str, str]]] | None = None,
-        before_code: Callable[[str, KernelBackend], Awaitable[dict[str, str] | None]] | None = None,
+        before_code: Callable[[str, KernelBackend], Awaitable[None]] | None = None,
         after_code: Callable[[str, KernelBackend, ExecuteReply], None] | None = None,
     ) -> None:
         self._pool = pool
@@ -156,9 +156,8 @@ class RunManager:
         # (undo.py) is taken before anyone told of the end can change them. It returns the list as told: a
         # file it knew from before the run is "modified", not "created".
         self._after_run = after_run
-        # Awaited before a run's code goes to its kernel (it returns user expressions for the run's request,
-        # answered with its reply), and called with its reply once the code ended, local or remote: undo's
-        # snapshots of the python kernel's variables (variable_undo.py), the variables the model is told.
+        # Awaited before a run's code goes to its kernel, and called with its reply once the code ended, local
+        # or remote: undo's snapshots of the python kernel's variables (variable_undo.py).
         self._before_code = before_code
         self._after_code = after_code
 
@@ -249,10 +248,9 @@ class RunManager:
         try:
             async with self._pool.run_lock(run.language):
                 kernel = await self._pool.kernel(run.language)
-                expressions = None
                 if self._before_code is not None:
                     # Before the run counts as executing: an interrupt meanwhile cancels the run (still queued).
-                    expressions = await self._before_code(run.run_id, kernel)
+                    await self._before_code(run.run_id, kernel)
                 started = time.monotonic()
                 run.executing = True
                 # Files touched are watched here, on this machine: not for a kernel on a gateway.
@@ -271,9 +269,7 @@ class RunManager:
                             settling = asyncio.ensure_future(self._files.settle())
 
                     sink.ended = code_ended
-                execution = kernel.submit(
-                    run.code, sink, allow_stdin=self.ask_input is not None, user_expressions=expressions or None
-                )
+                execution = kernel.submit(run.code, sink, allow_stdin=self.ask_input is not None)
                 timed_out = False
                 if run.timeout > 0:
                     done, _ = await asyncio.wait({execution}, timeout=run.timeout)

@@ -69,12 +69,10 @@ class VariableUndo:
         self._ahead: dict[int, _Snap] = {}  # id(kernel) -> the snapshot of its state now, for its next run
         self._keys = itertools.count(1)
         self._installed: KernelBackend | None = None  # the python kernel whose side is set up
-        self._riding: dict[str, str] = {}  # run id -> the key its own request asks the kernel to keep
 
     def kernel_gone(self, why: str = "restarted") -> None:
         """The python kernel restarted or died: the snapshots went with its process."""
         self._ahead.clear()
-        self._riding.clear()
         self._installed = None
         for snap in self._snaps.values():
             snap.why_not = snap.why_not or f"the python kernel {why} since: its variables before the run are gone"
@@ -151,32 +149,13 @@ class VariableUndo:
         """Whether the kernel's side (snapshot_kernel.py) is set up in this kernel."""
         return kernel is self._installed
 
-    def expressions(self, run_id: str, kernel: KernelBackend) -> dict[str, str]:
-        """User expressions for the run's own request, evaluated after its code: the snapshot of the state it
-        leaves, kept by the kernel with no request of its own when that state is small plain data
-        (snapshot_kernel.keep; `after_run` reads the answer in the reply)."""
-        if kernel is not self._installed or not self._enabled() or canonical_language(kernel.language) != PYTHON:
-            return {}
-        key = f"s{next(self._keys)}"
-        self._riding[run_id] = key
-        return snapshots.keep_expression(key)
-
     def after_run(
         self, run_id: str, kernel: KernelBackend, reply: Any, also: dict[str, str] | None = None
     ) -> asyncio.Future[ExecuteReply] | None:
-        """The run ended: the state it left is the one the next run finds. Kept with the run's reply if its
-        request asked (`expressions`) and the kernel kept it; else taken now, off that run's path.
+        """The run ended: the state it left is the one the next run finds. Taken now, off that run's path.
         `also`: user expressions answered by the same request (one kernel round trip after a run, not two);
         returns that request's reply to come, or None when no snapshot was sent."""
-        key = self._riding.pop(run_id, None)
         if canonical_language(kernel.language) == PYTHON and self._pool.existing(PYTHON) is kernel and self._enabled():
-            if key is not None and _kept(reply):
-                done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-                done.set_result(reply)
-                self._ahead[id(kernel)] = _Snap(kernel, key, None, done)
-                return None
-            # Not kept (a namespace that is not small plain data, a run that raised: the kernel evaluates a
-            # request's user expressions only after code that ended without an error): a request of its own.
             snap = self._take_ahead(kernel, also)
             return snap.done if snap is not None else None
         return None
@@ -316,14 +295,6 @@ def _failed(snap: _Snap) -> bool:
     except Exception:
         return True
     return False
-
-
-def _kept(reply: Any) -> bool:
-    """Whether the kernel kept the snapshot a run's own request asked for (`VariableUndo.expressions`)."""
-    try:
-        return snapshots.answer(reply).get("kept") is True
-    except Exception:
-        return False
 
 
 def _quietly(future: asyncio.Future[Any]) -> None:

@@ -196,7 +196,7 @@ class Workspace:
             # A user (or their editor) may change a file the moment the run's end is shown: what the run left
             # is taken before that, or undo would call the user's edit the run's own.
             after_run=self.file_undo.run_finished,
-            before_code=self._before_code,
+            before_code=self.variable_undo.before_run,
             after_code=self._after_code,
         )
         self.conversation = Conversation(
@@ -908,25 +908,17 @@ class Workspace:
         self.conversation.add(p.KernelEvent(language, "died", why))
         self.ctx.show_message("error", why)
 
-    async def _before_code(self, run_id: str, kernel: KernelBackend) -> dict[str, str] | None:
-        """Before a run's code goes: its snapshot; and what its own request asks after its code, answered with
-        its reply (no request after the run): the variables the next chat tells the model, and the snapshot of
-        the state it leaves when that is small plain data (variable_undo.py)."""
-        await self.variable_undo.before_run(run_id, kernel)
-        if canonical_language(kernel.language) != PYTHON:
-            return None
-        listed = snapshots.VARIABLES_CALL if self.variable_undo.installed(kernel) else VARIABLES
-        return {**listed, **self.variable_undo.expressions(run_id, kernel)}
-
     def _after_code(self, run_id: str, kernel: KernelBackend, reply: ExecuteReply) -> None:
-        """A run's reply arrived. The variables came with it, unless its code raised (the kernel then evaluates
-        no user expression): then the snapshot of the state it left, if one is sent, asks for them (one kernel
-        round trip after a run, off the chat's path)."""
-        answered = "vars" in reply.content.get("user_expressions", {})
-        sent = self.variable_undo.after_run(run_id, kernel, reply, also=None if answered else VARIABLES)
-        if answered:
-            sent = asyncio.get_running_loop().create_future()
-            sent.set_result(reply)
+        """A run's reply arrived: the variables, which the next chat tells the model, are asked now, off the
+        chat's path: with the snapshot of the state the run left, or alone (variables undo off). One kernel
+        round trip after a run, after its final status: while the user reads; back to back, while the next
+        run's own start (its files' barrier and pre-images) goes on."""
+        listed = snapshots.VARIABLES_CALL if self.variable_undo.installed(kernel) else VARIABLES
+        sent = self.variable_undo.after_run(run_id, kernel, reply, also=listed)
+        if sent is None and canonical_language(kernel.language) == PYTHON and self.pool.existing(PYTHON) is kernel:
+            with contextlib.suppress(Exception):  # not running: the next chat asks, and says why if it cannot
+                sent = kernel.submit("", None, silent=True, user_expressions=listed)
+                sent.add_done_callback(lambda done: done.cancelled() or done.exception())  # read by a chat, if any
         self._variables_soon = (kernel, sent) if sent is not None else None
 
     def _forget_variables(self) -> None:

@@ -56,7 +56,7 @@ if sys.platform.startswith("linux"):  # loaded here, once: a snapshot's first mo
 
     _LIBC = ctypes.CDLL(None, use_errno=True)
 KEEP_BYTES = 256 * 1024  # a plain namespace up to this size is kept as its pickle (bytes copy: ~0.2 ms)
-KEEP_OBJECTS = 1_000  # the walk stops here: keeping 1,000 small objects costs ~0.6 ms, on a run's reply
+KEEP_OBJECTS = 1_000  # the walk stops here: keeping 1,000 small objects costs ~0.6 ms
 _kept: dict[str, tuple[dict[str, Any], bytes]] = {}  # key -> ({prints, ids, classes}, the namespace's pickle)
 _order: dict[str, None] = {}  # every snapshot's key, oldest first (forks and kept ones alike)
 _ending: list[int] = []  # dropped snapshots not reaped yet
@@ -355,9 +355,7 @@ def snap(key: str) -> str:
 
 
 def keep(key: str) -> str:
-    """Take snapshot `key` only if the namespace is small plain data, kept as its pickle; else `declined` (the
-    server then sends `snap`). Also evaluated after a run's own code, as a user expression of its request: the
-    snapshot of the state the run leaves, with no request of its own and nothing slow on the run's reply."""
+    """Take snapshot `key` only if the namespace is small plain data, kept as its pickle; else `declined`."""
     started = time.perf_counter()
     drop([key])
     kept = _keep(_names())

@@ -56,12 +56,6 @@ def submit(
     return kernel.submit("", None, silent=True, user_expressions={**(also or {}), **_expression(function, argument)})
 
 
-def keep_expression(key: str) -> dict[str, str]:
-    """The user expression that keeps snapshot `key` if the namespace is small plain data (snapshot_kernel.keep),
-    for a run's own request: `answer` of its reply says `kept`, or `declined`."""
-    return _expression("keep", key)
-
-
 def warm(kernel: KernelBackend) -> asyncio.Future[ExecuteReply]:
     """Send snapshot_kernel.warm as a silent run (see there): after a snapshot, ahead of the next run."""
     return kernel.submit(WARM, None, silent=True)
