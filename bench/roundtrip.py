@@ -1,6 +1,6 @@
 """Round trip and flood through the server, against the bare jupyter_client kernel in the same run.
 
-    .venv/bin/python bench/roundtrip.py [--runs 200]
+    .venv/bin/python bench/roundtrip.py [--runs 200] [--undo-variables-off]
 
 1. Median time from `interpreter.run {code: "print(1)"}` sent by a real LSP client (stdio) to its
    `runStatus ok` received, vs bare AsyncKernelClient execute -> idle, same machine, same run: back to back
@@ -131,7 +131,7 @@ class FinishWaiter:
         return time.perf_counter() - start
 
 
-async def core_workspace(tmp_path: Path) -> Workspace:
+async def core_workspace(tmp_path: Path, settings: dict[str, object]) -> Workspace:
     """The server's core without LSP (same process): shows what the LSP hops add on top."""
     root = tmp_path / "core-ws"
     root.mkdir()
@@ -141,7 +141,7 @@ async def core_workspace(tmp_path: Path) -> Workspace:
         trusted=True,
     )
     ws = Workspace(root, ctx)
-    ws.configure([])
+    ws.configure([("initializationOptions", settings)])
     await ws.warm_up()
     return ws
 
@@ -152,15 +152,15 @@ async def core_execute(ws: Workspace, code: str) -> float:
     return time.perf_counter() - start
 
 
-async def main(runs: int) -> None:
+async def main(runs: int, settings: dict[str, object]) -> None:
     with tempfile.TemporaryDirectory(prefix="ilsp-bench-") as tmp:
         tmp_path = Path(tmp)
         root, home = tmp_path / "ws", tmp_path / "home"
         root.mkdir()
         home.mkdir()
         km, kc = await bare_kernel(tmp_path)
-        core = await core_workspace(tmp_path)
-        s = await start_session(root, home)
+        core = await core_workspace(tmp_path, settings)
+        s = await start_session(root, home, configuration=settings)
         try:
             waiter = FinishWaiter(s)
             for _ in range(10):
@@ -294,4 +294,8 @@ async def main(runs: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=200)
-    asyncio.run(main(parser.parse_args().runs))
+    parser.add_argument("--undo-variables-off", action="store_true", help="the server with undoVariables false")
+    arguments = parser.parse_args()
+    if arguments.undo_variables_off:
+        print("interpreter.undoVariables: false")
+    asyncio.run(main(arguments.runs, {"undoVariables": False} if arguments.undo_variables_off else {}))

@@ -183,10 +183,11 @@ SCHEMA: tuple[Spec, ...] = (
        "Seconds after which a run is interrupted (the kernel restarts if it ignores the interrupt). 0: none.",
        minimum=0),
     _s("undoVariables", "boolean", True,
-       "Undo brings back the python kernel's variables: the kernel keeps a copy-on-write snapshot of "
-       "itself as each run finds it (a trivial run takes ~0.5 ms longer when runs come at a person's or a "
-       "model's pace, ~14 ms longer when each is sent the instant the one before ended: the snapshot is then a "
-       "kernel request on the next run's path). Off: undo names the variables as not restored."),
+       "Undo brings back the python kernel's variables: the kernel keeps a snapshot of itself as each run "
+       "finds it, a pickle of its variables when they are a few small plain values (no cost measurable against "
+       "off), else a copy-on-write fork (a trivial run takes ~0.5 ms longer when runs come at a person's or a "
+       "model's pace, ~14 ms longer when each is sent the instant the one before ended: the fork is then on the "
+       "next run's path). Off: undo names the variables as not restored."),
     _s("connectTimeout", "number", 10.0, "Seconds to connect to the model's endpoint.", minimum=0.1, maximum=600),
     _s("firstTokenTimeout", "number", 120.0,
        "Seconds from a request to the first streamed token (local models load slowly).", minimum=1, maximum=3600),

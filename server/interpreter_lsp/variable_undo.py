@@ -3,7 +3,8 @@ the variables back.
 
 The kernel forks a copy-on-write snapshot of itself (kernels/snapshot_kernel.py), in a silent request, when
 it is ready and right after each python run's reply (local or on a gateway): the state a run leaves is the
-state the next one finds, so the snapshot is taken while the user reads the output. A run waits for the
+state the next one finds, so the snapshot is taken while the user reads the output. A namespace of small
+plain data is kept as its pickle instead (no fork, no warm-up: the answer says `kept`). A run waits for the
 snapshot it finds only if that is still under way (runs back to back), before its own request goes:
 sent back to back with it instead, ipykernel's save and restore of the SIGINT handler around each request
 could leave the run with SIGINT ignored (an interrupt then missed it). `plan` says, for the runs an undo
@@ -15,10 +16,12 @@ silently.
 Once a snapshot answered and no run waits for it, a warm-up follows (snapshot_kernel.warm): the fork's price is
 the kernel's next writes (copy-on-write faults, wherever the fork happens), and the warm-up pays most of them
 while the user reads rather than in the next run.
-Measured (bench/roundtrip.py, `print(1)`): paced 50 ms apart, ~0.4 ms more than with undo off (11.1 against
-10.7 ms, the bare kernel 6.6); each run sent the instant the one before ended, ~14 ms more (24.9 against 11.1,
-the bare kernel 5.8): the snapshot's own request (ipykernel takes ~4.5 ms to start any request, then the fork)
-is then on the next run's path. Earlier figures (~11.5 ms back to back) came from a bench that interleaved
+Measured (bench/roundtrip.py, `print(1)`), forked: paced 50 ms apart, ~0.4 ms more than with undo off (11.1
+against 10.7 ms, the bare kernel 6.6); each run sent the instant the one before ended, ~14 ms more (24.9
+against 11.1, the bare kernel 5.8): the snapshot's own request (ipykernel takes ~4.5 ms to start any request,
+then the fork) is then on the next run's path. Kept (the bench's empty namespace): as with undo off, within
+the noise (back to back 12.2-12.8 ms against 12.3-12.8; undo off asks the variables after each run too).
+Earlier figures (~11.5 ms back to back) came from a bench that interleaved
 the bare kernel's runs between the server's, which gave the snapshot that time. Taken inside the run's own
 request (IPython's pre_ or post_run_cell) it was ~16 ms, measured the same interleaved way.
 """
