@@ -98,6 +98,59 @@ async def test_undo_brings_back_variables_mutated_rebound_deleted_and_removes_ne
     assert "removed created, gen" in notes[-1]["forModel"]
 
 
+PLAIN_SETUP = """\
+import numpy as np
+
+def make_counter():
+    n = [0]
+    def inc():
+        n[0] += 1
+        return n[0]
+    return inc
+
+small = np.arange(1_000, dtype=float)
+table = {"rows": [1, 2, {"deep": [3]}], "name": "t", "tags": {"a", "b"}}
+alias = table["rows"]
+counter = make_counter()
+k = 3
+def f(x, by=[1]):
+    return x + by[0]
+"""
+
+PLAIN_CHANGE = """\
+small *= 2
+alias[2]["deep"].append(4)
+counter(); counter()
+del k
+def f(x, by=[100]):
+    return x + by[0]
+created = (1, "two")
+"""
+
+
+async def test_a_small_plain_namespace_is_kept_not_forked_and_comes_back_the_same(session: Session) -> None:
+    """Numbers, containers, a small array, a closure, functions and a module only: the snapshot is kept as a
+    pickle (no process forked), and undo brings back what a fork's copy would, shared as it was shared."""
+    s = session
+    _run, status = await s.run_and_wait(PLAIN_SETUP)
+    assert status["state"] == "ok", s.text(_run)
+    before = await value(s, "[float(small.sum()), table['rows'], sorted(table['tags']), 'k' in globals() and k, f(1)]")
+    await s.command(p.UNDO, {})  # value() is a run
+    _run, status = await s.run_and_wait(PLAIN_CHANGE)
+    assert status["state"] == "ok", s.text(_run)
+    result = await s.command(p.UNDO, {})
+    assert result["variablesRestored"] == ["alias", "counter", "f", "k", "small", "table"], result
+    assert result["variablesRemoved"] == ["created"]
+    assert result["notRestorable"] == []
+    after = await value(
+        s, "[float(small.sum()), table['rows'], sorted(table['tags']), 'k' in globals() and k, f(1), counter(), "
+           "alias is table['rows'], 'created' in globals()]"
+    )
+    assert after == [*before, 1, True, False], after
+    snapshots = "__import__('sys').modules['_interpreter_lsp_snapshots']"
+    assert await value(s, f"[len({snapshots}._kids), len({snapshots}._kept) > 0]") == [0, True]
+
+
 async def test_undo_of_the_run_that_created_them_removes_them(session: Session) -> None:
     s = session
     await s.run_and_wait("x = [1, 2]\ny = {'a': 1}")
