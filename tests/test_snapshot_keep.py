@@ -105,7 +105,9 @@ def test_deciding_runs_no_code_of_the_users(kernel_side: types.ModuleType) -> No
     )
     made["calls"] = calls
     sneaky = made["Sneaky"]()
-    namespaces = [{"v": sneaky}, {"d": {1: [sneaky]}}, {"k": {sneaky: 1}}, {"c": made["Sneaky"]}]
+    function = in_main("def g():\n    pass\n")["g"]
+    function.__module__ = sneaky  # a function's module can be anything: its == is the user's
+    namespaces = [{"v": sneaky}, {"d": {1: [sneaky]}}, {"k": {sneaky: 1}}, {"c": made["Sneaky"]}, {"g": function}]
     calls.clear()
     for namespace in namespaces:
         assert not kernel_side._plain(namespace)

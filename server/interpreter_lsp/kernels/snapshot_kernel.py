@@ -203,7 +203,8 @@ def _plain(ns: dict[str, Any]) -> bool:
             continue  # by import, as a fork's copy travels
         elif ndarray is not None and kind is ndarray and not value.dtype.hasobject:
             size += value.nbytes
-        elif kind is types.FunctionType and value.__module__ == "__main__":
+        elif kind is types.FunctionType and type(value.__module__) is str and value.__module__ == "__main__":
+            # (`__module__` can be any object the user set, whose == is theirs: its type first.)
             # What _Pickler sends of it (its code is marshalled): defaults, closure cells, attributes.
             try:
                 cells = [c.cell_contents for c in value.__closure__ or ()]

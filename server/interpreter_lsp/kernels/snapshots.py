@@ -20,7 +20,7 @@ from .introspect import VARIABLES
 MODULE = "_interpreter_lsp_snapshots"
 _SOURCE = Path(__file__).with_name("snapshot_kernel.py").read_text(encoding="utf-8")
 # The module, and introspect.py's variables expression compiled once in it: asked after every run, the
-# expression's text compiled anew each time cost ~1 ms of each run's reply.
+# expression's text compiled anew each time cost ~0.2 ms of the kernel's time (of ~0.35).
 INSTALL = (
     f"(lambda m: (exec(compile({_SOURCE!r}, '<interpreter-lsp snapshots>', 'exec'), m.__dict__), "
     f"setattr(m, '_VARIABLES', compile({VARIABLES['vars']!r}, '<interpreter-lsp variables>', 'eval')), "
