@@ -64,3 +64,19 @@ async def test_a_snapshot_that_answered_an_error_is_replaced_before_the_run() ->
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task
+
+
+async def test_a_kept_snapshot_gets_no_warm_up_and_a_forked_one_does() -> None:
+    """A snapshot the kernel kept as a pickle left no copy-on-write faults to pay: no warm-up request follows
+    it. A fork's answer (no `kept`) is followed by one, ahead of the next run."""
+    for answer, warm_ups in (({"ms": 0.1, "kept": True}, 0), ({"ms": 3.0}, 1)):
+        kernel = _Kernel()
+        undo = VariableUndo(_Pool(kernel))  # type: ignore[arg-type]
+        undo._installed = kernel  # type: ignore[assignment]
+        sent = undo.after_run("r-1", kernel, None)  # type: ignore[arg-type]
+        assert sent is not None and len(kernel.requests) == 1
+        sent.set_result(_answered(answer))
+        await asyncio.sleep(0)  # its done callback
+        warm = [r for r in kernel.requests[1:] if "warm()" in r["code"]]
+        assert len(warm) == warm_ups, kernel.requests
+        assert undo._ahead[id(kernel)].why_not is None
