@@ -21,6 +21,16 @@ async def value(s: Session, expression: str) -> object:
     return json.loads(s.text(run_id, ("stdout",)).strip().splitlines()[-1])
 
 
+# A closure whose cell the runs change: both setups below define it.
+COUNTER = """\
+def make_counter():
+    n = [0]
+    def inc():
+        n[0] += 1
+        return n[0]
+    return inc
+"""
+
 SETUP = """\
 import numpy as np
 from dataclasses import dataclass
@@ -30,13 +40,7 @@ class Point:
     x: int
     y: list
 
-def make_counter():
-    n = [0]
-    def inc():
-        n[0] += 1
-        return n[0]
-    return inc
-
+""" + COUNTER + """
 big = np.arange(1_000_000, dtype=float)
 table = {"rows": [1, 2, {"deep": [3]}], "name": "t"}
 point = Point(1, [2])
@@ -101,13 +105,7 @@ async def test_undo_brings_back_variables_mutated_rebound_deleted_and_removes_ne
 PLAIN_SETUP = """\
 import numpy as np
 
-def make_counter():
-    n = [0]
-    def inc():
-        n[0] += 1
-        return n[0]
-    return inc
-
+""" + COUNTER + """
 small = np.arange(1_000, dtype=float)
 table = {"rows": [1, 2, {"deep": [3]}], "name": "t", "tags": {"a", "b"}}
 alias = table["rows"]
