@@ -325,7 +325,7 @@ def snap(key: str) -> str:
     """Take snapshot `key`: kept as a pickle when the namespace is small plain data (the answer says
     `kept`: no fork, so no warm-up either), else a fork."""
     started = time.perf_counter()
-    if json.loads(keep(key)).get("kept"):
+    if keep(key):
         return json.dumps({"ms": round((time.perf_counter() - started) * 1000, 2), "kept": True})
     mine, theirs = socket.socketpair()
     parent = os.getpid()
@@ -355,17 +355,16 @@ def snap(key: str) -> str:
     return json.dumps({"ms": round((time.perf_counter() - started) * 1000, 2)})
 
 
-def keep(key: str) -> str:
-    """Take snapshot `key` only if the namespace is small plain data, kept as its pickle; else `declined`."""
-    started = time.perf_counter()
+def keep(key: str) -> bool:
+    """Take snapshot `key` as its pickle if the namespace is small plain data (`snap` asks first); False else."""
     drop([key])
     kept = _keep(_names())
     if kept is None:
-        return json.dumps({"declined": True})
+        return False
     _kept[key] = kept
     _order[key] = None
     _bound()
-    return json.dumps({"ms": round((time.perf_counter() - started) * 1000, 2), "kept": True})
+    return True
 
 
 def _bound() -> None:
