@@ -338,19 +338,6 @@ def _inotify_watches() -> int:
     return count
 
 
-def _has_watch_groups() -> bool:
-    """watchdog 7's inotify watch groups (Python ≥ 3.11) let watches stop at skipped directories; watchdog 6
-    has none."""
-    try:
-        from watchdog.observers.inotify import InotifyWatchGroup  # noqa: F401
-    except Exception:  # ImportError, or no inotify on this system
-        return False
-    return True
-
-
-_WATCH_GROUPS = _has_watch_groups()
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
 async def test_no_inotify_watch_inside_skipped_directories(tmp_path: Path) -> None:
     root = tmp_path / "ws"
@@ -359,11 +346,6 @@ async def test_no_inotify_watch_inside_skipped_directories(tmp_path: Path) -> No
     for heavy in (".venv/lib/site-packages", "node_modules/a/b", ".git/objects"):
         for i in range(30):
             (root / heavy / f"d{i}").mkdir(parents=True)
-    if not _WATCH_GROUPS:
-        pytest.skip(
-            "watchdog 6 (the newest for Python 3.10) has other inotify internals: skipped directories "
-            "get watches too, and their events are dropped (docs/architecture.md)"
-        )
     before = _inotify_watches()
     watcher = FileChanges(root, polling=False)
     try:
@@ -423,11 +405,6 @@ def test_inotify_watch_limit_is_said_plainly_and_watching_goes_on(tmp_path: Path
     result = _run_limited(tmp_path / "ws", watches=3, instances=8)
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
-    if not _WATCH_GROUPS:  # watchdog 6 (Python 3.10): its plain observer fails whole, so polling takes over
-        assert "KIND polling" in result.stdout
-        assert "inotify watch limit reached" in result.stderr and "max_user_watches" in result.stderr
-        assert "FILES ['a/new.txt', 'z/new.txt']" in result.stdout
-        return
     assert "KIND inotify" in result.stdout
     assert "inotify watch limit is reached" in result.stderr and "max_user_watches" in result.stderr
     assert "Traceback" not in result.stderr

@@ -1,37 +1,34 @@
-"""The watchdog observers behind files.py. Built in a worker thread on the first run (starting one walks the
+"""The observers behind files.py. Built in a worker thread on the first run (starting one walks the
 workspace), imported only then (the server answers `initialize` without loading watchdog).
 
-- inotify (Linux): watchdog's InotifyObserver with a watch group that places no watch inside skipped
-  directories and at most `max_watches` in all. watchdog has no public way to do this (its ignore patterns
-  filter events after the watches exist, gorakhargosh/watchdog#212): the group overrides the methods that
-  walk the tree, found by name; a watchdog release without them (6.x on Python 3.10) gets the plain observer.
-  It also says when the kernel's event queue overflowed (watchdog only logs it).
-- FSEvents (macOS), ReadDirectoryChangesW (Windows): one recursive watch of the root, which costs nothing
-  per directory there; files.py drops events from skipped directories.
+- inotify (Linux): inotify_tree.py, read on the event loop (no thread between an event and the loop), one
+  watch per directory, none inside skipped directories, at most `max_watches` in all.
+- FSEvents (macOS), ReadDirectoryChangesW (Windows): watchdog's observer, one recursive watch of the root,
+  which costs nothing per directory there; files.py drops events from skipped directories.
 - polling: watchdog's PollingObserverVFS, whose listing never enters skipped directories, every `interval`
   seconds: the portable path (INTERPRETER_LSP_PORTABLE=1) and the fallback when no native one can start.
 
-Every event is handed to `ToLoop`, which crosses to the event loop with call_soon_threadsafe and nothing else;
-the inotify emitter hands it over from its own thread (watchdog's dispatcher thread is not on the way).
+watchdog's observers hand every event to `ToLoop`, which crosses to the event loop with
+call_soon_threadsafe and nothing else; the inotify tree calls the loop's callback directly, once
+`Built.attach` has put its descriptor on the loop.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import errno
 import functools
 import logging
 import os
+import sys
 import threading
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from watchdog.events import (
     DirCreatedEvent,
     DirDeletedEvent,
     DirMovedEvent,
-    FileClosedEvent,
     FileCreatedEvent,
     FileDeletedEvent,
     FileModifiedEvent,
@@ -51,23 +48,29 @@ class ToLoop(FileSystemEventHandler):
 
     def __init__(self, loop: Any, callback: Callable[[FileSystemEvent], None]) -> None:
         super().__init__()
-        self._loop = loop
-        self._callback = callback
+        self.loop = loop
+        self.callback = callback  # on the loop's thread only
 
     def dispatch(self, event: FileSystemEvent) -> None:
         try:
-            self._loop.call_soon_threadsafe(self._callback, event)
+            self.loop.call_soon_threadsafe(self.callback, event)
         except RuntimeError:
             pass  # the loop is closed: the server is exiting
 
 
+class Stoppable(Protocol):
+    def stop(self) -> None: ...
+
+
 @dataclass
 class Built:
-    observer: BaseObserver
+    observer: Stoppable  # stop() it on the loop's thread
     kind: str  # "inotify" | "fsevents" | "windows" | "polling"
     # Polling only: ask for a `batch_end` event (tagged with this number) after the next poll that starts
     # from now on, even if it changed nothing (a barrier with no file in the workspace).
     request_batch_end: Callable[[int], None] | None = None
+    # inotify only: put its descriptor on the loop (call it on the loop's thread, once built).
+    attach: Callable[[], None] | None = None
 
 
 def start(
@@ -89,7 +92,7 @@ def start(
             built = _native(root, handler, skip, max_watches, on_limit, on_overflow)
         except Exception as exc:
             # EMFILE: the per-user inotify instance limit; ENOSPC: no watch left even for the root. Anything
-            # else (a watchdog release whose internals moved) is a bug to log, but files are still watched.
+            # else is a bug to log, but files are still watched.
             limits = isinstance(exc, OSError) and exc.errno in (errno.EMFILE, errno.ENOSPC)
             hint = " (raise fs.inotify.max_user_instances / max_user_watches)" if limits else ""
             log.warning(
@@ -113,20 +116,18 @@ _CHANGES: list[type[FileSystemEvent]] = [
 def _native(
     root: str, handler: ToLoop, skip: Collection[str], max_watches: int, on_limit: Notify, on_overflow: Notify
 ) -> Built | None:
+    if sys.platform.startswith("linux"):
+        from .inotify_tree import InotifyTree
+
+        tree = InotifyTree(
+            root, handler.callback, skip=skip, max_watches=max_watches, on_limit=on_limit, on_overflow=on_overflow
+        )
+        tree.start()
+        return Built(tree, "inotify", attach=lambda: tree.attach(handler.loop))
+
     from watchdog.observers import Observer
 
     name = Observer.__name__
-    if name == "InotifyObserver":
-        # IN_CLOSE_WRITE ("closed") instead of IN_MODIFY: one event per written file, not one per write().
-        observer = _inotify_observer(handler, skip, max_watches, on_limit, on_overflow)
-        if observer is None:
-            # watchdog 6 (Python 3.10) has no watch group to extend: its plain observer watches the whole
-            # tree, skipped directories included (their events are dropped by files.py); a watch limit
-            # still falls back to polling.
-            log.info("watching the whole workspace with watchdog's inotify observer (skipped directories too)")
-            observer = Observer()
-        _schedule_and_start(observer, handler, root, [*_CHANGES, FileClosedEvent])
-        return Built(observer, "inotify")
     if name in ("FSEventsObserver", "WindowsApiObserver"):
         native = Observer()
         _schedule_and_start(native, handler, root, [*_CHANGES, FileModifiedEvent])
@@ -144,89 +145,6 @@ def _schedule_and_start(
     except BaseException:
         observer.stop()  # nothing half-started stays behind
         raise
-
-
-def _inotify_observer(
-    handler: ToLoop, skip: Collection[str], max_watches: int, on_limit: Notify, on_overflow: Notify
-) -> BaseObserver | None:
-    try:
-        from watchdog.observers.inotify import InotifyEmitter, InotifyWatchGroup
-    except Exception as exc:  # UnsupportedLibcError and the like
-        log.warning("watchdog's inotify observer is unavailable: %s", exc)
-        return None
-    fields = {f.name for f in dataclasses.fields(InotifyWatchGroup)}
-    needed = {"_inotify_fd", "_active_callbacks_by_path", "_active_callbacks_by_watch", "_id", "path"}
-    methods = ("_add_all_callbacks", "_add_callback", "_recursive_simulate", "on_queue_overflow")
-    if not needed <= fields or not all(hasattr(InotifyWatchGroup, m) for m in methods):
-        log.warning("this watchdog release has other inotify internals; skipped directories get watches too")
-        return None
-    skip_bytes = frozenset(os.fsencode(name) for name in skip)
-
-    class Group(InotifyWatchGroup):
-        def _add_all_callbacks(self, path: bytes) -> None:
-            # watchdog's walk enters every directory; this one stops at skipped ones and at the budget.
-            stack = [path]
-            while stack:
-                directory = stack.pop()
-                if not self._add_callback(directory) or not self.is_recursive:
-                    continue
-                try:
-                    with os.scandir(directory) as entries:
-                        for entry in entries:
-                            if entry.is_dir(follow_symlinks=False) and entry.name not in skip_bytes:
-                                stack.append(entry.path)
-                except OSError:
-                    continue
-
-        def _add_callback(self, path: bytes) -> bool:  # type: ignore[override]
-            if path != self.path and os.path.basename(path) in skip_bytes:
-                return False
-            if len(self._active_callbacks_by_path) >= max_watches:
-                on_limit(f"more than {max_watches} directories: changes below {os.fsdecode(path)} are not reported")
-                return False
-            try:
-                wd = self._inotify_fd.add_callback(path, self.event_mask, self._callback, self._id)
-            except OSError as exc:
-                if path == self.path:
-                    raise
-                if exc.errno == errno.ENOSPC:
-                    on_limit(
-                        "the system's inotify watch limit is reached: changes below "
-                        f"{os.fsdecode(path)} are not reported (raise fs.inotify.max_user_watches)"
-                    )
-                return False  # vanished or unreadable meanwhile
-            self._active_callbacks_by_path[path] = wd
-            self._active_callbacks_by_watch[wd] = path
-            return True
-
-        def _recursive_simulate(self, src_path: bytes) -> list[Any]:
-            if os.path.basename(src_path) in skip_bytes:
-                return []  # not watched: no walk through a new node_modules
-            return super()._recursive_simulate(src_path)
-
-        def on_queue_overflow(self) -> None:
-            super().on_queue_overflow()  # rebuilds the watches (through the walk above)
-            on_overflow("the kernel's inotify event queue overflowed")
-
-    class Emitter(InotifyEmitter):
-        def queue_event(self, event: FileSystemEvent) -> None:
-            # Straight to the loop from this thread, not through the observer's queue and its dispatcher
-            # thread: one thread hand-off less for every event (a run's two barriers each wait on one).
-            # The filter is the watch's, as watchdog's own queue_event applies it.
-            kinds = getattr(self, "_event_filter", None)
-            if kinds is None or any(isinstance(event, kind) for kind in kinds):
-                handler.dispatch(event)
-
-        def on_thread_start(self) -> None:
-            self._inotify = Group(
-                self._inotify_fd,
-                os.fsencode(self.watch.path),
-                is_recursive=self.watch.is_recursive,
-                event_mask=self.get_event_mask_from_filter(),
-                follow_symlink=self.watch.follow_symlink,
-            )
-
-    return BaseObserver(Emitter)
 
 
 # ---- polling ---------------------------------------------------------------------------------------------

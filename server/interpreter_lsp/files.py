@@ -1,14 +1,16 @@
-"""Which workspace files a run touched, seen through watchdog (file_observers.py builds the observer).
+"""Which workspace files a run touched (file_observers.py builds the observer).
 
 The observer starts on the first run, in a worker thread (it walks the workspace): the platform's native
-one (inotify on Linux, FSEvents on macOS, ReadDirectoryChangesW on Windows), or watchdog's polling observer
-where none can start or when the portable paths are forced (INTERPRETER_LSP_PORTABLE=1). `.git`,
-virtualenvs, node_modules, caches, `build` and `dist` are not watched (on Linux at most MAX_WATCHES
-directories are). Events cross from watchdog's threads to the event loop with call_soon_threadsafe, and
-every run in flight collects the files created, written, deleted or moved meanwhile.
+one (inotify on Linux, read on the event loop: inotify_tree.py; watchdog's FSEvents on macOS and
+ReadDirectoryChangesW on Windows), or watchdog's polling observer where none can start or when the portable
+paths are forced (INTERPRETER_LSP_PORTABLE=1). `.git`, virtualenvs, node_modules, caches, `build` and
+`dist` are not watched (on Linux at most MAX_WATCHES directories are). Events reach the event loop (from
+watchdog's threads with call_soon_threadsafe), and every run in flight collects the files created, written,
+deleted or moved meanwhile.
 
 Attribution is per run, from `begin` to `end`. Events reach the loop a little after the file changed (they
-pass through watchdog's threads, or wait for the next poll), so both ends are marked in the event stream
+wait in the kernel's queue for the loop, pass through watchdog's threads, or wait for the next poll), so
+both ends are marked in the event stream
 itself with a barrier: an event of our own sent through the same path. `begin` sends one and returns at
 once; the run counts changes from the moment its barrier comes out (what the user saved just before the run
 is not its doing). When the run's kernel is idle, `settle` sends another and waits for it (everything the
@@ -142,6 +144,8 @@ class FileChanges:
         if self._closed:
             built.observer.stop()
             return
+        if built.attach is not None:
+            built.attach()  # here, on the loop: its events come to _on_event from now on
         self._built, self.kind = built, built.kind
         log.info("watching %s for file changes (%s)", self.root, built.kind)
 
@@ -272,7 +276,7 @@ class FileChanges:
                 arrived.set_result(None)
 
         token = self._send_barrier(_Waiter(then, waiter.opens))
-        sent.append(token)  # it comes out later: through watchdog's thread, or the next poll
+        sent.append(token)  # it comes out later: from the kernel's queue, through watchdog's thread, or the next poll
         self._arrivals[token] = self._in_flight = arrived
         return token
 
@@ -298,7 +302,7 @@ class FileChanges:
 
     def _probe_link(self, probe: Path) -> bool:
         """With inotify, a barrier is a link (to nothing): its creation and removal are two events, where a
-        file's open and close add a third for watchdog's threads to carry to the loop, twice a run. False where
+        file's close after writing adds a third to read, twice a run. False where
         a file serves instead: other observers (links need a privilege on Windows), or a file system without
         links (FAT, exFAT, some network mounts), found once."""
         if self.kind != "inotify" or self._no_links:
@@ -448,3 +452,9 @@ class FileChanges:
     def _overflowed(self, message: str) -> None:
         log.warning("file changes: %s", message)
         self._incomplete(f"{message}: too many changes at once")
+        # A barrier sent while the queue was full was dropped with the rest: nobody waits for it (a settle
+        # would wait out its SETTLE_TIMEOUT). The runs concerned already say their lists may be incomplete.
+        waiting = [*self._probes.values()]
+        self._probes.clear()
+        for waiter in waiting:
+            self._fire(waiter)
