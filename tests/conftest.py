@@ -3,6 +3,7 @@ from __future__ import annotations
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -43,3 +44,21 @@ async def any_editor(request: pytest.FixtureRequest, workspace_root: Path, home:
         yield s
     finally:
         await stop_session(s)
+
+
+@pytest.fixture(autouse=True)
+def _every_stepwise_view_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Wherever the loop runs in the test's own process, each view built step by step (the requests' views:
+    Conversation.model_view with `resume`) is compared with the same view built from every event."""
+    from interpreter_lsp.agent.conversation import Conversation
+
+    built = Conversation.model_view
+
+    def checked(self: Conversation, system: str, events: Any = None, **options: Any) -> Any:
+        view = built(self, system, events, **options)
+        if options.get("resume"):
+            whole = built(self, system, events, **{**options, "resume": False})
+            assert view == whole, "the view built step by step differs from the view built at once"
+        return view
+
+    monkeypatch.setattr(Conversation, "model_view", checked)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from .. import protocol as p
 from ..history import History, Redo, cut, outlives_undo, replay, undo_start
@@ -38,6 +38,8 @@ class Conversation:
         # conversation of weeks has thousands of events); recounted after an undo, a redo or a reset.
         self._generation = 0
         self._tally = _Tally(0)
+        # The last view built (model_view), to go on from when only events were added since.
+        self._view_cache: _CachedView | None = None
 
     def add(self, event: p.HistoryEvent) -> dict[str, Any]:
         stored = self._history.append(p.to_wire(event))
@@ -156,6 +158,7 @@ class Conversation:
         vision: bool = False,
         native: bool = False,
         summary: str = "",
+        resume: bool = False,
     ) -> View:
         """The chat messages for the model: the latest compaction's summary (the first user message: it is
         data, not instructions, and the system message stays the same for providers' prompt caches) and
@@ -171,125 +174,39 @@ class Conversation:
         (its run's result, the user's refusal, or why it got none), whatever the events in between: the
         user-role messages that happen meanwhile (a kernel restart, code the user ran) follow the answers.
         Without `native` (fences, or a model that cannot call tools now), the same calls read as fenced
-        blocks and their results as user messages, as a fenced block's would."""
+        blocks and their results as user messages, as a fenced block's would.
+
+        `resume` (the requests' views, ~3 a turn): go on from the last view built when `events` is that view's
+        list with events added since (the view of n events is the same whether built at once or step by step:
+        test_conversation_view); else every event is read again (~0.4 ms for 180 events, 7.5 ms for 1,800)."""
         if events is None:
             events, summary = self.view_events()
-        messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
-        if summary:
-            messages.append({"role": "user", "content": prompt.summary_message(summary)})
-        edited = {e["proposalId"] for e in events if e.get("type") == "decision" and e.get("edited")}
-        # A proposal that came as a native call is answered by a tool message (its call's id).
-        call_of = {
-            e["proposalId"]: e["toolCallId"] for e in events if e.get("type") == "proposal" and e.get("toolCallId")
-        }
-        open_calls: dict[str, str | None] = {}  # id -> what became of its proposal (see runtool.unanswered)
-        deferred: list[tuple[str, str | list[dict[str, Any]]]] = []  # user-role messages while calls are open
+        key = (system, summary, vision, native, self._generation, id(events[0]) if events else None)
         unanswered = _unanswered_turns(events)
-        request = 0
-
-        def say(role: str, content: str | list[dict[str, Any]]) -> None:
-            if not content:
-                return
-            if open_calls and role == "user":
-                deferred.append((role, content))
-                return
-            last = messages[-1]
-            if last["role"] == role and role != "system" and set(last) == {"role", "content"}:
-                last["content"] = _joined(last["content"], content)
-            else:
-                messages.append({"role": role, "content": content})
-
-        def answer(call_id: str, content: str) -> None:
-            if call_id in open_calls:
-                del open_calls[call_id]
-                messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
-            if not open_calls:
-                flush()
-
-        def close() -> None:
-            for call_id, decided in list(open_calls.items()):
-                answer(call_id, runtool.unanswered(decided))
-
-        def flush() -> None:
-            held, deferred[:] = list(deferred), []
-            for role, content in held:
-                say(role, content)
-
-        def assistant(e: dict[str, Any]) -> None:
-            close()
-            calls = e.get("toolCalls") or []
-            if not calls:
-                say("assistant", e.get("text", ""))
-            elif native:
-                wire = [runtool.wire(call) for call in calls]
-                messages.append({"role": "assistant", "content": e.get("text") or None, "tool_calls": wire})
-                for call in calls:
-                    open_calls[str(call.get("id"))] = None
-                for call in calls:
-                    block = runtool.block_of(call)
-                    if not isinstance(block, CodeBlock):  # unreadable: answered at once with why
-                        answer(str(call.get("id")), block)
-            else:
-                say("assistant", _calls_as_text(e.get("text", ""), calls))
-
-        def proposal(e: dict[str, Any]) -> None:
-            call_id = e.get("toolCallId")
-            if call_id in open_calls and open_calls[call_id] is None:
-                open_calls[call_id] = ""
-
-        def decision(e: dict[str, Any]) -> None:
-            if e.get("agent"):
-                return  # another agent's proposal (over MCP): its run, if any, is what the model reads
-            call_id = call_of.get(e.get("proposalId")) if native else None
-            if call_id is None or call_id not in open_calls:
-                say("user", _decision_message(e, self._workspace))
-            elif e.get("decision") in ("rejected", "applied"):
-                answer(call_id, _decision_message(e, self._workspace))
-            else:
-                open_calls[call_id] = str(e.get("decision"))
-
         shown = _images_to_show(events) if vision else set()
-
-        def run(e: dict[str, Any]) -> None:
-            text = _run_message(e, e.get("proposalId") in edited)
-            pictures = images.pngs(e.get("outputs") or [])
-            call_id = call_of.get(e.get("proposalId")) if native else None
-            if call_id is not None and call_id in open_calls:
-                # The result answers the call; its images (a tool message holds text only) follow it.
-                still_open = len(open_calls) > 1
-                if pictures and still_open:
-                    deferred.append(("user", _pictures(e, pictures, "", shown, vision)))
-                answer(call_id, text)
-                if pictures and not still_open:
-                    say("user", _pictures(e, pictures, "", shown, vision))
-                return
-            if not pictures:
-                say("user", text)
-                return
-            say("user", _pictures(e, pictures, text, shown, vision))
-
-        def user(e: dict[str, Any]) -> None:
-            nonlocal request
-            close()
-            if e.get("turnId") not in unanswered:
-                say("user", e.get("content") or e.get("text", ""))
-                request = len(messages) - 1
-
-        handlers: dict[str, Callable[[dict[str, Any]], None]] = {
-            "user": user,
-            "assistant": assistant,
-            "proposal": proposal,
-            "decision": decision,
-            "run": run,
-            "note": lambda e: say("user", e.get("forModel", "")),
-            "kernel": lambda e: say("user", prompt.kernel_message(e.get("language", "python"), e.get("state", ""))),
-        }
-        for event in events:
-            handler = handlers.get(str(event.get("type")))
-            if handler is not None:
-                handler(event)
-        close()
-        return View(messages, request, 1 if summary else 0)
+        builder: _ViewBuilder | None = None
+        cached = self._view_cache
+        # Only events added since the last view of the same list: carry on from where it stopped (its state
+        # before its last `close`), unless an added event changes how an earlier one reads (a turn that ended
+        # in an error with no reply drops its request; newer images displace older ones).
+        if (
+            resume
+            and cached is not None
+            and cached.key == key
+            and cached.count <= len(events)
+            and events[cached.count - 1] is cached.last
+            and cached.builder.unanswered == unanswered
+            and cached.builder.shown == shown
+        ):
+            builder = cached.builder.copy()
+            builder.feed(events[cached.count :])
+        else:
+            builder = _ViewBuilder(system, summary, self._workspace, vision=vision, native=native,
+                                   unanswered=unanswered, shown=shown)
+            builder.feed(events)
+        if resume and events:
+            self._view_cache = _CachedView(key, len(events), events[-1], builder.copy())
+        return builder.finish()
 
     def view_events(self) -> tuple[list[dict[str, Any]], str]:
         """The events the model still reads whole, and the summary of those before them ("" if none)."""
@@ -316,6 +233,172 @@ class View:
     messages: list[dict[str, Any]]
     request: int  # the index of the message that carries the latest user request (0: none)
     summary: int = 0  # the index of the message that carries the summary (0: none)
+
+
+@dataclass
+class _CachedView:
+    """The state of the last view built (Conversation.model_view), before its last `close`: `count` events of
+    the list whose first event and inputs `key` names, the last of them `last`."""
+
+    key: tuple[Any, ...]
+    count: int
+    last: dict[str, Any]
+    builder: _ViewBuilder
+
+
+class _ViewBuilder:
+    """Conversation.model_view's rules, event by event (see there), resumable: `copy` is the state to go on
+    from with the events that come next, `finish` the view as of now (open calls closed)."""
+
+    def __init__(
+        self, system: str, summary: str, workspace: str | None, *, vision: bool, native: bool,
+        unanswered: set[str], shown: set[tuple[str, int]],
+    ) -> None:
+        self.workspace = workspace
+        self.vision = vision
+        self.native = native
+        self.unanswered = unanswered  # turns that ended in an error before any reply: their request is left out
+        self.shown = shown  # (runId, number) of the images sent as images
+        self.messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
+        self.summary = 0
+        if summary:
+            self.messages.append({"role": "user", "content": prompt.summary_message(summary)})
+            self.summary = 1
+        self.edited: set[Any] = set()
+        # A proposal that came as a native call is answered by a tool message (its call's id).
+        self.call_of: dict[Any, Any] = {}
+        self.open_calls: dict[str, str | None] = {}  # id -> what became of its proposal (runtool.unanswered)
+        self.deferred: list[tuple[str, str | list[dict[str, Any]]]] = []  # user-role messages while calls are open
+        self.request = 0
+
+    def copy(self) -> _ViewBuilder:
+        twin = object.__new__(_ViewBuilder)
+        twin.__dict__.update(self.__dict__)
+        # Only the last message is ever changed in place (a merge); the copies also keep the view handed out
+        # and the state kept apart, whatever a caller does with its messages.
+        twin.messages = [dict(m) for m in self.messages]
+        twin.edited = set(self.edited)
+        twin.call_of = dict(self.call_of)
+        twin.open_calls = dict(self.open_calls)
+        twin.deferred = list(self.deferred)
+        return twin
+
+    def feed(self, events: list[dict[str, Any]]) -> None:
+        for e in events:
+            kind = e.get("type")
+            if kind == "decision" and e.get("edited"):
+                self.edited.add(e["proposalId"])
+            elif kind == "proposal" and e.get("toolCallId"):
+                self.call_of[e["proposalId"]] = e["toolCallId"]
+        for event in events:
+            handler = self._HANDLERS.get(str(event.get("type")))
+            if handler is not None:
+                handler(self, event)
+
+    def finish(self) -> View:
+        self._close()
+        return View(self.messages, self.request, self.summary)
+
+    def _say(self, role: str, content: str | list[dict[str, Any]]) -> None:
+        if not content:
+            return
+        if self.open_calls and role == "user":
+            self.deferred.append((role, content))
+            return
+        last = self.messages[-1]
+        if last["role"] == role and role != "system" and set(last) == {"role", "content"}:
+            last["content"] = _joined(last["content"], content)
+        else:
+            self.messages.append({"role": role, "content": content})
+
+    def _answer(self, call_id: str, content: str) -> None:
+        if call_id in self.open_calls:
+            del self.open_calls[call_id]
+            self.messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
+        if not self.open_calls:
+            self._flush()
+
+    def _close(self) -> None:
+        for call_id, decided in list(self.open_calls.items()):
+            self._answer(call_id, runtool.unanswered(decided))
+
+    def _flush(self) -> None:
+        held, self.deferred[:] = list(self.deferred), []
+        for role, content in held:
+            self._say(role, content)
+
+    def _assistant(self, e: dict[str, Any]) -> None:
+        self._close()
+        calls = e.get("toolCalls") or []
+        if not calls:
+            self._say("assistant", e.get("text", ""))
+        elif self.native:
+            wire = [runtool.wire(call) for call in calls]
+            self.messages.append({"role": "assistant", "content": e.get("text") or None, "tool_calls": wire})
+            for call in calls:
+                self.open_calls[str(call.get("id"))] = None
+            for call in calls:
+                block = runtool.block_of(call)
+                if not isinstance(block, CodeBlock):  # unreadable: answered at once with why
+                    self._answer(str(call.get("id")), block)
+        else:
+            self._say("assistant", _calls_as_text(e.get("text", ""), calls))
+
+    def _proposal(self, e: dict[str, Any]) -> None:
+        call_id = e.get("toolCallId")
+        if call_id in self.open_calls and self.open_calls[call_id] is None:
+            self.open_calls[call_id] = ""
+
+    def _decision(self, e: dict[str, Any]) -> None:
+        if e.get("agent"):
+            return  # another agent's proposal (over MCP): its run, if any, is what the model reads
+        call_id = self.call_of.get(e.get("proposalId")) if self.native else None
+        if call_id is None or call_id not in self.open_calls:
+            self._say("user", _decision_message(e, self.workspace))
+        elif e.get("decision") in ("rejected", "applied"):
+            self._answer(call_id, _decision_message(e, self.workspace))
+        else:
+            self.open_calls[call_id] = str(e.get("decision"))
+
+    def _run(self, e: dict[str, Any]) -> None:
+        text = _run_message(e, e.get("proposalId") in self.edited)
+        pictures = images.pngs(e.get("outputs") or [])
+        call_id = self.call_of.get(e.get("proposalId")) if self.native else None
+        if call_id is not None and call_id in self.open_calls:
+            # The result answers the call; its images (a tool message holds text only) follow it.
+            still_open = len(self.open_calls) > 1
+            if pictures and still_open:
+                self.deferred.append(("user", _pictures(e, pictures, "", self.shown, self.vision)))
+            self._answer(call_id, text)
+            if pictures and not still_open:
+                self._say("user", _pictures(e, pictures, "", self.shown, self.vision))
+            return
+        if not pictures:
+            self._say("user", text)
+            return
+        self._say("user", _pictures(e, pictures, text, self.shown, self.vision))
+
+    def _user(self, e: dict[str, Any]) -> None:
+        self._close()
+        if e.get("turnId") not in self.unanswered:
+            self._say("user", e.get("content") or e.get("text", ""))
+            self.request = len(self.messages) - 1
+
+    def _note(self, e: dict[str, Any]) -> None:
+        self._say("user", e.get("forModel", ""))
+
+    def _kernel(self, e: dict[str, Any]) -> None:
+        self._say("user", prompt.kernel_message(e.get("language", "python"), e.get("state", "")))
+
+    _HANDLERS: ClassVar[dict[str, Callable[[_ViewBuilder, dict[str, Any]], None]]] = {
+        "user": _user,
+        "assistant": _assistant,
+        "proposal": _proposal,
+        "decision": _decision,
+        "run": _run,
+        "note": _note,
+        "kernel": _kernel,
+    }
 
 
 def _joined(a: str | list[dict[str, Any]], b: str | list[dict[str, Any]]) -> str | list[dict[str, Any]]:
