@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from interpreter_lsp import inotify_tree
 from interpreter_lsp.files import FileChanges
 
 WAIT = 30.0  # bound on what a busy machine may take
@@ -208,7 +209,8 @@ async def test_a_move_whose_two_halves_come_in_two_reads_is_still_one_move(
     events = list(tree._inotify.read(timeout=0))
     split = next(i for i, e in enumerate(events) if e.cookie) + 1  # after the IN_MOVED_FROM
     reads = [events[:split], events[split:]]
-    monkeypatch.setattr(tree._inotify, "read", lambda timeout=None: reads.pop(0))
+    monkeypatch.setattr(inotify_tree, "parse_events", lambda _data: reads.pop(0))
+    monkeypatch.setattr(inotify_tree.os, "read", lambda _fd, _n: b"")
     tree._readable()
     assert tree._moved_from is not None  # waiting for its other half
     tree._readable()
@@ -238,3 +240,15 @@ async def test_a_move_out_with_nothing_after_it_is_taken_for_one_in_a_moment(
         assert time.monotonic() < deadline
         await asyncio.sleep(0.01)
     assert watched(changes) == {"."}
+
+
+async def test_a_burst_is_read_a_slice_at_a_time_and_whole(changes: FileChanges) -> None:
+    root = changes.root
+    before = changes.generation
+    await changes.begin("r1")
+    for i in range(3000):  # two events each: ~190 KB of them, read READ_BYTES at a time
+        (root / f"file number {i}.txt").write_bytes(b"x")
+    await changes.settle()
+    touched = changes.end("r1")
+    assert touched.note is not None and "2800 more files" in touched.note  # the list is bounded, not the count
+    assert changes.changed_since(before) == {f"file number {i}.txt" for i in range(3000)}

@@ -34,7 +34,7 @@ import os
 from collections.abc import Callable, Collection
 from typing import Any
 
-from inotify_simple import INotify
+from inotify_simple import INotify, parse_events
 from inotify_simple import flags as F
 from watchdog.events import (
     DirCreatedEvent,
@@ -53,6 +53,7 @@ MASK = (
     F.CREATE | F.DELETE | F.MOVED_FROM | F.MOVED_TO | F.CLOSE_WRITE
     | F.ONLYDIR | F.DONT_FOLLOW | F.EXCL_UNLINK
 )
+READ_BYTES = 64 * 1024  # ~2,000 events
 MOVE_WAIT = 0.5  # how long a IN_MOVED_FROM alone waits for its IN_MOVED_TO before it is a move out
 
 Callback = Callable[[FileSystemEvent], None]
@@ -182,7 +183,9 @@ class InotifyTree:
         if self._inotify is None:
             return
         try:
-            events = list(self._inotify.read(timeout=0))
+            # At most READ_BYTES a wake-up (the kernel returns whole events only): a burst (a checkout, an
+            # archive unpacked) is taken a slice per loop iteration, between the loop's other work.
+            events = list(parse_events(os.read(self._inotify.fileno(), READ_BYTES)))
         except OSError as exc:
             if exc.errno in (errno.EAGAIN, errno.EINTR):
                 return
