@@ -230,7 +230,7 @@ class _Tally:
 
 @dataclass(frozen=True)
 class View:
-    messages: list[dict[str, Any]]
+    messages: list[dict[str, Any]]  # read only: later views share them
     request: int  # the index of the message that carries the latest user request (0: none)
     summary: int = 0  # the index of the message that carries the summary (0: none)
 
@@ -274,9 +274,9 @@ class _ViewBuilder:
     def copy(self) -> _ViewBuilder:
         twin = object.__new__(_ViewBuilder)
         twin.__dict__.update(self.__dict__)
-        # Only the last message is ever changed in place (a merge); the copies also keep the view handed out
-        # and the state kept apart, whatever a caller does with its messages.
-        twin.messages = [dict(m) for m in self.messages]
+        # Only the last message is ever changed in place (a merge): the others are shared by the views handed
+        # out and the state kept (no one changes a view's messages: budget.fit and the redaction copy them).
+        twin.messages = [*self.messages[:-1], dict(self.messages[-1])]
         twin.edited = set(self.edited)
         twin.call_of = dict(self.call_of)
         twin.open_calls = dict(self.open_calls)
