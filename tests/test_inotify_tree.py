@@ -252,3 +252,51 @@ async def test_a_burst_is_read_a_slice_at_a_time_and_whole(changes: FileChanges)
     touched = changes.end("r1")
     assert touched.note is not None and "2800 more files" in touched.note  # the list is bounded, not the count
     assert changes.changed_since(before) == {f"file number {i}.txt" for i in range(3000)}
+
+
+async def test_a_directory_moved_onto_an_empty_one_is_followed(changes: FileChanges) -> None:
+    """rename() may replace an empty directory: the one replaced still holds the path's watch until the kernel
+    says it is gone, after the move."""
+    root = changes.root
+    (root / "a" / "in").mkdir(parents=True)
+    (root / "b").mkdir()
+    await run(changes, "made", lambda: None)
+    await run(changes, "r1", lambda: os.rename(root / "a", root / "b"))
+    assert {"b", "b/in"} <= watched(changes) and not {"a", "a/in"} & watched(changes)
+    files = await run(changes, "r2", lambda: (root / "b" / "in" / "f.txt").write_text("x"))
+    assert files == [{"path": "b/in/f.txt", "change": "created"}]
+
+
+async def test_a_directory_made_again_while_the_old_one_is_still_open_is_watched(changes: FileChanges) -> None:
+    """A directory removed while a process still holds it (its working directory, an open descriptor) keeps
+    its watch until that process lets go; one made at the same path meanwhile is another directory."""
+    root = changes.root
+    (root / "out").mkdir()
+    await run(changes, "made", lambda: None)
+    held = os.open(root / "out", os.O_RDONLY)
+    try:
+
+        def again() -> None:
+            (root / "out").rmdir()
+            (root / "out").mkdir()
+
+        await run(changes, "r1", again)
+        files = await run(changes, "r2", lambda: (root / "out" / "f.txt").write_text("x"))
+        assert files == [{"path": "out/f.txt", "change": "created"}]
+    finally:
+        os.close(held)
+
+
+async def test_names_that_are_not_utf8_are_reported(changes: FileChanges) -> None:
+    root = os.fsencode(changes.root)
+    raw = b"caf\xe9 " + b"\xff.txt"  # Latin-1 bytes, as an old archive may hold them
+
+    def make() -> None:
+        os.mkdir(os.path.join(root, b"d\xe9"))
+        with open(os.path.join(root, b"d\xe9", raw), "wb") as handle:
+            handle.write(b"x")
+
+    files = await run(changes, "r1", make)
+    assert files == [{"path": os.fsdecode(b"d\xe9/" + raw), "change": "created"}]
+    files = await run(changes, "r2", lambda: os.rename(os.path.join(root, b"d\xe9"), os.path.join(root, b"e")))
+    assert [f["path"] for f in files] == [os.fsdecode(b"d\xe9/" + raw), os.fsdecode(b"e/" + raw)]

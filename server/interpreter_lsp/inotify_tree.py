@@ -118,9 +118,11 @@ class InotifyTree:
 
     def _add_watch(self, path: str) -> bool:
         assert self._inotify is not None
-        if path in self._watches:
-            return True
-        if len(self._watches) >= self._max_watches:
+        # Asked of the kernel even for a path watched already: it gives the same watch for the same directory,
+        # and a new one for another directory at that path (the one removed there may keep its watch until
+        # whoever still holds it lets go).
+        known = self._watches.get(path)
+        if known is None and len(self._watches) >= self._max_watches:
             self._on_limit(f"more than {self._max_watches} directories: changes below {path} are not reported")
             return False
         try:
@@ -134,10 +136,10 @@ class InotifyTree:
                     f"{path} are not reported (raise fs.inotify.max_user_watches)"
                 )
             return False  # gone or unreadable meanwhile: its parent's events still say what happens to it
-        # The same directory under another path (it was moved): the kernel gives its watch again, whose old
-        # path goes.
+        if known is not None and known != wd:
+            self._paths.pop(known, None)  # the directory that had this path: gone (its IN_IGNORED comes later)
         if (stale := self._paths.get(wd)) is not None and stale != path:
-            self._watches.pop(stale, None)
+            self._watches.pop(stale, None)  # the same directory under another path: moved
         self._paths[wd] = path
         self._watches[path] = wd
         return True
@@ -173,6 +175,17 @@ class InotifyTree:
             self._paths.pop(wd, None)
             with contextlib.suppress(OSError):  # already gone with its directory
                 self._inotify.rm_watch(wd)
+
+    def _move_watches(self, src: str, dest: str) -> None:
+        """A directory moved inside the workspace keeps its watches (they follow the directory, not the path):
+        only their paths change. Done here, not left to placing the watches again (which gives the same ones):
+        a directory moved onto an empty one replaces it, whose watch still holds `dest` until its IN_IGNORED."""
+        below = os.path.join(src, "")
+        for path in [p for p in self._watches if p == src or p.startswith(below)]:
+            wd = self._watches.pop(path)
+            moved = dest + path[len(src):]
+            self._paths[wd] = moved
+            self._watches[moved] = wd
 
     # ---- events (on the loop) ---------------------------------------------------------------------------
 
@@ -278,9 +291,9 @@ class InotifyTree:
         if os.path.basename(dest) in self._skip:
             self._unwatch_tree(src)  # into a skipped name: no longer watched, its files no longer reported
             return
-        # What it holds moved with it (each file under its new path, from where it was). Its watches follow
-        # the directories, not the paths: placing one again on a moved directory gives the same watch, whose
-        # path _add_watch updates; one that was not watched (it had a skipped name) gets its watches now.
+        self._move_watches(src, dest)
+        # What it holds moved with it (each file under its new path, from where it was); a directory that was
+        # not watched (it had a skipped name) gets its watches now.
         stack = [dest]
         while stack:
             directory = stack.pop()
