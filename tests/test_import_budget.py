@@ -89,3 +89,12 @@ def test_the_start_paths_import_time_is_within_budget_of_bare_pygls() -> None:
         f"the start path's imports take {min(ours) * 1000:.0f} ms of CPU, {ratio:.2f}x a bare pygls server's "
         f"{min(bare) * 1000:.0f} ms (budget {BUDGET}x); the heaviest of ours (-X importtime): {heaviest}"
     )
+
+
+def test_the_core_loads_after_the_initialize_answer() -> None:
+    """workspace.py and what it brings (the agent, runs, kernels' plumbing: ~60 ms of a cold start here) are
+    imported once `initialize` is answered (server.InterpreterServer.open_workspaces), not before."""
+    done = _run(["-c", START_PATH + "\nimport sys\nprint(' '.join(sorted(sys.modules)))"])
+    loaded = set(done.stdout.split())
+    core = {"interpreter_lsp.workspace", "interpreter_lsp.agent.loop", "interpreter_lsp.runs", "interpreter_lsp.gate"}
+    assert not loaded & core, f"on the start path: {sorted(loaded & core)}"

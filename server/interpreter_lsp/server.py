@@ -12,7 +12,7 @@ import signal
 import uuid
 from collections.abc import Awaitable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types as t
 from pygls.lsp.server import LanguageServer
@@ -21,18 +21,21 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from . import __version__, cells, editor
 from . import protocol as p
-from .agent.loop import UnknownProposal
 from .arguments import BadArguments
 from .commands import register_commands
 from .errors import UserError
 from .kernels import launcher, runtime
 from .kernels.process_watch import ForeignProcess, ProcessWatch
 from .languages import PYTHON, canonical_language
-from .mcp.listener import AgentListener
 from .safety.envfiles import env_file_secrets
 from .safety.secrets import ProseMasker, RedactingFilter, Redactor
 from .settings import WorkspaceFileRequest, secret_settings
-from .workspace import ServerContext, Workspace
+
+if TYPE_CHECKING:
+    # The core (workspace.py and what it brings: the agent, runs, kernels' plumbing) is imported once the
+    # `initialize` answer has left (InterpreterServer.open_workspaces): ~150 ms of a cold start off that answer.
+    from .mcp.listener import AgentListener
+    from .workspace import ServerContext, Workspace
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +70,10 @@ class _Protocol(LanguageServerProtocol):
 class InterpreterServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("interpreter-lsp", __version__, protocol_cls=_Protocol, max_workers=2)
-        self.workspaces: dict[str, Workspace] = {}
+        self._workspaces: dict[str, Workspace] = {}
+        # The folders `initialize` named, with their initializationOptions settings: opened right after its
+        # answer has left, or at the first use of `workspaces`, whichever comes first.
+        self._to_open: list[tuple[Path, Any]] = []
         self.agent_listeners: dict[str, AgentListener] = {}  # other agents reach each workspace (docs/agents.md)
         self.background: set[asyncio.Task[Any]] = set()
         self.init_options: dict[str, Any] = {}
@@ -140,6 +146,8 @@ class InterpreterServer(LanguageServer):
     def context(self) -> ServerContext:
         """The one context every workspace shares (trust is granted to all of them at once)."""
         if self._context is None:
+            from .workspace import ServerContext
+
             # IPC sockets and connection files: a 0700 directory of ours (kernels/runtime.py).
             self._runtime_dir = runtime.create()
             self._context = ServerContext(
@@ -191,13 +199,31 @@ class InterpreterServer(LanguageServer):
 
     # ---- workspaces ------------------------------------------------------------------------------------
 
+    @property
+    def workspaces(self) -> dict[str, Workspace]:
+        self.open_workspaces()
+        return self._workspaces
+
+    def open_workspaces(self) -> None:
+        """Open the folders `initialize` named (scheduled right after its answer; idempotent)."""
+        to_open, self._to_open = self._to_open, []
+        for root, settings in to_open:
+            try:
+                self.add_workspace(root).configure([("initializationOptions", settings)], final=False)
+            except Exception as exc:  # one folder that cannot open does not keep the others closed
+                log.exception("cannot open the workspace folder %s", root)
+                self.show("error", f"interpreter-lsp cannot open the workspace folder {root}: {exc}")
+
     def add_workspace(self, root: Path) -> Workspace:
+        from .mcp.listener import AgentListener
+        from .workspace import Workspace
+
         key = str(root)
-        if key not in self.workspaces:
-            self.workspaces[key] = ws = Workspace(root, self.context())
+        if key not in self._workspaces:
+            self._workspaces[key] = ws = Workspace(root, self.context())
             self.agent_listeners[key] = listener = AgentListener(ws, self.redactor.redact_obj)
             self.spawn(listener.start(), f"agents-{key}")
-        return self.workspaces[key]
+        return self._workspaces[key]
 
     def workspace_for(self, uri: str | None = None) -> Workspace:
         """The workspace folder holding `uri` (the deepest), else the first one."""
@@ -220,6 +246,8 @@ class InterpreterServer(LanguageServer):
         for ws in self.workspaces.values():
             if ws.has_proposal(proposal_id):
                 return ws
+        from .agent.loop import UnknownProposal
+
         raise UnknownProposal(f"No proposal {proposal_id!r}: it may belong to a conversation that was reset.")
 
     async def load_settings(self, ws: Workspace) -> None:
@@ -356,10 +384,10 @@ def create_server() -> InterpreterServer:
             roots = [to_fs_path(params.root_uri)]
         if not roots and params.root_path:
             roots = [params.root_path]
-        for root in roots:
-            if root:
-                ws = ls.add_workspace(Path(root))
-                ws.configure([("initializationOptions", ls.init_options.get("settings"))], final=False)
+        ls._to_open = [(Path(root), ls.init_options.get("settings")) for root in roots if root]
+        # After this answer has left (it is written when this handler returns), before the next message is
+        # read (a call_soon runs ahead of the reader's next step); any earlier use of `workspaces` opens them.
+        asyncio.get_running_loop().call_soon(ls.open_workspaces)
 
     @ls.feature(t.INITIALIZED)
     async def on_initialized(_params: t.InitializedParams) -> None:
