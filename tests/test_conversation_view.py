@@ -16,7 +16,7 @@ from interpreter_lsp import protocol as p
 from interpreter_lsp.agent.conversation import Conversation
 from interpreter_lsp.history import History
 from test_images import gradient
-from test_unit_tools import RISK, a_turn_with_three_calls, call
+from test_unit_tools import RISK, a_turn_with_three_calls, an_edited_and_an_applied_call, call
 
 
 def picture_run(run_id: str, turn_id: str, pictures: int) -> p.RunEvent:
@@ -29,14 +29,7 @@ def events() -> list[Any]:
         *a_turn_with_three_calls(),
         p.UserEvent("t2", "fails", "fails"),
         p.TurnEndEvent("t2", "error", "no model"),  # no reply: its request is left out, found after it was read
-        p.UserEvent("t3", "edit", "edit"),
-        p.AssistantEvent("t3", "", tool_calls=[call("A3", "print(1)"), call("B3", "x = 2")]),
-        p.ProposalEvent("pa3", "t3", "python", "print(1)", RISK, False, True, "A3"),
-        p.ProposalEvent("pb3", "t3", "python", "x = 2", RISK, False, True, "B3"),
-        p.DecisionEvent("pa3", "t3", "approved", code="print(11)", edited=True),
-        p.RunEvent("r3", "model", "python", "print(11)", "ok", 1, "11\n", turn_id="t3", proposal_id="pa3"),
-        p.DecisionEvent("pb3", "t3", "applied", language="python", uri="file:///w/calc.py"),
-        p.TurnEndEvent("t3", "done"),
+        *an_edited_and_an_applied_call("t3", "file:///w/calc.py"),
         p.UserEvent("t4", "plot", "plot"),
         p.AssistantEvent("t4", "Plotting.\n```python\nplot()\n```"),
         picture_run("r4", "t4", 2),

@@ -219,17 +219,23 @@ async def test_an_interrupt_while_calls_stream_leaves_them_answered(host: FakeHo
     assert answer["tool_call_id"] == "c1" and answer["content"].startswith("Not run")
 
 
-def test_an_edited_run_and_an_applied_call_answer_their_calls(tmp_path: Path) -> None:
-    events = [
-        p.UserEvent("t1", "go", "go"),
-        p.AssistantEvent("t1", "", tool_calls=[call("A", "print(1)"), call("B", "x = 2")]),
-        p.ProposalEvent("pa", "t1", "python", "print(1)", RISK, False, True, "A"),
-        p.ProposalEvent("pb", "t1", "python", "x = 2", RISK, False, True, "B"),
-        p.DecisionEvent("pa", "t1", "approved", code="print(11)", edited=True),
-        p.RunEvent("r1", "model", "python", "print(11)", "ok", 1, "11\n", turn_id="t1", proposal_id="pa"),
-        p.DecisionEvent("pb", "t1", "applied", language="python", uri=(tmp_path / "calc.py").as_uri()),
-        p.TurnEndEvent("t1", "done"),
+def an_edited_and_an_applied_call(turn: str, uri: str) -> list[Any]:
+    """A turn whose first call was run edited and whose second was written into a document."""
+    a, b, pa, pb = f"A{turn}", f"B{turn}", f"pa{turn}", f"pb{turn}"
+    return [
+        p.UserEvent(turn, "go", "go"),
+        p.AssistantEvent(turn, "", tool_calls=[call(a, "print(1)"), call(b, "x = 2")]),
+        p.ProposalEvent(pa, turn, "python", "print(1)", RISK, False, True, a),
+        p.ProposalEvent(pb, turn, "python", "x = 2", RISK, False, True, b),
+        p.DecisionEvent(pa, turn, "approved", code="print(11)", edited=True),
+        p.RunEvent(f"r{turn}", "model", "python", "print(11)", "ok", 1, "11\n", turn_id=turn, proposal_id=pa),
+        p.DecisionEvent(pb, turn, "applied", language="python", uri=uri),
+        p.TurnEndEvent(turn, "done"),
     ]
+
+
+def test_an_edited_run_and_an_applied_call_answer_their_calls(tmp_path: Path) -> None:
+    events = an_edited_and_an_applied_call("", (tmp_path / "calc.py").as_uri())
     messages = conversation(tmp_path, events).model_messages("SYSTEM", native=True)
     assert_valid(messages)
     answers = {m["tool_call_id"]: m["content"] for m in messages if m["role"] == "tool"}
