@@ -9,21 +9,20 @@ watchdog's threads with call_soon_threadsafe), and every run in flight collects 
 deleted or moved meanwhile.
 
 Attribution is per run, from `begin` to `end`. Events reach the loop a little after the file changed (they
-wait in the kernel's queue for the loop, pass through watchdog's threads, or wait for the next poll), so
-both ends are marked in the event stream
-itself with a barrier: an event of our own sent through the same path. `begin` sends one and returns at
-once; the run counts changes from the moment its barrier comes out (what the user saved just before the run
-is not its doing). When the run's kernel is idle, `settle` sends another and waits for it (everything the
-run did has arrived then). With a native observer the barrier is a file created in the root
-(`.interpreter-lsp-sync-*`) and deleted at once, in the same call: its creation's event is the barrier, so
-no code (a run listing the folder, the model reading that listing) finds it, and none is ever left behind;
-it is never reported. (Re-setting the root's mode would be invisible, but inotify merges an event into an
-identical unread one and watchdog's queue drops an event equal to the one before it: two barriers could
-come out as one.) A poll would not see a file that short-lived, and a poll's changes come as an unordered
-set: with polling there is no file at all; the barrier is the end of the first poll that started after it
-was asked for (the observer tags that poll's end), and takes effect there (a change in the same poll as a
-run's start counts for the run). If a barrier does not come in time, or the event
-queue overflowed, or a limit was reached during the run, the run's list says it may be incomplete."""
+wait in the kernel's queue for the loop, pass through watchdog's threads, or wait for the next poll), so both
+ends are marked in the event stream itself with a barrier: an event of our own sent through the same path.
+`begin` sends one and returns at once; the run counts changes from the moment its barrier comes out (what the
+user saved just before the run is not its doing). When the run's kernel is idle, `settle` sends another and
+waits for it (everything the run did has arrived then). With a native observer the barrier is a file created
+in the root (`.interpreter-lsp-sync-*`) and deleted at once, in the same call: its creation's event is the
+barrier, so no code (a run listing the folder, the model reading that listing) finds it, and none is ever left
+behind; it is never reported. (Re-setting the root's mode would be invisible, but inotify merges an event into
+an identical unread one and watchdog's queue drops an event equal to the one before it: two barriers could
+come out as one.) A poll would not see a file that short-lived, and a poll's changes come as an unordered set:
+with polling there is no file at all; the barrier is the end of the first poll that started after it was asked
+for (the observer tags that poll's end), and takes effect there (a change in the same poll as a run's start
+counts for the run). If a barrier does not come in time, or the event queue overflowed, or a limit was reached
+during the run, the run's list says it may be incomplete."""
 
 from __future__ import annotations
 
@@ -155,11 +154,7 @@ class FileChanges:
             # Stops its threads (they are daemons and end on their own); watches are removed.
             self._built.observer.stop()
             self._built = None
-        waiting = [*self._probes.values(), *self._poll_waiters.values()]
-        self._probes.clear()
-        self._poll_waiters.clear()
-        for waiter in waiting:
-            self._fire(waiter)
+        self._let_go(self._probes, self._poll_waiters)
 
     # ---- runs ------------------------------------------------------------------------------------------
 
@@ -329,6 +324,14 @@ class FileChanges:
     def _fire(waiter: _Waiter) -> None:
         waiter.then()
 
+    def _let_go(self, *tables: dict[Any, _Waiter]) -> None:
+        """The barriers in these tables will not come out: whoever waits for one goes on now."""
+        waiting = [waiter for table in tables for waiter in table.values()]
+        for table in tables:
+            table.clear()
+        for waiter in waiting:
+            self._fire(waiter)
+
     # ---- events (on the loop) ---------------------------------------------------------------------------
 
     def _on_event(self, event: Any) -> None:
@@ -454,7 +457,4 @@ class FileChanges:
         self._incomplete(f"{message}: too many changes at once")
         # A barrier sent while the queue was full was dropped with the rest: nobody waits for it (a settle
         # would wait out its SETTLE_TIMEOUT). The runs concerned already say their lists may be incomplete.
-        waiting = [*self._probes.values()]
-        self._probes.clear()
-        for waiter in waiting:
-            self._fire(waiter)
+        self._let_go(self._probes)

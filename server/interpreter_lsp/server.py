@@ -33,7 +33,7 @@ from .settings import WorkspaceFileRequest, secret_settings
 
 if TYPE_CHECKING:
     # The core (workspace.py and what it brings: the agent, runs, kernels' plumbing) is imported once the
-    # `initialize` answer has left (InterpreterServer.open_workspaces): ~150 ms of a cold start off that answer.
+    # `initialize` answer has left (InterpreterServer.open_workspaces): ~60 ms of a cold start off that answer.
     from .mcp.listener import AgentListener
     from .workspace import ServerContext, Workspace
 

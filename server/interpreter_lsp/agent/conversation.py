@@ -184,7 +184,6 @@ class Conversation:
         key = (system, summary, vision, native, self._generation, id(events[0]) if events else None)
         unanswered = _unanswered_turns(events)
         shown = _images_to_show(events) if vision else set()
-        builder: _ViewBuilder | None = None
         cached = self._view_cache
         # Only events added since the last view of the same list: carry on from where it stopped (its state
         # before its last `close`), unless an added event changes how an earlier one reads (a turn that ended
