@@ -125,6 +125,27 @@ async def test_variables_and_restart(remote: Session) -> None:
     assert (await remote.command(p.VARIABLES, {"language": "python"}))["variables"] == []
 
 
+async def test_undo_brings_back_variables_of_a_kernel_on_the_gateway(remote: Session) -> None:
+    """The snapshot is taken on the gateway's machine, asked over the module's comm (which the gateway relays
+    as it relays ipywidgets'), and undo brings the variables back there: changed in place, rebound, created."""
+    _run, status = await remote.run_and_wait("rows = [1, 2]\ncount = 1\nholder = object()", "python", timeout=90)
+    assert status["state"] == "ok", remote.text(_run)
+    _run, status = await remote.run_and_wait("rows.append(3)\ncount = 2\nextra = 'new'", "python", timeout=90)
+    assert status["state"] == "ok", remote.text(_run)
+    result = await remote.command(p.UNDO, {})
+    assert result["variablesRestored"] == ["count", "rows"], result
+    assert result["variablesRemoved"] == ["extra"], result
+    # The files are the gateway machine's: named, as what cannot come back; every variable came back.
+    assert [item["name"] for item in result["notRestorable"]] == [f"files run {result['runs'][0]} changed"], result
+    # The calls after each run went over the comm, not as execute requests (the comm is open in the kernel).
+    check = (
+        "print(rows, count, 'extra' in globals(), sorted(c.target_name for c in "
+        "get_ipython().kernel.comm_manager.comms.values()))"
+    )
+    run_id, status = await remote.run_and_wait(check, "python", timeout=90)
+    assert remote.text(run_id, ("stdout",)) == "[1, 2] 1 False ['interpreter_lsp_snapshots']\n", remote.text(run_id)
+
+
 async def test_input_answered_and_cancelled(remote: Session) -> None:
     remote.input_answers = ["Ada", None]
     run_id, status = await remote.run_and_wait("who = input('Name? ')\nprint('hello', who)", "python", timeout=90)

@@ -471,19 +471,29 @@ async def test_the_variables_are_asked_right_after_each_run(
 ) -> None:
     """The variables the next chat tells the model are asked right after each run (with its snapshot, or
     alone with variables undo off): the chat then asks the kernel nothing. (Undo off, the chat's start used to
-    wait for a request of its own.) The kernel's shell records every request that asks user expressions (the
-    server's requests of its own all do)."""
+    wait for a request of its own.) The kernel records every request of the server's own, each a line of the
+    names it asks: those that ask user expressions, and the calls on the snapshots module's comm."""
     s = await start_session(workspace_root, home, configuration=model_settings(model, undoVariables=undo))
     try:
         run_id, status = await s.run_and_wait(
             "_shell = get_ipython()\n"
+            "def _record(names):\n"
+            "    if names:\n"
+            "        with open('asked', 'a') as out:\n"
+            "            out.write(' '.join(sorted(names)) + '\\n')\n"
             "_evaluate = _shell.user_expressions\n"
             "def _asked(expressions):\n"
-            "    if expressions:\n"
-            "        with open('asked', 'a') as out:\n"
-            "            out.write(' '.join(sorted(expressions)) + '\\n')\n"
+            "    _record(expressions)\n"
             "    return _evaluate(expressions)\n"
             "_shell.user_expressions = _asked\n"
+            "def _recording(comm):\n"
+            "    answer = comm._msg_callback\n"
+            "    def _called(message):\n"
+            "        _record([name for name, _function, _argument in message['content']['data']['calls']])\n"
+            "        answer(message)\n"
+            "    comm.on_msg(_called)\n"
+            "for _comm in list(_shell.kernel.comm_manager.comms.values()):\n"
+            "    _recording(_comm)\n"
             "x = 41\n"
         )
         assert status["state"] == "ok", s.text(run_id)

@@ -7,6 +7,7 @@ import contextlib
 import json
 from typing import Any
 
+from interpreter_lsp.kernels import snapshots
 from interpreter_lsp.kernels.backend import ExecuteReply
 from interpreter_lsp.variable_undo import TAKING, VariableUndo, _Snap
 
@@ -80,3 +81,30 @@ async def test_a_kept_snapshot_gets_no_warm_up_and_a_forked_one_does() -> None:
         warm = [r for r in kernel.requests[1:] if "warm()" in r["code"]]
         assert len(warm) == warm_ups, kernel.requests
         assert undo._ahead[id(kernel)].why_not is None
+
+
+class _NoComms(_Kernel):
+    """A python kernel without ipykernel's comm manager: `serve()` fails in it."""
+
+    async def execute(self, code: str, sink: Any, **kwargs: Any) -> ExecuteReply:
+        self.requests.append({"code": code, **kwargs})
+        if code == snapshots.SERVE:
+            return ExecuteReply("error", {"status": "error", "ename": "AttributeError", "evalue": "comm_manager"})
+        return ExecuteReply("ok", {"status": "ok"})  # the install
+
+    def send_comm(self, msg_type: str, content: dict[str, Any]) -> asyncio.Future[ExecuteReply]:
+        raise AssertionError("no comm is opened in a kernel that cannot serve one")
+
+
+async def test_a_kernel_without_comms_keeps_execute_requests() -> None:
+    """`serve()` failed: no comm is opened, and the snapshot after a run goes as a silent execute request
+    whose user expressions carry the snapshot and the variables."""
+    kernel = _NoComms()
+    undo = VariableUndo(_Pool(kernel))  # type: ignore[arg-type]
+    await undo.ready(kernel)  # type: ignore[arg-type]
+    assert undo.installed(kernel)  # type: ignore[arg-type]
+    sent = undo.after_run("r-1", kernel, None)  # type: ignore[arg-type]
+    assert sent is not None
+    request = kernel.requests[-1]
+    assert request["silent"] is True and sorted(request["user_expressions"]) == ["r", "vars"], request
+    assert ".snap(" in request["user_expressions"]["r"] and ".variables(" in request["user_expressions"]["vars"]

@@ -72,11 +72,13 @@ class VariableUndo:
         self._ahead: dict[int, _Snap] = {}  # id(kernel) -> the snapshot of its state now, for its next run
         self._keys = itertools.count(1)
         self._installed: KernelBackend | None = None  # the python kernel whose side is set up
+        self._comm: str | None = None  # its comm for the calls after each run (snapshots.open_calls), if any
 
     def kernel_gone(self, why: str = "restarted") -> None:
         """The python kernel restarted or died: the snapshots went with its process."""
         self._ahead.clear()
         self._installed = None
+        self._comm = None
         for snap in self._snaps.values():
             snap.why_not = snap.why_not or f"the python kernel {why} since: its variables before the run are gone"
 
@@ -88,16 +90,17 @@ class VariableUndo:
         except Exception as exc:  # runs go ahead; undo names their variables as not restorable, with this
             log.warning("variables undo is not available in this kernel: %s", exc)
             return
+        self._comm = await snapshots.open_calls(kernel)
         self._installed = kernel
         if self._enabled():
             self._take_ahead(kernel)
 
-    def _take(self, kernel: KernelBackend, also: dict[str, str] | None = None) -> _Snap | None:
+    def _take(self, kernel: KernelBackend, also: dict[str, tuple[str, Any]] | None = None) -> _Snap | None:
         """Send a snapshot request now (no await): the kernel takes it before anything sent after it. `also`:
-        other user expressions for the same request (see after_run)."""
+        other calls answered by the same request (see after_run)."""
         key = f"s{next(self._keys)}"
         try:
-            sent = snapshots.submit(kernel, "snap", key, also)
+            sent = snapshots.submit(kernel, "snap", key, also, self._comm if kernel is self._installed else None)
         except Exception as exc:  # the kernel is not running: undo names the variables, with this reason
             log.info("no snapshot of the variables: %s", exc)
             return None
@@ -152,18 +155,27 @@ class VariableUndo:
         """Whether the kernel's side (snapshot_kernel.py) is set up in this kernel."""
         return kernel is self._installed
 
-    def after_run(
-        self, run_id: str, kernel: KernelBackend, reply: Any, also: dict[str, str] | None = None
-    ) -> asyncio.Future[ExecuteReply] | None:
-        """The run ended: the state it left is the one the next run finds. Taken now, off that run's path.
-        `also`: user expressions answered by the same request (one kernel round trip after a run, not two);
-        returns that request's reply to come, or None when no snapshot was sent."""
-        if canonical_language(kernel.language) == PYTHON and self._pool.existing(PYTHON) is kernel and self._enabled():
-            snap = self._take_ahead(kernel, also)
+    def after_run(self, run_id: str, kernel: KernelBackend, reply: Any) -> asyncio.Future[ExecuteReply] | None:
+        """The run ended: the state it left is the one the next run finds. Taken now, off that run's path,
+        with the variables in the same request (one kernel round trip after a run, not two: introspect's
+        `variables_of` reads its reply); returns that reply to come, or None when no snapshot was sent."""
+        if (
+            canonical_language(kernel.language) == PYTHON
+            and self._pool.existing(PYTHON) is kernel
+            and self._enabled()
+            and self.installed(kernel)
+        ):
+            snap = self._take_ahead(kernel, snapshots.VARIABLES_CALL)
             return snap.done if snap is not None else None
         return None
 
-    def _take_ahead(self, kernel: KernelBackend, also: dict[str, str] | None = None) -> _Snap | None:
+    def ask_variables(self, kernel: KernelBackend) -> asyncio.Future[ExecuteReply] | None:
+        """The variables alone (variables undo off), from the kernel's side when it is set up (None if not)."""
+        if not self.installed(kernel):
+            return None
+        return snapshots.submit_calls(kernel, snapshots.VARIABLES_CALL, self._comm)
+
+    def _take_ahead(self, kernel: KernelBackend, also: dict[str, tuple[str, Any]] | None = None) -> _Snap | None:
         snap = self._take(kernel, also)
         if snap is not None:
             self._ahead[id(kernel)] = snap

@@ -26,7 +26,6 @@ from .errors import UserError
 from .files import FileChanges
 from .gate import Approval, Gate, Ledger, UnknownProposal
 from .history import History, history_file
-from .kernels import snapshots
 from .kernels.backend import ExecuteReply, KernelBackend, KernelStartError
 from .kernels.gateway_client import GatewayConfig
 from .kernels.introspect import VARIABLES, python_variables, variables_of
@@ -913,11 +912,12 @@ class Workspace:
         chat's path: with the snapshot of the state the run left, or alone (variables undo off). One kernel
         round trip after a run, after its final status: while the user reads; back to back, while the next
         run's own start (its files' barrier and pre-images) goes on."""
-        listed = snapshots.VARIABLES_CALL if self.variable_undo.installed(kernel) else VARIABLES
-        sent = self.variable_undo.after_run(run_id, kernel, reply, also=listed)
+        sent = self.variable_undo.after_run(run_id, kernel, reply)
         if sent is None and canonical_language(kernel.language) == PYTHON and self.pool.existing(PYTHON) is kernel:
             with contextlib.suppress(Exception):  # not running: the next chat asks, and says why if it cannot
-                sent = kernel.submit("", None, silent=True, user_expressions=listed)
+                sent = self.variable_undo.ask_variables(kernel) or kernel.submit(
+                    "", None, silent=True, user_expressions=VARIABLES
+                )
                 sent.add_done_callback(lambda done: done.cancelled() or done.exception())  # read by a chat, if any
         self._variables_soon = (kernel, sent) if sent is not None else None
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from .kernel import ExecuteReply, ExecutionSink, KernelDied, KernelStartError, StateCallback
 from .specs import KernelChoice
@@ -31,6 +31,9 @@ class KernelBackend(Protocol):
     - `submit` sends an execute request at once (no await in between) and returns a future that resolves
       with the reply once the kernel is idle again, or with status "died" / "interrupted" (a "reason" in
       the content says why, when known). Input requests go to the sink's `on_input`; None interrupts.
+    - `send_comm` sends a comm_open or comm_msg of the server's own the same way; its future resolves at the
+      kernel's idle status for it with status "ok" and content {"data": the data of the first comm message
+      the kernel sent in answer}, or status "error" when it sent none.
     - A kernel that dies unexpectedly fails its pending executions with "died" and awaits its death
       callback (the pool restarts it there).
     """
@@ -59,6 +62,8 @@ class KernelBackend(Protocol):
         silent: bool = False,
         user_expressions: dict[str, str] | None = None,
     ) -> asyncio.Future[ExecuteReply]: ...
+
+    def send_comm(self, msg_type: str, content: dict[str, Any]) -> asyncio.Future[ExecuteReply]: ...
 
     async def execute(
         self,

@@ -9,6 +9,10 @@ it). Its busy status says it started (`ExecutionSink.on_busy`), the first of its
 its code ended (`on_ended`: a run's files can be settled while the rest comes); its output goes to its sink; its input
 requests go to the backend's `answer_input`. The server's own silent requests (no sink:
 a snapshot, the variables, kernel_info) do not make the kernel show busy.
+
+A comm message of the server's own (`comm=True`: a comm_open or comm_msg, which no shell reply answers) ends
+at its idle status with the data of the first comm message the kernel sent in answer to it, or with status
+"error" when it sent none (an interrupt landed in the handler, no such comm).
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ class Pending:
     sent_epoch: int = -1  # a gateway's connection it went out on
     replied: asyncio.Event = field(default_factory=asyncio.Event)
     no_reply: asyncio.TimerHandle | None = None  # idle came first: the check that a reply still comes
+    comm: bool = False  # a comm message: answered on iopub (a comm_msg), never on shell
 
 
 class Executions:
@@ -69,9 +74,9 @@ class Executions:
         self._set_state = set_state
         self._answer_input = answer_input
 
-    def register(self, msg_id: str, sink: ExecutionSink | None, frame: str = "") -> Pending:
+    def register(self, msg_id: str, sink: ExecutionSink | None, frame: str = "", *, comm: bool = False) -> Pending:
         """Before the request can be answered (no await between its send and this)."""
-        pending = Pending(sink, asyncio.get_running_loop().create_future(), frame)
+        pending = Pending(sink, asyncio.get_running_loop().create_future(), frame, comm=comm)
         self.pending[msg_id] = pending
         return pending
 
@@ -102,13 +107,18 @@ class Executions:
                     pending.sink.on_busy()
                 elif state == "idle":
                     pending.idle = True
+                    if pending.comm and pending.reply is None:  # iopub is in order: no answer will come
+                        pending.reply = {"status": "error", "reason": "the kernel sent no answer to the comm message"}
                     self._ended(pending)
                     self._finish(pending)
                     if pending.reply is None and not pending.done.done():
                         pending.no_reply = asyncio.get_running_loop().call_later(NO_REPLY_WAIT, self._no_reply, pending)
+            elif pending.comm and msg_type == "comm_msg":
+                if pending.reply is None:
+                    pending.reply = {"status": "ok", "data": content.get("data") or {}}
             elif pending.sink is not None:
                 pending.sink.on_iopub(msg_type, content)
-        elif channel == "shell":
+        elif channel == "shell" and not pending.comm:
             pending.reply = content
             pending.replied.set()
             self._ended(pending)

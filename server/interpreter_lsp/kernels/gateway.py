@@ -333,6 +333,16 @@ class GatewayKernel:
         self._executions.forget_when_done(msg_id)
         return pending.done
 
+    def send_comm(self, msg_type: str, content: dict[str, Any]) -> asyncio.Future[ExecuteReply]:
+        """Send a comm_open or comm_msg of the server's own now (as `submit`); see KernelBackend."""
+        if self.kernel_id is None or self.state in ("dead", "stopped", "restarting"):
+            raise KernelDied(f"The {self.language} kernel is not running")
+        msg_id, frame = self._channels.message("shell", msg_type, content)
+        pending = self._executions.register(msg_id, None, frame, comm=True)
+        self._channels.send(frame, msg_id)
+        self._executions.forget_when_done(msg_id)
+        return pending.done
+
     def _dispatch(self, msg: dict[str, Any]) -> None:
         channel = msg.get("channel") or ""
         header = msg.get("header") or {}

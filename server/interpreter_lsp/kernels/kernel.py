@@ -464,6 +464,21 @@ class Kernel:
         self._executions.forget_when_done(msg_id)
         return pending.done
 
+    def send_comm(self, msg_type: str, content: dict[str, Any]) -> asyncio.Future[ExecuteReply]:
+        """Send a comm_open or comm_msg of the server's own now (as `submit`); see KernelBackend."""
+        if self._kc is None or self.state in ("dead", "stopped", "restarting"):
+            raise KernelDied(f"The {self.language} kernel is not running")
+        message = self._kc.session.msg(msg_type, content)
+        try:
+            self._kc.shell_channel.send(message)
+        except zmq_again():
+            raise KernelDied(f"The {self.language} kernel is not taking requests") from None
+        msg_id = message["header"]["msg_id"]
+        pending = self._executions.register(msg_id, None, comm=True)
+        self._sent("shell")
+        self._executions.forget_when_done(msg_id)
+        return pending.done
+
     # ---- the router --------------------------------------------------------------------------------
 
     async def _route(self) -> None:
