@@ -98,3 +98,31 @@ def test_the_core_loads_after_the_initialize_answer() -> None:
     loaded = set(done.stdout.split())
     core = {"interpreter_lsp.workspace", "interpreter_lsp.agent.loop", "interpreter_lsp.runs", "interpreter_lsp.gate"}
     assert not loaded & core, f"on the start path: {sorted(loaded & core)}"
+
+
+PROBE = """
+import asyncio, sys, threading
+on_the_loop = []
+class Spy:
+    def find_spec(self, name, path=None, target=None):
+        if name == "httpx":
+            on_the_loop.append(threading.current_thread() is threading.main_thread())
+        return None
+sys.meta_path.insert(0, Spy())
+from interpreter_lsp.llm.discovery import discover_local_model
+found = asyncio.run(discover_local_model(0.5, ollama_port={port}, lm_studio_port={port}))
+print(found, on_the_loop)
+"""
+
+
+def test_the_local_model_probe_imports_httpx_off_the_loop() -> None:
+    """With no model configured, the server looks for a local model server right after `initialized`: its
+    HTTP client (httpx, ~70 ms of import) is imported in the warm-up thread, not on the event loop's thread,
+    where a run sent as the editor starts would wait for it."""
+    import socket
+
+    with socket.socket() as free:  # a port nothing listens on once closed: both probes are refused
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    done = _run(["-c", PROBE.format(port=port)])
+    assert done.stdout.split() == ["None", "[False]"], done.stdout + done.stderr

@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from interpreter_lsp.llm.endpoints import LM_STUDIO_PORT, OLLAMA_PORT, is_loopback
+from interpreter_lsp.llm.loader import get_httpx
 
 log = logging.getLogger(__name__)
 
@@ -74,8 +75,7 @@ async def discover_local_model(
     only loopback is asked, and proxy settings of the environment are ignored. A port given here wins
     over the environment's.
     """
-    import httpx
-
+    httpx = await get_httpx()  # off the loop: a model found here is one the direct client speaks to
     ollama_base = f"http://{host}:{ollama_port}" if ollama_port else _ollama_base(host)
     lm_studio_base = f"http://{host}:{lm_studio_port}/v1" if lm_studio_port else _lm_studio_base(host)
     async with httpx.AsyncClient(timeout=httpx.Timeout(timeout), trust_env=False) as client:
