@@ -102,27 +102,90 @@ def test_the_core_loads_after_the_initialize_answer() -> None:
 
 PROBE = """
 import asyncio, sys, threading
-on_the_loop = []
+on_the_loop, elsewhere = set(), set()
 class Spy:
     def find_spec(self, name, path=None, target=None):
-        if name == "httpx":
-            on_the_loop.append(threading.current_thread() is threading.main_thread())
+        if name.split(".")[0] in ("httpx", "httpcore", "anyio", "h11", "sniffio"):
+            main = threading.current_thread() is threading.main_thread()
+            (on_the_loop if main else elsewhere).add(name)
         return None
 sys.meta_path.insert(0, Spy())
 from interpreter_lsp.llm.discovery import discover_local_model
 found = asyncio.run(discover_local_model(0.5, ollama_port={port}, lm_studio_port={port}))
-print(found, on_the_loop)
+print(found, "httpx" in elsewhere, sorted(on_the_loop))
 """
 
 
 def test_the_local_model_probe_imports_httpx_off_the_loop() -> None:
     """With no model configured, the server looks for a local model server right after `initialized`: its
-    HTTP client (httpx, ~70 ms of import) is imported in the warm-up thread, not on the event loop's thread,
-    where a run sent as the editor starts would wait for it."""
+    HTTP client (httpx, ~70 ms of import) and what its first requests import (httpcore, anyio: ~60-90 ms)
+    are imported in the warm-up thread, not on the event loop's thread, where a run sent as the editor
+    starts, or the first chat's request, would wait for them."""
     import socket
 
     with socket.socket() as free:  # a port nothing listens on once closed: both probes are refused
         free.bind(("127.0.0.1", 0))
         port = free.getsockname()[1]
     done = _run(["-c", PROBE.format(port=port)])
-    assert done.stdout.split() == ["None", "[False]"], done.stdout + done.stderr
+    assert done.stdout.split() == ["None", "True", "[]"], done.stdout + done.stderr
+
+
+KERNEL_START = """
+import asyncio, os, sys, tempfile, threading
+from pathlib import Path
+on_the_loop = {{}}
+class Spy:
+    def find_spec(self, name, path=None, target=None):
+        if name in ("jupyter_client", "zmq") and name not in on_the_loop:
+            on_the_loop[name] = threading.current_thread() is threading.main_thread()
+        return None
+sys.meta_path.insert(0, Spy())
+from interpreter_lsp.kernels.kernel import Kernel
+from interpreter_lsp.kernels.specs import choose_kernel
+async def main():
+    root = Path(tempfile.mkdtemp(dir={tmp!r}))
+    kernel = Kernel(choose_kernel("python", root, root / "specs"), cwd=root, runtime_dir=root / "runtime",
+                    env=dict(os.environ), on_state=lambda state, message: None)
+    await kernel.start()
+    reply = await kernel.execute("1", None, silent=True)
+    await kernel.shutdown()
+    print(reply.status, sorted(on_the_loop.items()))
+asyncio.run(main())
+"""
+
+
+def test_a_kernel_start_imports_jupyter_client_and_zmq_off_the_loop(tmp_path: Path) -> None:
+    """The first kernel start (as the editor starts) imports jupyter_client and zmq (~65 ms) in a thread
+    (kernels/connection.load), not on the event loop's thread, which answers the editor meanwhile."""
+    done = _run(["-c", KERNEL_START.format(tmp=str(tmp_path))])
+    assert done.stdout.split("\n")[-2] == "ok [('jupyter_client', False), ('zmq', False)]", done.stdout + done.stderr
+
+
+LISTING = """
+import asyncio, sys, threading
+on_the_loop = {}
+class Spy:
+    def find_spec(self, name, path=None, target=None):
+        if name.startswith("jupyter_client") and name not in on_the_loop:
+            on_the_loop[name] = threading.current_thread() is threading.main_thread()
+        return None
+sys.meta_path.insert(0, Spy())
+from interpreter_lsp.kernels.connection import load
+from interpreter_lsp.kernels.specs import installed_languages
+async def main():
+    starting = asyncio.ensure_future(load())  # the first kernel start's import, under way
+    await asyncio.sleep(0)
+    listed = installed_languages()  # a first chat's system prompt, on the loop meanwhile
+    await starting
+    print("python" in listed, sorted(name for name, main in on_the_loop.items() if main))
+asyncio.run(main())
+"""
+
+
+def test_the_kernelspec_listing_never_imports_jupyter_client_beside_the_kernel_start() -> None:
+    """A first chat lists the installed kernelspecs on the loop while the first kernel start imports
+    jupyter_client in its thread: two threads importing modules of one package can deadlock (seen: the
+    listing failed with _DeadlockError on 'jupyter_client.manager', 1 cold start in ~40). The listing waits
+    for that import instead of importing beside it: no module of jupyter_client is imported on the loop."""
+    done = _run(["-c", LISTING])
+    assert done.stdout.split("\n")[-2] == "True []", done.stdout + done.stderr

@@ -27,6 +27,7 @@ from .files import FileChanges
 from .gate import Approval, Gate, Ledger, UnknownProposal
 from .history import History, history_file
 from .kernels.backend import ExecuteReply, KernelBackend, KernelStartError
+from .kernels.connection import load as load_kernel_plumbing
 from .kernels.gateway_client import GatewayConfig
 from .kernels.introspect import VARIABLES, python_variables, variables_of
 from .kernels.launcher import Limits
@@ -809,7 +810,19 @@ class Workspace:
         return [pid for entry in self.pool.status() if isinstance(pid := entry.get("pid"), int)]
 
     async def warm_up(self) -> None:
-        await self.pool.kernel(PYTHON)
+        """The python kernel started, and meanwhile the installed kernelspecs listed off the loop (the first
+        chat's system prompt names them: read on the loop, they held it ~10-20 ms, and waited for
+        jupyter_client's import)."""
+        listing = asyncio.ensure_future(self._list_languages())
+        try:
+            await self.pool.kernel(PYTHON)
+        finally:
+            await listing
+
+    async def _list_languages(self) -> None:
+        with contextlib.suppress(Exception):  # available_languages says it, when it is asked
+            await load_kernel_plumbing()
+            await asyncio.to_thread(self.available_languages)
 
     async def warm_up_model(self) -> None:
         """Load the model library ahead of the first chat, but only when a chat can happen: a model is

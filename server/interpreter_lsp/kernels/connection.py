@@ -1,18 +1,66 @@
 """How the server talks to a local kernel over zmq: jupyter_client's manager with a command that can be
 wrapped (the sandbox), encryption over TCP, the zmq context whose sockets never wait in a send, and the
 watch on the stdin channel's handshake. jupyter_client and zmq are imported on the first kernel start,
-not while the server answers `initialize`."""
+not while the server answers `initialize`, and in a thread (`load`), not on the event loop."""
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import logging
+import threading
 from collections.abc import Callable
 from functools import cache
 from typing import Any
 
 log = logging.getLogger(__name__)
+
+_lock = threading.Lock()
+_plumbing: concurrent.futures.Future[None] | None = None
+
+
+async def load() -> None:
+    """Import jupyter_client and zmq (~65 ms here) in a thread, once; every kernel start awaits it first. On
+    the loop's thread the first start, as the editor starts, stalled everything else meanwhile (the answers
+    to the editor, a chat's first model request). A broken install raises its ImportError here."""
+    future = _loading()
+    if not future.done():
+        await asyncio.wait([asyncio.wrap_future(future)])
+    future.result()
+
+
+def wait_loaded() -> None:
+    """The same, blocking: for code that needs jupyter_client where it cannot await (a kernelspec listing).
+    It is never imported beside the thread's import: two threads importing modules of one package can
+    deadlock (each holds one module's lock and waits for the other's: seen with the kernelspec listing of a
+    first chat against the first kernel start)."""
+    _loading().result(timeout=LOAD_TIMEOUT)
+
+
+LOAD_TIMEOUT = 120.0  # an import on a very busy machine; past it the caller fails, saying so
+
+
+def _loading() -> concurrent.futures.Future[None]:
+    global _plumbing
+    with _lock:
+        if _plumbing is None:
+            _plumbing = concurrent.futures.Future()
+            # RUNNING: an awaiter cancelled meanwhile (a start cancelled) cannot cancel it for everyone else.
+            _plumbing.set_running_or_notify_cancel()
+            threading.Thread(target=_import_into, args=(_plumbing,), name="kernel-plumbing", daemon=True).start()
+        return _plumbing
+
+
+def _import_into(future: concurrent.futures.Future[None]) -> None:
+    try:
+        manager_class()
+        import jupyter_client.asynchronous.client  # noqa: F401  (kernel.py's client)
+        import zmq.asyncio  # noqa: F401
+    except BaseException as exc:
+        future.set_exception(exc)
+    else:
+        future.set_result(None)
 
 
 @cache

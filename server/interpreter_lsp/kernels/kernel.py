@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import UserError
 from ..portable import portable_forced
 from . import cgroups, launcher
-from .connection import StdinWatch, encrypt, manager_class, new_context, zmq_again
+from .connection import StdinWatch, encrypt, load, manager_class, new_context, zmq_again
 from .execution import ExecuteReply, Executions, ExecutionSink, Pending
 from .launcher import Limits
 from .limits import exit_cause
@@ -157,6 +157,13 @@ class Kernel:
 
     async def _start(self) -> None:
         self._set_state("starting")
+        try:
+            await load()  # jupyter_client and zmq, imported off the loop (the first start only)
+        except ImportError as exc:
+            why = (f"The kernel cannot start: {exc} (the server's install is incomplete: reinstall "
+                   "interpreter-lsp, or run your editor's install command again)")
+            self._set_state("dead", why)
+            raise KernelStartError(why) from exc
         self._runtime_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         tag = f"{self.language}-{os.getpid()}-{id(self):x}"
         try:

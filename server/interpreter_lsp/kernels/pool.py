@@ -16,6 +16,7 @@ from typing import Any
 from ..languages import canonical_language
 from . import cgroups
 from .backend import KernelBackend
+from .connection import load
 from .gateway import GatewayKernel
 from .gateway_client import GatewayClient, GatewayConfig
 from .kernel import CommandWrapper, Kernel, KernelStartError
@@ -252,6 +253,8 @@ class KernelPool:
             await remote.start()
             await self._ready(remote)
             return remote
+        with contextlib.suppress(ImportError):  # the kernel's start says it, in a sentence
+            await load()  # before a kernelspec is looked up: jupyter_client imported off the loop
         choice = self.choice(lang)
         options = self._launch_options()
         cgroup_root = cgroups.delegation().root if os.name == "posix" else None

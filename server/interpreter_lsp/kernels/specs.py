@@ -207,6 +207,9 @@ def _shell_choice(specs_root: Path) -> KernelChoice:
 
 def installed_languages() -> dict[str, str]:
     """Installed kernelspecs by canonical language: {language: kernelspec name}."""
+    from .connection import wait_loaded
+
+    wait_loaded()  # jupyter_client comes from the kernel plumbing's import (connection.load), never beside it
     from jupyter_client.kernelspec import KernelSpecManager
 
     found: dict[str, str] = {}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import json
 import weakref
 from collections.abc import AsyncIterator
@@ -33,7 +34,9 @@ _ssl_context: Any = None  # made once (loading the CA bundle takes tens of ms), 
 
 
 def prepare() -> None:
-    """What can be done ahead of the first request, off the loop: the TLS context."""
+    """What can be done ahead of the first request, off the loop: the TLS context, and what httpx imports at
+    its first request (httpcore and its asyncio backend, anyio's: ~60-90 ms here, else on the loop, on the
+    first chat's path)."""
     global _ssl_context
     if _ssl_context is None:
         import ssl
@@ -41,6 +44,11 @@ def prepare() -> None:
         import certifi  # httpx's own dependency: the CA bundle httpx verifies against by default
 
         _ssl_context = ssl.create_default_context(cafile=certifi.where())
+    # The modules httpcore's AutoBackend and anyio import at the first request (-X importtime); a layout of
+    # either without them only loses this head start.
+    for name in ("httpcore._backends.anyio", "anyio._backends._asyncio"):
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
 
 
 class ResponseError(httpx.HTTPStatusError):

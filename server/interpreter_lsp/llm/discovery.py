@@ -78,7 +78,9 @@ async def discover_local_model(
     httpx = await get_httpx()  # off the loop: a model found here is one the direct client speaks to
     ollama_base = f"http://{host}:{ollama_port}" if ollama_port else _ollama_base(host)
     lm_studio_base = f"http://{host}:{lm_studio_port}/v1" if lm_studio_port else _lm_studio_base(host)
-    async with httpx.AsyncClient(timeout=httpx.Timeout(timeout), trust_env=False) as client:
+    # Made in a thread: a client reads the CA bundle into its SSL context (~50 ms), even for plain http.
+    client = await asyncio.to_thread(httpx.AsyncClient, timeout=httpx.Timeout(timeout), trust_env=False)
+    async with client:
         ollama, lm_studio = await asyncio.gather(
             _get_json(client, f"{ollama_base}/api/tags"),
             _get_json(client, f"{lm_studio_base}/models"),
