@@ -4,9 +4,13 @@ Messages, Ollama), against a raw httpx stream measured in the same run.
 1. Cold: a fresh server per round; the chat is sent the instant `initialized` has gone out (what an
    editor that opens with a chat does); time from that instant to the first `interpreter/message` delta.
    Baseline: a fresh Python process that imports httpx and streams the same reply (import included).
-2. Warm: the same server, chat -> first delta, against a raw httpx stream in this process.
+2. Later: a fresh server per round, the chat sent `--wait` seconds after `initialized` (what a user who
+   types a first question does: the model client's warm-up has finished). Baseline: a raw httpx stream on
+   a new client (a new connection) in this process.
+3. Warm: the same server, chat -> first delta, against a raw httpx stream in this process.
 
-    .venv/bin/python bench/first_delta.py [--cold 10] [--rounds 20] [--formats openai,anthropic,ollama]
+    .venv/bin/python bench/first_delta.py [--cold 10] [--later 5] [--wait 3] [--rounds 20]
+                                          [--formats openai,anthropic,ollama]
 
 Goal (issue 21): cold first delta <= 500 ms for each format (median).
 """
@@ -99,6 +103,25 @@ async def cold_server(wire: str, model: ScriptedModel, tmp: Path, n: int) -> flo
         await stop_session(s)
 
 
+async def later_server(wire: str, model: ScriptedModel, tmp: Path, n: int, wait: float) -> float:
+    root, home = tmp / f"ws-{wire}-later-{n}", tmp / f"home-{wire}-later-{n}"
+    root.mkdir()
+    home.mkdir()
+    s = await start_session(root, home, configuration=settings_for(wire, model))
+    try:
+        await asyncio.sleep(wait)  # the user types: the warm-up ends meanwhile
+        return await server_first_delta(s, model)
+    finally:
+        await stop_session(s)
+
+
+async def fresh_raw(wire: str, model: ScriptedModel) -> float:
+    import httpx
+
+    async with httpx.AsyncClient() as client:
+        return await warm_raw(client, wire, model)
+
+
 def cold_raw(wire: str, model: ScriptedModel) -> float:
     model.reply(REPLY, chunk_size=6)
     url, body, headers = raw_request(wire, model)
@@ -122,7 +145,7 @@ async def warm_raw(client, wire: str, model: ScriptedModel) -> float:
     return elapsed
 
 
-async def main(cold: int, rounds: int, formats: list[str]) -> None:
+async def main(cold: int, rounds: int, formats: list[str], later: int = 5, wait: float = 3.0) -> None:
     import httpx
 
     with ScriptedModel() as model, tempfile.TemporaryDirectory(prefix="ilsp-bench-") as tmp:
@@ -137,6 +160,16 @@ async def main(cold: int, rounds: int, formats: list[str]) -> None:
                 f"(max {max(servers) * 1000:.0f}), raw httpx cold process {r_ms:.0f} ms, ratio {s_ms / r_ms:.2f}x "
                 f"(goal: server <= 500 ms)"
             )
+            if later:
+                servers, raws = [], []
+                for n in range(later):
+                    servers.append(await later_server(wire, model, Path(tmp), n, wait))
+                    raws.append(await fresh_raw(wire, model))
+                s_ms, r_ms = statistics.median(servers) * 1000, statistics.median(raws) * 1000
+                print(
+                    f"{wire}: first delta of a chat sent {wait:g} s after `initialized`, median of {later}: server "
+                    f"{s_ms:.1f} ms, raw httpx on a new connection {r_ms:.1f} ms, ratio {s_ms / r_ms:.2f}x"
+                )
             if rounds:
                 root, home = Path(tmp) / f"ws-{wire}-warm", Path(tmp) / f"home-{wire}-warm"
                 root.mkdir()
@@ -162,7 +195,9 @@ async def main(cold: int, rounds: int, formats: list[str]) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--cold", type=int, default=10)
+    parser.add_argument("--later", type=int, default=5)
+    parser.add_argument("--wait", type=float, default=3.0)
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--formats", default=",".join(FORMATS))
     args = parser.parse_args()
-    asyncio.run(main(args.cold, args.rounds, args.formats.split(",")))
+    asyncio.run(main(args.cold, args.rounds, args.formats.split(","), args.later, args.wait))

@@ -108,6 +108,8 @@ class ScriptedModel:
         # next queued behaviour. For requests a test cannot order, such as a conversation's summaries.
         self.responder: Callable[[dict[str, Any]], str | int | None] | None = None
         # What POST /api/show answers (Ollama's model description: context length, capabilities).
+        self.shown = 0  # POST /api/show requests answered
+        self.shown_once = threading.Event()  # set at the first (tests wait on it from their own loop)
         self.ollama_show: dict[str, Any] = {
             "model_info": {"general.architecture": "qwen2", "qwen2.context_length": 32768},
             "capabilities": ["completion", "tools"],
@@ -353,6 +355,8 @@ class ScriptedModel:
             await _send_json(writer, 200, {"models": [{"name": name, "model": name} for name in self.models]})
             return True
         if method == "POST" and path == "/api/show":
+            self.shown += 1
+            self.shown_once.set()
             await _send_json(writer, 200, self.ollama_show)
             return True
         ollama = path == "/api/chat"

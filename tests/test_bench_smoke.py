@@ -23,8 +23,9 @@ BENCH = REPO / "bench"
 # bench file -> (arguments for a smoke run, words its output must hold)
 SMOKE = {
     "context_budget.py": (["5"], []),
-    "first_delta.py": (["--cold", "1", "--rounds", "2"], ["openai: cold first delta", "anthropic: cold",
-                                                           "ollama: cold", "raw httpx"]),
+    "first_delta.py": (["--cold", "1", "--later", "1", "--wait", "1", "--rounds", "2"],
+                       ["openai: cold first delta", "anthropic: cold", "ollama: cold", "raw httpx",
+                        "s after `initialized`"]),
     "gateway_roundtrip.py": (["--runs", "3", "--floods", "1"], ["ratio"]),
     "export_verify.py": (["--sessions", "2"], []),
     "loop.py": (["--turns", "3"], ["loop turn", "its parts bare", "ratio"]),

@@ -6,6 +6,7 @@ the user reads, and how often the model server was asked.
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import time
 from collections.abc import Callable
@@ -228,3 +229,27 @@ async def test_what_the_user_reads_when_a_local_model_fails(workspace_root: Path
     assert received == case.requests, message
     if case.within is not None:
         assert elapsed < case.within, f"{elapsed:.1f} s: {message}"
+
+
+async def test_what_the_first_chat_needs_is_ready_before_it(workspace_root: Path, home: Path) -> None:
+    """With a model configured, the server makes ready what the first chat's request needs while the user
+    types: Ollama is asked to describe the model (/api/show) before any chat, once; the python kernel's
+    variables are listed with the kernel's first snapshot. The chat then asks for neither again."""
+    with ScriptedModel() as model:
+        model.ollama_show = {"model_info": {"qwen2.context_length": 8192}, "capabilities": ["completion"]}
+        s = await start_session(workspace_root, home,
+                                configuration={"model": "ollama_chat/scripted", "apiBase": model.root_url})
+        try:
+            # Asked by the model's warm-up, from the scripted model's thread: waited for there, bounded.
+            assert await asyncio.to_thread(model.shown_once.wait, 60), "Ollama was not asked about its model"
+            await s.wait_for(lambda: any(n["state"] == "idle" for n in s.notes[p.KERNEL_STATUS]) or None, 60,
+                             "the python kernel")
+            model.reply("Hello.")
+            turn = (await s.command(p.CHAT, {"text": "hello"}))["turnId"]
+            assert (await turn_end(s, turn))["state"] == "done"
+            assert streamed_text(s, turn) == "Hello."
+            assert model.shown == 1  # described once, before the chat
+            context = next(n for n in s.notes[p.TURN_STATUS] if n["turnId"] == turn and "context" in n)["context"]
+            assert (context["window"], context["windowSource"]) == (8192, "model"), context
+        finally:
+            await stop_session(s)

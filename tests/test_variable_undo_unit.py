@@ -108,3 +108,15 @@ async def test_a_kernel_without_comms_keeps_execute_requests() -> None:
     request = kernel.requests[-1]
     assert request["silent"] is True and sorted(request["user_expressions"]) == ["r", "vars"], request
     assert ".snap(" in request["user_expressions"]["r"] and ".variables(" in request["user_expressions"]["vars"]
+
+
+async def test_the_kernels_first_snapshot_carries_its_variables() -> None:
+    """Once a python kernel is ready, its first snapshot asks the variables too (one request): a first
+    chat, before any run, finds them listed and asks the kernel nothing."""
+    kernel = _NoComms()
+    undo = VariableUndo(_Pool(kernel))  # type: ignore[arg-type]
+    sent = await undo.ready(kernel)  # type: ignore[arg-type]
+    assert sent is not None
+    request = kernel.requests[-1]
+    assert sorted(request["user_expressions"]) == ["r", "vars"], request
+    assert ".snap(" in request["user_expressions"]["r"]

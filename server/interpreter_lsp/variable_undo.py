@@ -82,18 +82,22 @@ class VariableUndo:
         for snap in self._snaps.values():
             snap.why_not = snap.why_not or f"the python kernel {why} since: its variables before the run are gone"
 
-    async def ready(self, kernel: KernelBackend) -> None:
-        """A python kernel (re)started: set up its side."""
+    async def ready(self, kernel: KernelBackend) -> asyncio.Future[ExecuteReply] | None:
+        """A python kernel (re)started: set up its side, and take the snapshot its first run finds, with the
+        variables (as after_run: the first chat's context has them without asking); returns that reply to
+        come, or None when nothing was sent."""
         self.kernel_gone()
         try:
             await snapshots.install(kernel)
         except Exception as exc:  # runs go ahead; undo names their variables as not restorable, with this
             log.warning("variables undo is not available in this kernel: %s", exc)
-            return
+            return None
         self._comm = await snapshots.open_calls(kernel)
         self._installed = kernel
         if self._enabled():
-            self._take_ahead(kernel)
+            snap = self._take_ahead(kernel, snapshots.VARIABLES_CALL)
+            return snap.done if snap is not None else None
+        return None
 
     def _take(self, kernel: KernelBackend, also: dict[str, tuple[str, Any]] | None = None) -> _Snap | None:
         """Send a snapshot request now (no await): the kernel takes it before anything sent after it. `also`:

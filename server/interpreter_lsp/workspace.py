@@ -841,6 +841,14 @@ class Workspace:
                 start_direct_warm_up()
             else:
                 start_warm_up()
+        if self.settings.model and self._routed(self.settings.model):
+            # What the first chat's request needs of the model, made ready now (~25 ms of the first chat
+            # otherwise): its facts (window, prices; Ollama's own answer to /api/show) and its token counter
+            # (the estimate's pattern compiles at the first count). litellm's facts wait for the chat (they
+            # may ask the provider).
+            with contextlib.suppress(Exception):  # the chat asks again and says what went wrong
+                facts = await self.model_facts()
+                await asyncio.to_thread(facts.count, [{"role": "user", "content": "a first count"}])
 
     def _routed(self, model: str) -> bool:
         """Whether the server speaks to `model` itself (no litellm needed)."""
@@ -901,7 +909,7 @@ class Workspace:
         if kernel.language == PYTHON:
             from .kernels import figures
 
-            await self.variable_undo.ready(kernel)
+            self._ask_variables(kernel, await self.variable_undo.ready(kernel))
             await figures.register(kernel)
             if getattr(kernel, "remote", False):
                 self._remote_cwd = await _working_directory(kernel)
@@ -925,7 +933,11 @@ class Workspace:
         chat's path: with the snapshot of the state the run left, or alone (variables undo off). One kernel
         round trip after a run, after its final status: while the user reads; back to back, while the next
         run's own start (its files' barrier and pre-images) goes on."""
-        sent = self.variable_undo.after_run(run_id, kernel, reply)
+        self._ask_variables(kernel, self.variable_undo.after_run(run_id, kernel, reply))
+
+    def _ask_variables(self, kernel: KernelBackend, sent: asyncio.Future[ExecuteReply] | None) -> None:
+        """The variables the next chat tells the model, asked now (after a run, or once the kernel is ready):
+        with the snapshot's request (`sent`), else on their own."""
         if sent is None and canonical_language(kernel.language) == PYTHON and self.pool.existing(PYTHON) is kernel:
             with contextlib.suppress(Exception):  # not running: the next chat asks, and says why if it cannot
                 sent = self.variable_undo.ask_variables(kernel) or kernel.submit(
