@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SERVER = Path(__file__).resolve().parent.parent / "server"
 START_PATH = "import interpreter_lsp.__main__, interpreter_lsp.server"
 BARE_PYGLS = "import pygls.lsp.server, lsprotocol.types"
@@ -177,7 +179,7 @@ async def main():
     await asyncio.sleep(0)
     listed = installed_languages()  # a first chat's system prompt, on the loop meanwhile
     await starting
-    print("python" in listed, sorted(name for name, main in on_the_loop.items() if main))
+    print("python" in listed, sorted(name for name, main in on_the_loop.items() if main), "IPython" in sys.modules)
 asyncio.run(main())
 """
 
@@ -186,6 +188,20 @@ def test_the_kernelspec_listing_never_imports_jupyter_client_beside_the_kernel_s
     """A first chat lists the installed kernelspecs on the loop while the first kernel start imports
     jupyter_client in its thread: two threads importing modules of one package can deadlock (seen: the
     listing failed with _DeadlockError on 'jupyter_client.manager', 1 cold start in ~40). The listing waits
-    for that import instead of importing beside it: no module of jupyter_client is imported on the loop."""
+    for that import instead of importing beside it: no module of jupyter_client is imported on the loop. And
+    it finds the kernelspecs without importing IPython (jupyter_client's default does, for one directory)."""
     done = _run(["-c", LISTING])
-    assert done.stdout.split("\n")[-2] == "True []", done.stdout + done.stderr
+    assert done.stdout.split("\n")[-2] == "True [] False", done.stdout + done.stderr
+
+
+def test_the_kernelspec_directories_are_jupyter_clients_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The listing's directories (found without IPython) are the ones jupyter_client's default gives, with
+    IPYTHONDIR unset and set."""
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    from interpreter_lsp.kernels.specs import _kernel_dirs
+
+    monkeypatch.delenv("IPYTHONDIR", raising=False)
+    assert _kernel_dirs() == KernelSpecManager().kernel_dirs
+    monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython dir"))
+    assert _kernel_dirs() == KernelSpecManager().kernel_dirs

@@ -205,6 +205,16 @@ def _shell_choice(specs_root: Path) -> KernelChoice:
     return KernelChoice(SHELL, name, (str(specs_root),), "bash_kernel (bundled with the server)")
 
 
+def _kernel_dirs() -> list[str]:
+    """Where jupyter_client looks for kernelspecs by default (its KernelSpecManager._kernel_dirs_default):
+    the Jupyter data paths, then IPython's legacy directory, here found without importing IPython (which
+    jupyter_client does to find it: ~80 ms and a few MB in the server, at every start, for one path)."""
+    from jupyter_core.paths import jupyter_path
+
+    ipython = os.environ.get("IPYTHONDIR") or os.path.join(os.path.expanduser("~"), ".ipython")
+    return [*jupyter_path("kernels"), os.path.join(ipython, "kernels")]
+
+
 def installed_languages() -> dict[str, str]:
     """Installed kernelspecs by canonical language: {language: kernelspec name}."""
     from .connection import wait_loaded
@@ -213,7 +223,7 @@ def installed_languages() -> dict[str, str]:
     from jupyter_client.kernelspec import KernelSpecManager
 
     found: dict[str, str] = {}
-    for name, info in sorted(KernelSpecManager().get_all_specs().items()):
+    for name, info in sorted(KernelSpecManager(kernel_dirs=_kernel_dirs()).get_all_specs().items()):
         language = canonical_language(str(info.get("spec", {}).get("language", "")))
         if language:
             found.setdefault(language, name)
