@@ -179,7 +179,8 @@ async def main():
     await asyncio.sleep(0)
     listed = installed_languages()  # a first chat's system prompt, on the loop meanwhile
     await starting
-    print("python" in listed, sorted(name for name, main in on_the_loop.items() if main), "IPython" in sys.modules)
+    loop_imports = sorted(name for name, main in on_the_loop.items() if main)
+    print(isinstance(listed, dict), loop_imports, "IPython" in sys.modules, "ipykernel" in sys.modules)
 asyncio.run(main())
 """
 
@@ -189,9 +190,10 @@ def test_the_kernelspec_listing_never_imports_jupyter_client_beside_the_kernel_s
     jupyter_client in its thread: two threads importing modules of one package can deadlock (seen: the
     listing failed with _DeadlockError on 'jupyter_client.manager', 1 cold start in ~40). The listing waits
     for that import instead of importing beside it: no module of jupyter_client is imported on the loop. And
-    it finds the kernelspecs without importing IPython (jupyter_client's default does, for one directory)."""
+    it finds the kernelspecs without importing IPython or ipykernel (jupyter_client's defaults do, for one
+    directory, and to tell whether a python3 spec is ipykernel's own)."""
     done = _run(["-c", LISTING])
-    assert done.stdout.split("\n")[-2] == "True [] False", done.stdout + done.stderr
+    assert done.stdout.split("\n")[-2] == "True [] False False", done.stdout + done.stderr
 
 
 def test_the_kernelspec_directories_are_jupyter_clients_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import logging
 import os
 import shutil
 import sys
@@ -14,6 +15,8 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..languages import PYTHON, SHELL, canonical_language
+
+log = logging.getLogger(__name__)
 
 
 class UnknownLanguage(UserError):
@@ -222,9 +225,19 @@ def installed_languages() -> dict[str, str]:
     wait_loaded()  # jupyter_client comes from the kernel plumbing's import (connection.load), never beside it
     from jupyter_client.kernelspec import KernelSpecManager
 
+    # Found and each read by jupyter_client (find_kernel_specs, its KernelSpec), not through get_all_specs, and
+    # not ensure_native_kernel: both import ipykernel, and IPython with it, into the server (for a spec named
+    # python3, or where there is none) only to tell whether it is ipykernel's own; the server's python kernel
+    # is its own choice anyway.
+    listing = KernelSpecManager(kernel_dirs=_kernel_dirs(), ensure_native_kernel=False)
     found: dict[str, str] = {}
-    for name, info in sorted(KernelSpecManager(kernel_dirs=_kernel_dirs()).get_all_specs().items()):
-        language = canonical_language(str(info.get("spec", {}).get("language", "")))
+    for name, resource_dir in sorted(listing.find_kernel_specs().items()):
+        try:
+            spec = listing.kernel_spec_class.from_resource_dir(resource_dir)
+        except Exception as exc:  # a broken kernel.json: that kernel is not offered
+            log.debug("kernelspec %s in %s could not be read: %s", name, resource_dir, exc)
+            continue
+        language = canonical_language(str(spec.language or ""))
         if language:
             found.setdefault(language, name)
     return found
