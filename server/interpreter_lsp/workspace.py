@@ -27,7 +27,6 @@ from .files import FileChanges
 from .gate import Approval, Gate, Ledger, UnknownProposal
 from .history import History, history_file
 from .kernels.backend import ExecuteReply, KernelBackend, KernelStartError
-from .kernels.connection import load as load_kernel_plumbing
 from .kernels.gateway_client import GatewayConfig
 from .kernels.introspect import VARIABLES, python_variables, variables_of
 from .kernels.launcher import Limits
@@ -820,8 +819,8 @@ class Workspace:
             await listing
 
     async def _list_languages(self) -> None:
+        # In a thread: the listing waits there for jupyter_client's import (kernels/connection.wait_loaded).
         with contextlib.suppress(Exception):  # available_languages says it, when it is asked
-            await load_kernel_plumbing()
             await asyncio.to_thread(self.available_languages)
 
     async def warm_up_model(self) -> None:
