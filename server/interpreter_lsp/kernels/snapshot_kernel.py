@@ -120,10 +120,27 @@ class _Pickler(pickle.Pickler):
         return NotImplemented
 
 
-def _dumps(value: Any, *, fingerprinting: bool = False) -> tuple[bytes, list[pickle.PickleBuffer]]:
+class _SetsByContents(_Pickler):
+    """Fingerprints that read a set by what it holds. A plain pickle writes a set in its hash table's order,
+    which depends on the set's history, not on its contents: two elements that collide come back from a round
+    trip swapped, and swapped again from the next (with string hashes, a set of two in about one kernel in
+    eight). Here a set is written as its elements' pickles, sorted. persistent_id is a call for every object
+    (the C pickler skips reducer_override for a set): ~5x a plain pickle on object-heavy data, so used only
+    where a plain fingerprint already differed (_faithful)."""
+
+    def persistent_id(self, obj: Any) -> Any:
+        if type(obj) is set or type(obj) is frozenset:  # by identity: a metaclass's == is the user's code
+            return type(obj).__name__, sorted(_dumps(item, fingerprinting=True, sets=True)[0] for item in obj)
+        return None
+
+
+def _dumps(value: Any, *, fingerprinting: bool = False, sets: bool = False) -> tuple[bytes, list[pickle.PickleBuffer]]:
+    """The value's pickle and its out-of-band buffers; `fingerprinting`: as _fingerprint reads it, `sets`: with
+    sets by contents (_SetsByContents)."""
     buffers: list[pickle.PickleBuffer] = []
     out = io.BytesIO()
-    pickler = _Pickler(out, protocol=5, buffer_callback=buffers.append)
+    kind = _SetsByContents if sets else _Pickler
+    pickler = kind(out, protocol=5, buffer_callback=buffers.append)
     pickler.fingerprinting = fingerprinting
     if fingerprinting:
         # No memo: the bytes then depend on what the value holds, not on which of its parts happen to be one
@@ -136,18 +153,19 @@ def _dumps(value: Any, *, fingerprinting: bool = False) -> tuple[bytes, list[pic
         except (ValueError, RecursionError):
             buffers.clear()
             out = io.BytesIO()
-            pickler = _Pickler(out, protocol=5, buffer_callback=buffers.append)
+            pickler = kind(out, protocol=5, buffer_callback=buffers.append)
             pickler.fingerprinting = True
     pickler.dump(value)
     return out.getvalue(), buffers
 
 
-def _fingerprint(value: Any) -> str:
-    """A digest of the value's pickle (crc32 of each part and its length), or 'unpicklable: why'."""
+def _fingerprint(value: Any, *, sets: bool = False) -> str:
+    """A digest of the value's pickle (crc32 of each part and its length), or 'unpicklable: why'. `sets`: sets
+    read by their contents, not their order (_SetsByContents)."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            data, buffers = _dumps(value, fingerprinting=True)
+            data, buffers = _dumps(value, fingerprinting=True, sets=sets)
     except Exception as exc:  # what pickle refuses: named, never rebuilt another way
         return f"unpicklable: {type(value).__name__} ({str(exc)[:120] or type(exc).__name__})"
     parts = [f"{len(data)}:{zlib.crc32(data):08x}"]
@@ -489,7 +507,9 @@ def _faithful(copy: Any, original: str) -> bool:
     """Whether the copy pickle brought back holds what the original held. An exact type (above): yes. The
     same fingerprint: yes. Else a copy that pickle leaves as it is (a second round trip changes nothing) is
     taken as faithful: the first one only settled what the original had left lazy (a masked array's fill
-    value, a figure's canvas); one that changes at every round trip is losing something."""
+    value, a figure's canvas); one that changes at every round trip is losing something. A set's order is not
+    what it holds: the copy and its own copy are compared with sets by contents (a set can come back in another
+    order at every round trip)."""
     if _exact(copy):
         return True
     first = _fingerprint(copy)
@@ -502,7 +522,7 @@ def _faithful(copy: Any, original: str) -> bool:
         again = pickle.loads(data, buffers=[b.raw() for b in buffers])
     except Exception:
         return False
-    return _fingerprint(again) == first
+    return _fingerprint(again, sets=True) == _fingerprint(copy, sets=True)
 
 
 def plan(key: str) -> str:
