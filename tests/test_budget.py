@@ -94,6 +94,29 @@ async def test_counts_are_cached_per_message() -> None:
     assert len(calls) == 3  # the second call counted only the new message
 
 
+async def test_a_message_known_by_identity_is_counted_again_once_it_changed() -> None:
+    """A view's messages are shared with the views after it and known by identity; one whose content or
+    fields changed all the same is counted for what it holds now."""
+    counted: list[dict[str, Any]] = []
+
+    def counting(messages: list[dict[str, Any]]) -> int:
+        counted.extend(messages)
+        return count_tokens(messages) + (10 if "name" in messages[0] else 0)
+
+    facts = ModelFacts("fake", None, 0.0, 0.0, False, False, False, counting)
+    cache = budget.TokenCache()
+    message = msg("user", 5, "q")
+    [before] = await cache.counts([message], facts)
+    assert [before] == await cache.counts([message], facts) and len(counted) == 1  # known: not counted again
+    message["content"] = "q " + "word " * 50
+    [longer] = await cache.counts([message], facts)
+    message["name"] = "someone"  # a field beside the content
+    [named] = await cache.counts([message], facts)
+    assert before < longer < named and len(counted) == 3
+    assert [before] == await cache.counts([msg("user", 5, "q")], facts)  # an equal message: the same count
+    assert len(counted) == 3
+
+
 def test_the_view_after_a_compaction_starts_with_the_summary_as_data(tmp_path: Path) -> None:
     conversation = Conversation(History(tmp_path / "history.jsonl"), tmp_path)
     for turn in ("t-1", "t-2"):

@@ -19,7 +19,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.uris import from_fs_path, to_fs_path
 
-from . import __version__, cells, editor
+from . import __version__, cells, editor, heap
 from . import protocol as p
 from .arguments import BadArguments
 from .commands import register_commands
@@ -323,6 +323,7 @@ class InterpreterServer(LanguageServer):
         try:
             await ws.warm_up()
             message = "python kernel ready"
+            heap.settle()  # what the start built (jupyter_client, zmq, the kernel's plumbing) stays
         except Exception as exc:
             message = f"python kernel failed to start: {exc}"
             self.show("error", str(exc))

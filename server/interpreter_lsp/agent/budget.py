@@ -32,8 +32,9 @@ MIN_REPLY = 256
 NOTE_ROOM = 40  # tokens kept for the note that says messages were left out
 INLINE_CHARS = 4000  # new text counted on the event loop below this size (~0.3 ms), in a thread above
 CACHE_SLACK = 256  # counts kept beyond the current view's before the cache is pruned
-# A message's cache key costs ~4 µs (its text hashed anew: each view builds new strings): past this many
-# messages the keys are made in a thread (4,000 messages: ~17 ms that held the event loop).
+# A message's cache key costs ~2-4 µs (its text hashed anew where a view built a new string): past this many
+# new ones the keys are made in a thread (4,000 messages: ~17 ms that held the event loop). A message a
+# view shares with the views before it (the view builder's, conversation.py) is known by identity.
 KEYS_ON_LOOP = 500
 
 
@@ -74,17 +75,41 @@ class TokenCache:
     def __init__(self) -> None:
         self._model: tuple[str, str] | None = None
         self._counts: dict[tuple[str, str, str], int] = {}
+        # id(message) -> (the message, its content, its size, its key). Views share their messages and never
+        # change them (conversation.View); the content's identity and the message's size are checked all
+        # the same. Holding the message keeps its id from being reused.
+        self._known: dict[int, tuple[dict[str, Any], Any, int, tuple[str, str, str]]] = {}
+
+    def _keys(self, messages: list[dict[str, Any]]) -> tuple[list[Any], list[int]]:
+        """Each message's key where it is known by identity (else None), and the indexes of the others."""
+        keys: list[Any] = []
+        unknown: list[int] = []
+        known = self._known
+        for i, m in enumerate(messages):
+            entry = known.get(id(m))
+            if entry is not None and entry[0] is m and entry[1] is m.get("content") and entry[2] == len(m):
+                keys.append(entry[3])
+            else:
+                keys.append(None)
+                unknown.append(i)
+        return keys, unknown
 
     async def counts(self, messages: list[dict[str, Any]], facts: ModelFacts, *, view: bool = False) -> list[int]:
         """Tokens of each message. `view`: these are the whole view of a request; counts of messages that
         left it may be forgotten."""
         if (facts.model, facts.counter) != self._model:
-            self._model, self._counts = (facts.model, facts.counter), {}
-        keys = (
-            [_key(m) for m in messages]
-            if len(messages) <= KEYS_ON_LOOP
-            else await asyncio.to_thread(lambda: [_key(m) for m in messages])
-        )
+            self._model, self._counts, self._known = (facts.model, facts.counter), {}, {}
+        keys, unknown = self._keys(messages)
+        if unknown:
+            new = [messages[i] for i in unknown]
+            made = (
+                [_key(m) for m in new]
+                if len(new) <= KEYS_ON_LOOP
+                else await asyncio.to_thread(lambda: [_key(m) for m in new])
+            )
+            for i, m, k in zip(unknown, new, made, strict=True):
+                keys[i] = k
+                self._known[id(m)] = (m, m.get("content"), len(m), k)
         missing = {k: m for k, m in zip(keys, messages, strict=True) if k not in self._counts}
         if missing:
             items = list(missing.items())
@@ -99,6 +124,8 @@ class TokenCache:
         if view and len(self._counts) > len(keys) + CACHE_SLACK:  # forget messages that left the view
             wanted = set(keys)
             self._counts = {k: n for k, n in self._counts.items() if k in wanted}
+        if len(self._known) > len(messages) + CACHE_SLACK:  # and the messages themselves
+            self._known = {id(m): self._known[id(m)] for m in messages if id(m) in self._known}
         return counts
 
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import UserError
 from ..portable import portable_forced
 from . import cgroups, launcher
-from .connection import StdinWatch, encrypt, load, manager_class, new_context, zmq_again
+from .connection import StdinWatch, deserialize, encrypt, load, manager_class, new_context, zmq_again
 from .execution import ExecuteReply, Executions, ExecutionSink, Pending
 from .launcher import Limits
 from .limits import exit_cause
@@ -529,7 +529,7 @@ class Kernel:
                     return
                 try:
                     _idents, parts = session.feed_identities(frames)
-                    self._dispatch(name, session.deserialize(parts))
+                    self._dispatch(name, deserialize(session, parts))
                 except Exception:
                     log.exception("routing a %s message failed", name)
 

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from types import ModuleType
 
+from interpreter_lsp import heap
 from interpreter_lsp.llm.errors import UNAVAILABLE, ModelError
 
 log = logging.getLogger(__name__)
@@ -118,6 +119,7 @@ def _import_direct_into(future: concurrent.futures.Future[ModuleType]) -> None:
         log.error("importing the direct model client failed: %s", exc)
         future.set_exception(exc)
     else:
+        heap.settle()  # what the import built lives as long as the server
         future.set_result(direct)
 
 
@@ -174,6 +176,7 @@ def _import_into(future: concurrent.futures.Future[ModuleType]) -> None:
         log.error("importing litellm failed: %s", exc)
         future.set_exception(exc)
     else:
+        heap.settle()  # litellm's modules and tables: the largest part of the heap, for the server's life
         future.set_result(module)
 
 
