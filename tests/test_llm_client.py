@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import socket
@@ -711,6 +712,18 @@ async def test_cost_comes_from_the_offline_cost_map_for_a_priced_model(model: Sc
     expected = 1000 * prices["input_cost_per_token"] + 500 * prices["output_cost_per_token"]
     assert completion.cost == pytest.approx(expected)
     assert completion.cost > 0
+    # The model's entry is read once; every later reply's cost is known at once (no thread hop).
+    from interpreter_lsp.llm import prices as direct_prices
+    from interpreter_lsp.llm import routes
+
+    route = routes.route(config_for(model, model="openai/gpt-4o-mini"))
+    assert route is not None and not route.local
+    assert direct_prices.cost_known(route, 1000, 500) == pytest.approx(expected)
+    model.reply("priced again", usage=(2000, 10))
+    again = await stream_completion(MESSAGES, config_for(model, model="openai/gpt-4o-mini"), lambda _: None)
+    assert again.cost == pytest.approx(2000 * prices["input_cost_per_token"] + 10 * prices["output_cost_per_token"])
+    unread = dataclasses.replace(route, model="a-model-never-priced")
+    assert direct_prices.cost_known(unread, 1, 1) is None  # not read yet: the caller reads it off the loop
 
 
 async def test_a_host_that_does_not_resolve_is_not_retried(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -70,8 +70,9 @@ class DirectPath(Path):
     async def cost(self, config: ModelConfig, prompt_tokens: int, completion_tokens: int) -> float:
         from interpreter_lsp.llm import prices
 
-        if self.route.local:
-            return 0.0
+        known = prices.cost_known(self.route, prompt_tokens, completion_tokens)
+        if known is not None:
+            return known
         # Off the loop: the first price of a model reads litellm's map file (3.5 MB); then it is cached.
         return await asyncio.to_thread(prices.cost, self.route, prompt_tokens, completion_tokens)
 
