@@ -230,13 +230,27 @@ class Loop:
             previous = pending[-1] if pending else None
             pending.append(asyncio.ensure_future(self._propose(turn, block, previous, call_id)))
 
+        unsent: list[str] = []  # deltas not sent yet: those read together leave as one message
+
+        def send_deltas() -> None:
+            if unsent:
+                self._message(turn, "".join(unsent), False)
+                unsent.clear()
+
         def on_delta(delta: str) -> None:
             chunks.append(delta)
-            self._message(turn, delta, False)
+            if not unsent:
+                # Sent at the end of this loop iteration, with what else the same read of the stream brings
+                # (a fast model's deltas come several to a read: each message costs the server and the
+                # editor ~0.1-0.2 ms, its masking and its JSON).
+                asyncio.get_running_loop().call_soon(send_deltas)
+            unsent.append(delta)
             for block in parser.feed(delta):
+                send_deltas()  # the block's text before its proposal
                 propose(block)
 
         def on_tool_call(call: ToolCall) -> None:
+            send_deltas()
             calls.append(call)
             block = runtool.block_of(call, len(calls) - 1)
             if isinstance(block, CodeBlock):  # else the model reads why in the call's tool message
@@ -250,6 +264,7 @@ class Loop:
             completion = await self.host.call_model(
                 messages, on_delta, tools=tools, on_tool_call=on_tool_call, prompt_tokens=tokens
             )
+            send_deltas()
             for block in parser.finish():
                 propose(block)
             if not pending and not calls:  # no code: a tool call a local model printed as JSON is a proposal too
@@ -257,6 +272,7 @@ class Loop:
                     propose(block)
             proposed = [await future for future in pending]
         except BaseException:
+            send_deltas()
             shown = [f.result() for f in pending if f.done() and not f.cancelled() and f.exception() is None]
             for future in pending:
                 future.cancel()
