@@ -40,6 +40,7 @@ class FakeHost:
         self.risk = p.Risk("low", [])
         self.model_gate: asyncio.Event | None = None  # when set, a model call waits for it mid-reply
         self.gate_after = 0  # ... after this delta
+        self.together = False  # a reply's pieces arrive in one read of the stream (no loop iteration between)
         self.changed = asyncio.Event()
         # A model of ~4 characters per token, with no window, price or abilities known.
         self.facts = ModelFacts("fake", None, 0.0, 0.0, False, False, False, count_tokens)
@@ -109,7 +110,8 @@ class FakeHost:
                 on_delta(piece)
             if i == self.gate_after and self.model_gate is not None:
                 await self.model_gate.wait()
-            await asyncio.sleep(0)
+            if not self.together:
+                await asyncio.sleep(0)
         text = "".join(piece for piece in reply if isinstance(piece, str))
         calls = tuple(piece for piece in reply if isinstance(piece, ToolCall))
         return Completion(text, 10, 5, 0.0, calls)

@@ -63,6 +63,26 @@ async def test_a_reply_without_code_ends_the_turn(host: FakeHost, loop: Loop) ->
     assert messages[-1]["done"] is True
 
 
+async def test_deltas_read_together_leave_as_one_message_and_a_block_before_its_proposal(
+    host: FakeHost, loop: Loop
+) -> None:
+    """A fast model's deltas come several to a read of the stream: they leave as one message (each costs the
+    server and the editor its masking and JSON). The text of a block is sent before its proposal."""
+    host.together = True
+    host.replies.append(["Let me ", "check.\n", *block("print(1)"), "After ", "it."])
+    turn = loop.chat("go")
+    shown = await proposal(host)
+    sent = [(method, params) for method, params in host.sent if method in (p.MESSAGE, p.PROPOSAL)]
+    before = [params["delta"] for method, params in sent[: sent.index((p.PROPOSAL, shown))] if method == p.MESSAGE]
+    # Read together up to the block's end: one message, sent as the block closed (before its proposal).
+    assert before[0] == "Let me check.\nHere:\n" + f"{FENCE}python\nprint(1)\n{FENCE}\n", before
+    loop.reject(shown["proposalId"])
+    await ended(host, turn)
+    deltas = [n["delta"] for n in host.notes(p.MESSAGE) if n["turnId"] == turn]
+    assert "".join(deltas) == "Let me check.\nHere:\n" + f"{FENCE}python\nprint(1)\n{FENCE}\n" + "After it."
+    assert deltas[1:] == ["After it.", ""] and host.notes(p.MESSAGE)[-1]["done"]  # the rest, then the end
+
+
 async def test_approve_runs_and_the_output_goes_back_to_the_model(host: FakeHost, loop: Loop) -> None:
     host.replies.extend([block("print(42)"), ["It printed 42."]])
     turn = loop.chat("compute")
