@@ -300,6 +300,8 @@ class Workspace:
 
     async def settings_ready(self, timeout: float = 10.0) -> None:
         """Settings arrive from the editor just after `initialized`: a chat sent at once waits for them."""
+        if self._settings_loaded.is_set():
+            return  # every chat but the first: no wait_for (on 3.10-3.11 a task and a loop iteration)
         try:
             await asyncio.wait_for(self._settings_loaded.wait(), timeout)
         except asyncio.TimeoutError:
@@ -467,7 +469,11 @@ class Workspace:
         variables = None
         if soon is not None and soon[0] is kernel:  # asked after the last run, with its snapshot
             with contextlib.suppress(Exception):  # that request failed (interrupted): asked on its own below
-                reply = await asyncio.wait_for(asyncio.shield(soon[1]), VARIABLES_FOR_CONTEXT_TIMEOUT)
+                reply = (
+                    soon[1].result()  # answered long ago, as a rule: no wait_for (a loop iteration)
+                    if soon[1].done()
+                    else await asyncio.wait_for(asyncio.shield(soon[1]), VARIABLES_FOR_CONTEXT_TIMEOUT)
+                )
                 variables = variables_of(reply)
         if variables is None:
             try:
