@@ -161,6 +161,26 @@ async def test_a_small_plain_namespace_is_kept_not_forked_and_comes_back_the_sam
     ]
 
 
+async def test_kernel_code_that_closes_the_snapshots_comm_leaves_undo_working(session: Session) -> None:
+    """The calls after each run go over a comm (snapshots.open_calls); code of the user's (or a model's) can
+    close it. The next snapshot finds no answer there and the calls go as execute requests from then on: the
+    runs after it are still undone with their variables."""
+    s = session
+    _run, status = await s.run_and_wait("x = 1")
+    assert status["state"] == "ok", s.text(_run)
+    closing = "for _c in list(get_ipython().kernel.comm_manager.comms.values()):\n    _c.close()\n"
+    _run, status = await s.run_and_wait(closing)
+    assert status["state"] == "ok", s.text(_run)
+    comms = "len(get_ipython().kernel.comm_manager.comms)"
+    assert await value(s, comms) == 0
+    _run, status = await s.run_and_wait("x = 2\ny = [x]")
+    assert status["state"] == "ok", s.text(_run)
+    result = await s.command(p.UNDO, {})
+    assert result["variablesRestored"] == ["x"] and result["variablesRemoved"] == ["y"], result
+    assert result["notRestorable"] == [], result
+    assert await value(s, "[x, 'y' in globals()]") == [1, False]
+
+
 async def test_undo_of_the_run_that_created_them_removes_them(session: Session) -> None:
     s = session
     await s.run_and_wait("x = [1, 2]\ny = {'a': 1}")

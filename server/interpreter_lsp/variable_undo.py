@@ -38,6 +38,7 @@ from typing import Any
 
 from .kernels import snapshots
 from .kernels.backend import ExecuteReply, KernelBackend
+from .kernels.execution import NO_COMM_ANSWER
 from .kernels.pool import KernelPool
 from .languages import PYTHON, canonical_language
 
@@ -103,8 +104,9 @@ class VariableUndo:
         """Send a snapshot request now (no await): the kernel takes it before anything sent after it. `also`:
         other calls answered by the same request (see after_run)."""
         key = f"s{next(self._keys)}"
+        comm = self._comm if kernel is self._installed else None
         try:
-            sent = snapshots.submit(kernel, "snap", key, also, self._comm if kernel is self._installed else None)
+            sent = snapshots.submit(kernel, "snap", key, also, comm)
         except Exception as exc:  # the kernel is not running: undo names the variables, with this reason
             log.info("no snapshot of the variables: %s", exc)
             return None
@@ -119,6 +121,13 @@ class VariableUndo:
                 # A kernel the server ended itself (a restart, the server shutting down) fails what was in
                 # flight with no cause: expected, not worth a warning in the editor's log at every close.
                 reply = None if future.cancelled() or future.exception() else future.result()
+                if comm is not None and comm == self._comm and reply is not None and (
+                    reply.content.get("reason") == NO_COMM_ANSWER
+                ):
+                    # The comm is gone (kernel code closed it or unregistered its target): the calls go as
+                    # execute requests from now on (the next run's snapshot is taken again that way).
+                    log.info("the snapshots' comm no longer answers: calls go as execute requests")
+                    self._comm = None
                 deliberate = reply is not None and reply.status != "ok" and "cause" not in reply.content
                 log.log(logging.INFO if deliberate else logging.WARNING, "a snapshot of the variables failed: %s", exc)
                 snap.why_not = f"the snapshot of the variables failed ({exc or type(exc).__name__})"
@@ -149,11 +158,18 @@ class VariableUndo:
             return
         self._snaps[run_id] = snap
         snap.awaited = True
-        pending = [f for f in (snap.done, snap.warmed) if f is not None and not f.done()]
-        if pending:  # the run goes after both: it is never queued behind a silent request (see the top)
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(asyncio.shield(asyncio.gather(*pending, return_exceptions=True)),
-                                       snapshots.SNAP_TIMEOUT)
+        for attempt in range(2):
+            pending = [f for f in (snap.done, snap.warmed) if f is not None and not f.done()]
+            if pending:  # the run goes after both: it is never queued behind a silent request (see the top)
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(asyncio.gather(*pending, return_exceptions=True)),
+                                           snapshots.SNAP_TIMEOUT)
+            if attempt or not _failed(snap) or (again := self._take(kernel)) is None:
+                break
+            # The snapshot sent after the run before failed while this run waited (its comm gone, say): once
+            # more, now, so that this run's variables can still come back.
+            snap = self._snaps[run_id] = again
+            snap.awaited = True
 
     def installed(self, kernel: KernelBackend) -> bool:
         """Whether the kernel's side (snapshot_kernel.py) is set up in this kernel."""

@@ -27,6 +27,10 @@ from typing import Any, Protocol
 NO_REPLY_WAIT = 5.0
 
 
+# A comm message's reply when the kernel answered nothing before its idle status (no such comm, or its target
+# gone: kernel code can close it or unregister the target).
+NO_COMM_ANSWER = "the kernel sent no answer to the comm message"
+
 class ExecutionSink(Protocol):
     """Receives what one execution produces, in order."""
 
@@ -108,7 +112,7 @@ class Executions:
                 elif state == "idle":
                     pending.idle = True
                     if pending.comm and pending.reply is None:  # iopub is in order: no answer will come
-                        pending.reply = {"status": "error", "reason": "the kernel sent no answer to the comm message"}
+                        pending.reply = {"status": "error", "reason": NO_COMM_ANSWER}
                     self._ended(pending)
                     self._finish(pending)
                     if pending.reply is None and not pending.done.done():
