@@ -151,24 +151,26 @@ class VariableUndo:
             self._snaps[run_id] = _Snap(kernel, "", "variables undo is off (interpreter.undoVariables)")
             return
         snap = self._ahead.pop(id(kernel), None)
-        if snap is None or snap.kernel is not kernel or _failed(snap):
+        fresh = snap is None or snap.kernel is not kernel or _failed(snap)
+        if fresh:
             snap = self._take(kernel)
         if snap is None:
             self._snaps[run_id] = _Snap(kernel, "", "no snapshot could be sent: the kernel was not running")
             return
         self._snaps[run_id] = snap
         snap.awaited = True
-        for attempt in range(2):
+        while True:
             pending = [f for f in (snap.done, snap.warmed) if f is not None and not f.done()]
             if pending:  # the run goes after both: it is never queued behind a silent request (see the top)
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(asyncio.shield(asyncio.gather(*pending, return_exceptions=True)),
                                            snapshots.SNAP_TIMEOUT)
-            if attempt or not _failed(snap) or (again := self._take(kernel)) is None:
+            if fresh or not _failed(snap) or (again := self._take(kernel)) is None:
                 break
             # The snapshot sent after the run before failed while this run waited (its comm gone, say): once
-            # more, now, so that this run's variables can still come back.
-            snap = self._snaps[run_id] = again
+            # more, now (and only once), so that this run's variables can still come back.
+            snap, fresh = again, True
+            self._snaps[run_id] = snap
             snap.awaited = True
 
     def installed(self, kernel: KernelBackend) -> bool:
