@@ -25,11 +25,10 @@ from typing import Any, Protocol
 # After its idle status, how long a request's reply may still take to arrive (the shell socket is read apart
 # from iopub, and the reply is sent before the idle status): past it, there is none.
 NO_REPLY_WAIT = 5.0
-
-
 # A comm message's reply when the kernel answered nothing before its idle status (no such comm, or its target
 # gone: kernel code can close it or unregister the target).
 NO_COMM_ANSWER = "the kernel sent no answer to the comm message"
+
 
 class ExecutionSink(Protocol):
     """Receives what one execution produces, in order."""
