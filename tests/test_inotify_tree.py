@@ -47,6 +47,12 @@ async def run(changes: FileChanges, run_id: str, act) -> list[dict[str, str]]:  
     return touched.files
 
 
+async def another_process(cwd: Path, code: str) -> None:
+    """`code` run by another Python process (as a kernel writes files), to its end."""
+    process = await asyncio.create_subprocess_exec(sys.executable, "-c", code, cwd=cwd)
+    assert await asyncio.wait_for(process.wait(), WAIT) == 0
+
+
 def watched(changes: FileChanges) -> set[str]:
     """The directories watched now, relative to the root (the kernel's own count: /proc/self/fdinfo)."""
     tree = changes._built.observer  # type: ignore[union-attr]
@@ -189,6 +195,38 @@ async def test_an_overflowing_queue_is_said_and_watching_goes_on(
     (root / "many" / "made during the overflow" / "after.txt").write_text("x")
     await changes.settle()
     assert changes.end("r2").files == [{"path": "many/made during the overflow/after.txt", "change": "created"}]
+
+
+async def test_a_barrier_read_at_once_never_comes_before_an_overflow_ahead_of_it(changes: FileChanges) -> None:
+    """`caught_up_now` reads the queue at once (no loop iteration). When the queue overflowed, the overflow is
+    counted in that same read, before any barrier behind it: the moment it says caught up, it no longer
+    claims to see everything (a run's pre-images then come from a walk, not from the tracker's list)."""
+    limit = _max_queued_events()
+    if limit > 50_000:
+        pytest.skip(f"max_queued_events is {limit}: too many files to make here")
+    root = changes.root
+    assert changes.sees_everything
+    for i in range(limit // 2 + 100):  # two events each (created, closed), none read meanwhile
+        (root / f"f{i}").write_bytes(b"")
+    for _ in range(limit):  # a slice of the queue per call, as the run's start reads it
+        if changes.caught_up_now():
+            break
+    else:
+        pytest.fail("the queue was read through without a barrier coming out")
+    assert not changes.sees_everything
+
+
+async def test_changes_another_process_made_are_read_with_the_barrier_in_one_step(changes: FileChanges) -> None:
+    """A file written by another process (as a kernel writes) before a barrier is sent is in the same read as
+    the barrier: `caught_up_now` and the run's settle find it without waiting for the loop."""
+    before = changes.generation
+    await another_process(changes.root, "open('made.txt', 'w').write('x')")
+    assert changes.caught_up_now()
+    assert changes.changed_since(before) == {"made.txt"}
+    await changes.begin("r1")
+    await another_process(changes.root, "open('made.txt', 'a').write('y')")
+    assert changes.start_settle() is None  # nothing to wait for: the barrier came out
+    assert changes.end("r1").files == [{"path": "made.txt", "change": "modified"}]
 
 
 async def test_a_move_whose_two_halves_come_in_two_reads_is_still_one_move(

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -170,6 +172,43 @@ async def test_a_snapshot_after_a_few_changes_looks_at_those_not_at_the_whole_wo
         (root / "empty").mkdir()  # no file says it is there: walked again
         await undo.before_run("r3")
         assert walks == 1 and "empty" in (undo._runs["r3"].before.dirs or ())
+    finally:
+        changes.close()
+
+
+async def test_a_run_in_an_unchanged_workspace_finds_its_pre_images_in_its_own_step(tmp_path: Path) -> None:
+    """The common run: nothing changed since the last snapshot. The tracker proves it at once (a barrier's
+    event is queued by the system call that sends it, and read right there), so the run's pre-images are found
+    without a wait: `before_run` ends at its first step, and the run's request goes to the kernel before the
+    loop does anything else. A file another process wrote just before a run is never taken for unchanged."""
+    from interpreter_lsp.files import FileChanges
+    from interpreter_lsp.preimages import RACY_NS
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "a.txt").write_text("as it was\n")
+    changes = FileChanges(root, polling=False)
+    store = PreimageStore(root, tmp_path / "store")
+    undo = FileUndo(root, store, changes)
+    try:
+        await changes.begin("r0")  # starts the tracker
+        changes.end("r0")
+        assert changes.kind == "inotify"
+        # Past the clock tick of a.txt's write: a file written this close before a walk is read again.
+        written = os.stat(root / "a.txt").st_ctime_ns
+        await asyncio.sleep(max(0, written + RACY_NS - time.time_ns()) / 1e9 + 0.01)
+        await undo.before_run("r1")  # the session's first snapshot: a walk
+        step = undo.before_run("r2")
+        with pytest.raises(StopIteration):
+            step.send(None)  # done in one step: no task, no wait
+        assert undo._runs["r2"].before.files == undo._runs["r1"].before.files
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", "open('a.txt', 'w').write('another process wrote this')", cwd=root
+        )
+        assert await process.wait() == 0
+        await undo.before_run("r3")
+        entry = undo._runs["r3"].before.files["a.txt"]
+        assert store.content(entry[1] or "") == b"another process wrote this"
     finally:
         changes.close()
 

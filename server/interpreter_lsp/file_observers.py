@@ -71,6 +71,9 @@ class Built:
     request_batch_end: Callable[[int], None] | None = None
     # inotify only: put its descriptor on the loop (call it on the loop's thread, once built).
     attach: Callable[[], None] | None = None
+    # inotify only: read what its descriptor holds now (on the loop's thread, once attached): a barrier's event
+    # is queued by the system call that sends it, so it can be read at once instead of on the next wake-up.
+    read_now: Callable[[], None] | None = None
 
 
 def start(
@@ -123,7 +126,7 @@ def _native(
             root, handler.callback, skip=skip, max_watches=max_watches, on_limit=on_limit, on_overflow=on_overflow
         )
         tree.start()
-        return Built(tree, "inotify", attach=lambda: tree.attach(handler.loop))
+        return Built(tree, "inotify", attach=lambda: tree.attach(handler.loop), read_now=tree.read_now)
 
     from watchdog.observers import Observer
 

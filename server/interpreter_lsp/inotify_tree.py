@@ -79,6 +79,7 @@ class InotifyTree:
         self._watches: dict[str, int] = {}  # the reverse
         self._moved_from: Any = None  # a IN_MOVED_FROM whose partner was not in its read, until the next one
         self._wait: asyncio.TimerHandle | None = None
+        self._reading = False  # in a read's callbacks (read_now then waits for the read under way)
 
     # ---- life cycle -------------------------------------------------------------------------------------
 
@@ -192,9 +193,23 @@ class InotifyTree:
 
     # ---- events (on the loop) ---------------------------------------------------------------------------
 
+    def read_now(self) -> None:
+        """Read what the descriptor holds now, as its wake-up would (on the loop's thread, once attached; a
+        call from within a read's own callbacks does nothing: the read under way goes on in order)."""
+        if self._loop is not None and not self._reading:
+            self._readable()
+
     def _readable(self) -> None:
         if self._inotify is None:
             return
+        self._reading = True
+        try:
+            self._read()
+        finally:
+            self._reading = False
+
+    def _read(self) -> None:
+        assert self._inotify is not None
         try:
             # At most READ_BYTES a wake-up (the kernel returns whole events only): a burst (a checkout, an
             # archive unpacked) is taken a slice per loop iteration, between the loop's other work.

@@ -215,6 +215,25 @@ class FileUndo:
         self._last = (generation, snapshot)
         return Snapshot(dict(snapshot.files), dict(snapshot.uncopied), snapshot.dirs)
 
+    def _unchanged_now(self) -> Snapshot | None:
+        """The run's pre-images found in this step, when the tracker proves at once that nothing changed since
+        the last snapshot (`_since_last`'s case with no path to look at, its barrier read right away): the last
+        snapshot as it is. No task, no wait: the run's request goes to the kernel before anything else the loop
+        has to do (its start: ~1 ms on a 2-core VM). None: `_snapshot` says, as before."""
+        changes, last = self._changes, self._last
+        if (
+            changes is None or last is None or self._lock.locked() or self._map_check is not None
+            or self.store.used > self.store.limit * 0.8 or self.store.racy or last[1].uncopied
+        ):
+            return None
+        if not changes.sees_everything or not changes.caught_up_now() or not changes.sees_everything:
+            return None
+        generation = changes.generation
+        if changes.changed_since(last[0]) != set():
+            return None
+        self._last = (generation, last[1])
+        return Snapshot(dict(last[1].files), dict(last[1].uncopied), last[1].dirs)
+
     def _needed(self) -> set[str]:
         """Blobs an undo may still ask for: the pre-images of the changes of the runs still known, and what a
         redo would write back."""
@@ -310,6 +329,9 @@ class FileUndo:
             self._redo.remove(point)
 
     async def before_run(self, run_id: str) -> None:
+        if (known := self._unchanged_now()) is not None:
+            self._runs[run_id] = _RunFiles(known)
+            return
         try:
             # Bounded: a run never waits long on its pre-images (a huge workspace, a copy stuck on a slow
             # disk); past the bound it goes ahead, the copy goes on, and undo names this run's files as lost.
