@@ -13,7 +13,9 @@ wait in the kernel's queue for the loop, pass through watchdog's threads, or wai
 ends are marked in the event stream itself with a barrier: an event of our own sent through the same path.
 `begin` sends one and returns at once; the run counts changes from the moment its barrier comes out (what the
 user saved just before the run is not its doing). When the run's kernel is idle, `settle` sends another and
-waits for it (everything the run did has arrived then). With a native observer the barrier is a file created
+waits for it (everything the run did has arrived then). With inotify nobody usually waits: an event is queued
+within the system call that makes it, so the descriptor is read right after a barrier is sent and the barrier
+is found in that same read (`caught_up_now`, `start_settle`). With a native observer the barrier is a file created
 in the root (`.interpreter-lsp-sync-*`) and deleted at once, in the same call: its creation's event is the
 barrier, so no code (a run listing the folder, the model reading that listing) finds it, and none is ever left
 behind; it is never reported. (Re-setting the root's mode would be invisible, but inotify merges an event into
