@@ -113,7 +113,6 @@ class FileChanges:
 
     async def _start(self) -> None:
         loop = asyncio.get_running_loop()
-
         loop_thread = threading.get_ident()
 
         def later(method: Any) -> Any:

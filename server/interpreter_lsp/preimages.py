@@ -78,6 +78,10 @@ class Snapshot:
     uncopied: dict[str, str] = field(default_factory=dict)
     dirs: frozenset[str] | None = None
 
+    def copy(self) -> Snapshot:
+        """A copy whose tables can change without touching this one (a run's record; the kept one stays)."""
+        return Snapshot(dict(self.files), dict(self.uncopied), self.dirs)
+
 
 @dataclass
 class _Look:

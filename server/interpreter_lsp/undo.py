@@ -150,7 +150,7 @@ class FileUndo:
                 self._last = (generation, snapshot)
             else:
                 self._last = None
-            result = Snapshot(dict(snapshot.files), dict(snapshot.uncopied), snapshot.dirs)
+            result = snapshot.copy()
             self._found_through_maps(result)
             return result
 
@@ -213,7 +213,7 @@ class FileUndo:
         else:
             snapshot = last[1]  # nothing changed: as it was
         self._last = (generation, snapshot)
-        return Snapshot(dict(snapshot.files), dict(snapshot.uncopied), snapshot.dirs)
+        return snapshot.copy()
 
     def _unchanged_now(self) -> Snapshot | None:
         """The run's pre-images found in this step, when the tracker proves at once that nothing changed since
@@ -232,7 +232,7 @@ class FileUndo:
         if changes.changed_since(last[0]) != set():
             return None
         self._last = (generation, last[1])
-        return Snapshot(dict(last[1].files), dict(last[1].uncopied), last[1].dirs)
+        return last[1].copy()
 
     def _needed(self) -> set[str]:
         """Blobs an undo may still ask for: the pre-images of the changes of the runs still known, and what a
