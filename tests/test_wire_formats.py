@@ -269,25 +269,6 @@ def test_a_provider_that_needs_litellm_says_how_to_get_it_when_it_is_missing(tmp
     assert "pip install 'interpreter-lsp[providers]'" in done.stdout and ":InterpreterInstall!" in done.stdout
 
 
-def test_an_import_deadlock_broken_by_python_is_retried() -> None:
-    """Seen under load: the warm-up thread's import of httpx and the loop thread's import of a kernel's
-    modules met on importlib.resources, and Python broke the cycle with an ImportError in the warm-up;
-    every chat then failed with "Could not load the model client"."""
-    from interpreter_lsp.llm import loader
-
-    attempts: list[int] = []
-
-    def flaky() -> object:
-        attempts.append(1)
-        if len(attempts) < 3:
-            raise ImportError("deadlock detected by _ModuleLock('importlib.resources.abc') at 1")
-        return sys
-
-    assert loader._retrying_deadlocks(flaky) is sys and len(attempts) == 3  # type: ignore[arg-type]
-    with pytest.raises(ImportError, match="No module named"):
-        loader._retrying_deadlocks(lambda: __import__("no_such_module_here"))
-
-
 @pytest.mark.parametrize("status", [501, 405])
 async def test_through_litellm_too_a_client_error_or_501_is_not_retried(
     model: ScriptedModel, monkeypatch: pytest.MonkeyPatch, status: int

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .imports import retrying_deadlocks
 from .portable import portable_forced
 
 if TYPE_CHECKING:
@@ -144,7 +145,8 @@ class FileChanges:
             )
 
         try:
-            built = await asyncio.to_thread(build)
+            # watchdog is imported in that thread, beside the loop's own imports (imports.py)
+            built = await asyncio.to_thread(retrying_deadlocks, build)
         except Exception as exc:
             self.unavailable = f"file changes are not watched: {exc}"
             log.warning("%s", self.unavailable)

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
+from ..imports import retrying_deadlocks
+
 log = logging.getLogger(__name__)
 
 _lock = threading.Lock()
@@ -55,13 +57,17 @@ def _loading() -> concurrent.futures.Future[None]:
 
 def _import_into(future: concurrent.futures.Future[None]) -> None:
     try:
-        manager_class()
-        import jupyter_client.asynchronous.client  # noqa: F401  (kernel.py's client)
-        import zmq.asyncio  # noqa: F401
+        retrying_deadlocks(_import_plumbing)
     except BaseException as exc:
         future.set_exception(exc)
     else:
         future.set_result(None)
+
+
+def _import_plumbing() -> None:
+    manager_class()
+    import jupyter_client.asynchronous.client  # noqa: F401  (kernel.py's client)
+    import zmq.asyncio  # noqa: F401
 
 
 @cache

@@ -17,11 +17,10 @@ import logging
 import os
 import sys
 import threading
-import time
-from collections.abc import Callable
 from types import ModuleType
 
 from interpreter_lsp import heap
+from interpreter_lsp.imports import retrying_deadlocks
 from interpreter_lsp.llm.errors import UNAVAILABLE, ModelError
 
 log = logging.getLogger(__name__)
@@ -89,22 +88,6 @@ async def get_httpx() -> ModuleType:
     return httpx
 
 
-def _retrying_deadlocks(load: Callable[[], ModuleType]) -> ModuleType:
-    """`load()`, again when Python's import system broke a lock cycle with this thread's import ("deadlock
-    detected by _ModuleLock"): the event loop's thread imports at the same time (a kernel's modules, say),
-    and the module both need is there a moment later. Seen on a busy machine with httpx's certifi and
-    importlib.resources."""
-    for attempt in range(5):
-        try:
-            return load()
-        except (ImportError, RuntimeError) as exc:
-            if "deadlock detected" not in str(exc) or attempt == 4:
-                raise
-            log.debug("import deadlock broken (%s); importing again", exc)
-            time.sleep(0.05 * (attempt + 1))
-    raise AssertionError("unreachable")
-
-
 def _load_direct() -> ModuleType:
     from interpreter_lsp.llm import direct
 
@@ -114,7 +97,7 @@ def _load_direct() -> ModuleType:
 
 def _import_direct_into(future: concurrent.futures.Future[ModuleType]) -> None:
     try:
-        direct = _retrying_deadlocks(_load_direct)
+        direct = retrying_deadlocks(_load_direct)
     except BaseException as exc:
         log.error("importing the direct model client failed: %s", exc)
         future.set_exception(exc)
@@ -171,7 +154,7 @@ def is_loaded() -> bool:
 
 def _import_into(future: concurrent.futures.Future[ModuleType]) -> None:
     try:
-        module = _retrying_deadlocks(_import_litellm)
+        module = retrying_deadlocks(_import_litellm)
     except BaseException as exc:  # the awaiting side turns it into a ModelError
         log.error("importing litellm failed: %s", exc)
         future.set_exception(exc)

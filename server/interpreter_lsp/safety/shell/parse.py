@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from interpreter_lsp.imports import retrying_deadlocks
 from interpreter_lsp.safety.rules import DOWNLOADERS
 
 _HEREDOC_START = re.compile(r"<<(-?)[ \t]*(['\"]?)([\w.-]+)\2")
@@ -68,8 +69,15 @@ def _extract_heredocs(code: str) -> tuple[str, list[str]]:
     return "\n".join(out), bodies
 
 
+def _bashlex() -> Any:
+    import bashlex
+
+    return bashlex
+
+
 def _parse_with_bashlex(text: str, heredocs: list[str], known: _Known | None = None) -> list[Pipeline] | None:
-    import bashlex  # lazy: ~90 ms to import, only when shell code is assessed
+    # lazy: ~90 ms to import, only when shell code is assessed, in the rater's thread (imports.py)
+    bashlex = retrying_deadlocks(_bashlex)
 
     text = _DOUBLE_BRACKET.sub(lambda m: "[" if m.group(0) == "[[" else "]", text)
     text = _TIME.sub(r"\1\2command ", text)  # bashlex cannot read the `time` keyword; it runs what follows
