@@ -24,6 +24,15 @@ async def test_python_run_streams_output_and_ends_ok(any_editor: Session) -> Non
     assert s.text(run_id) == "hello from the kernel\n"
 
 
+async def test_text_beyond_ascii_reaches_the_editor_as_printed(session: Session) -> None:
+    """The server frames its notifications itself (transport.CoalescingWriter.write_message): a frame's
+    length is its bytes', whatever the characters of the output and of the model's reply."""
+    text = "naïve café — 東京 🎉 \u2028 end"
+    run_id, status = await session.run_and_wait(f"print({text!r})")
+    assert status["state"] == "ok"
+    assert session.text(run_id) == text + "\n"
+
+
 async def test_state_persists_and_cwd_is_workspace(session: Session) -> None:
     await session.run_and_wait("x = 41")
     run_id, _ = await session.run_and_wait("import os; print(x + 1, os.getcwd())")

@@ -102,13 +102,25 @@ class InterpreterServer(LanguageServer):
             params = self._masked_reply(params)
         else:
             params = self.redactor.redact_shown(params)
-        self.protocol.notify(method, params)
+        self._notify(method, params)
         if method == p.RUN_STATUS and params.get("state") in p.FINAL_RUN_STATES:
             # The end of a run leaves now, with what came before it: what the server does next (the snapshot
             # of the variables, the history's write) is not on the user's path.
             flush = getattr(self.protocol.writer, "flush", None)
             if flush is not None:
                 flush()
+
+    def _notify(self, method: str, params: dict[str, Any]) -> None:
+        """Framed by our writer when it can (transport.CoalescingWriter.write_message: plain JSON values, as
+        protocol.to_wire makes them), else through pygls (another writer; a value that is not plain JSON)."""
+        frame = getattr(self.protocol.writer, "write_message", None)
+        if frame is not None:
+            try:
+                frame({"jsonrpc": "2.0", "method": method, "params": params})
+                return
+            except TypeError:
+                log.debug("%s: not plain JSON, sent through pygls", method, exc_info=True)
+        self.protocol.notify(method, params)
 
     def _masked_reply(self, params: dict[str, Any]) -> dict[str, Any]:
         """A delta of the model's reply: its prose masked, its fenced code blocks as written (the same

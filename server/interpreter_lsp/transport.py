@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import threading
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from pygls.io_ import StdinAsyncReader, run_async
 from pygls.lsp.server import LanguageServer
@@ -157,6 +158,9 @@ def _end_loop(loop: asyncio.AbstractEventLoop) -> None:
         loop.close()  # the default executor is shut down without waiting for its threads
 
 
+_CONTENT_TYPE = b"application/vscode-jsonrpc; charset=utf-8"  # as pygls writes it
+
+
 class CoalescingWriter:
     """pygls' writer interface over the wire, one write per two event-loop iterations: messages produced
     together (an output chunk and the run's final status, a response and a notification) leave in
@@ -181,6 +185,15 @@ class CoalescingWriter:
             self._scheduled = True
         except RuntimeError:  # no loop (shutting down): write now
             self.flush()
+
+    def write_message(self, message: dict[str, Any]) -> None:
+        """A JSON-RPC message whose values are plain JSON (the server's notifications: protocol.to_wire),
+        framed as pygls frames what it sends, without pygls' generic path: it builds a message object and
+        hands every value to cattrs' unstructure on the way to JSON, ~2x the cost (18 against 8 us a
+        runStatus; ~20 notifications a loop turn). Raises TypeError for a value JSON cannot hold, before
+        anything is written."""
+        body = json.dumps(message, separators=(",", ":")).encode()  # ASCII: its length is the bytes'
+        self.write(b"Content-Length: %d\r\nContent-Type: %s\r\n\r\n%s" % (len(body), _CONTENT_TYPE, body))
 
     def flush(self) -> None:
         self._scheduled = False
