@@ -364,3 +364,59 @@ def test_a_request_with_little_new_is_masked_at_once_a_large_one_is_left_to_a_th
     assert redactor.redact_obj_quick(flood) is None
     many = [{"role": "user", "content": str(i)} for i in range(secrets.QUICK_ITEMS)]
     assert redactor.redact_obj_quick(many) is None
+
+
+def test_a_request_s_messages_are_masked_once_each_and_again_once_a_secret_is_learned() -> None:
+    """call_model's masking (Redactor.redact_messages): a message of an earlier request is not walked again
+    (a conversation's views share their messages), unless its content is another object now or a secret was
+    learned since; past the quick budget the thread's masking remembers them the same way, so the next
+    request is quick again."""
+    from interpreter_lsp.safety import secrets
+
+    secret = "sk-" + uuid.uuid4().hex
+    redactor = Redactor({"OPENAI_API_KEY": secret})
+    later_secret = "Zq" + uuid.uuid4().hex  # no known shape: masked only once the redactor learns it
+    earlier = [{"role": "user", "content": f"step {i}: printed {later_secret}"} for i in range(20)]
+    first = redactor.redact_messages_quick(earlier)
+    assert first == redactor.redact_obj(earlier)
+    again = redactor.redact_messages_quick([*earlier, {"role": "assistant", "content": f"I saw {secret}"}])
+    assert again is not None and again[:20] == first and all(a is b for a, b in zip(again, first, strict=False))
+    assert secret not in json.dumps(again)
+
+    # A message whose content is another object now is masked again.
+    earlier[3] = {**earlier[3]}
+    earlier[3]["content"] = f"rewritten with {secret}"
+    assert secret not in json.dumps(redactor.redact_messages_quick(earlier))
+
+    # A secret learned later is masked in the messages remembered from before.
+    assert later_secret in json.dumps(redactor.redact_messages_quick(earlier))
+    redactor.add(later_secret)
+    assert later_secret not in json.dumps(redactor.redact_messages_quick(earlier))
+
+    # Too much new text for the loop: the thread's masking remembers each message, the next request is quick.
+    many = [{"role": "user", "content": f"line {i} with {secret}"} for i in range(secrets.QUICK_ITEMS)]
+    assert redactor.redact_messages_quick(many) is None
+    masked = redactor.redact_messages(many)
+    assert secret not in json.dumps(masked)
+    assert redactor.redact_messages_quick([*many, {"role": "user", "content": "one more"}]) is not None
+
+
+async def test_litellm_is_given_a_copy_of_the_shared_masked_messages(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The masked messages of a request are shared with the next (Redactor.redact_messages): litellm, whose
+    handling of what it is given is its own, gets a copy; our own wire formats build new bodies."""
+    from interpreter_lsp.llm import paths
+    from interpreter_lsp.llm.client import ModelConfig
+
+    seen: list[list[dict[str, object]]] = []
+
+    async def changes_what_it_is_given(_litellm: object, kwargs: dict[str, object]) -> None:
+        messages = kwargs["messages"]
+        assert isinstance(messages, list)
+        seen.append(messages)
+        messages[0]["content"][0]["text"] = "changed"  # type: ignore[index]
+        messages.append({"role": "user", "content": "added"})
+
+    monkeypatch.setattr(paths, "_open_stream", changes_what_it_is_given)
+    shared = [{"role": "user", "content": [{"type": "text", "text": "as masked"}]}]
+    await paths.LitellmPath(object(), "openai").open(shared, ModelConfig(model="openai/x"), None)  # type: ignore[arg-type]
+    assert seen and shared == [{"role": "user", "content": [{"type": "text", "text": "as masked"}]}]

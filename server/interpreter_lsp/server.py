@@ -170,7 +170,8 @@ class InterpreterServer(LanguageServer):
                 ask_input=self.ask_input if self.supports_input else None,
                 trusted=self.trusted,
                 redact=self.redactor.redact_obj,
-                redact_quick=self.redactor.redact_obj_quick,
+                redact_quick=self.redactor.redact_messages_quick,
+                redact_messages=self.redactor.redact_messages,
                 redact_shown=self.redactor.redact_shown,
                 held_in=self.redactor.held_in,
             )

@@ -85,6 +85,7 @@ class ServerContext:
     ask_input: Callable[[str, str, bool], Awaitable[str | None]] | None = None
     trusted: bool = False  # only a client's explicit `trusted: true` trusts (server.py)
     redact: Callable[[Any], Any] = lambda value: value  # everything masked: what goes to the model
+    redact_messages: Callable[[Any], Any] = lambda value: value  # a request's messages, each masked once
     redact_quick: Callable[[Any], Any] = lambda value: None  # the same if quick to do here, else None
     redact_shown: Callable[[Any], Any] = lambda value: value  # output masked, code as written: history, export
     held_in: Callable[[str], list[str]] = lambda code: []  # secrets the server holds that code contains
@@ -415,7 +416,7 @@ class Workspace:
         # conversation is hundreds of KB).
         masked = self.ctx.redact_quick(messages)
         if masked is None:
-            masked = await asyncio.to_thread(self.ctx.redact, messages)
+            masked = await asyncio.to_thread(self.ctx.redact_messages, messages)
         return await stream_completion(
             masked, config, on_delta, tools=tools, on_tool_call=on_tool_call, prompt_tokens=prompt_tokens
         )

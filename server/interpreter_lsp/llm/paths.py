@@ -84,7 +84,9 @@ class LitellmPath(Path):
     async def open(
         self, messages: list[dict[str, Any]], config: ModelConfig, tools: list[dict[str, Any]] | None
     ) -> Any:
-        return await _open_stream(self.litellm, _request_kwargs(messages, config, self.provider, tools))
+        # A copy of its own: the masked messages are shared between requests (Redactor.redact_messages), and
+        # what litellm does to what it is given is its own business.
+        return await _open_stream(self.litellm, _request_kwargs(_copied(messages), config, self.provider, tools))
 
     async def pieces(self, stream: Any) -> AsyncIterator[Piece]:  # type: ignore[override]
         async for chunk in stream:
@@ -132,6 +134,16 @@ async def _open_stream(litellm: ModuleType, kwargs: dict[str, Any]) -> Any:
         deadline = asyncio.get_running_loop().call_later(ABANDON_GRACE, request.cancel)
         request.add_done_callback(lambda done: (deadline.cancel(), _close_late_stream(done)))
         raise
+
+
+def _copied(value: Any) -> Any:
+    """A copy of JSON-like `value`'s dicts and lists; its strings (immutable) shared, however large (an
+    image's base64): nodes are copied, not bytes."""
+    if isinstance(value, dict):
+        return {k: _copied(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copied(v) for v in value]
+    return value
 
 
 def _close_late_stream(request: asyncio.Future[Any]) -> None:

@@ -39,6 +39,7 @@ CACHE_CHARS = 4_000_000
 # redact_obj_quick masks on the caller's thread at most this many strings, this many characters of them new.
 QUICK_ITEMS = 1_000
 QUICK_CHARS = 8_000
+MESSAGES_SLACK = 64  # masked messages remembered past those of the last request (redact_messages_quick)
 
 # Name parts that mark a variable as secret: OPENAI_API_KEY, GH_TOKEN, DB_PASSWORD, MYSQL_PWD, ...
 _SECRET_PARTS = frozenset({"KEY", "APIKEY", "ZENAPIKEY", "TOKEN", "PASSWORD", "PASSWD", "PASSPHRASE",
@@ -156,6 +157,8 @@ class Redactor:
         self._version = 0  # bumped when the secrets change: a remembered result of an older version is not used
         self._masked: dict[str, tuple[int, str]] = {}  # text -> (version, masked): see CACHE_CHARS
         self._masked_chars = 0
+        # id(message) -> (message, its content, its number of keys, version, masked copy): redact_messages_quick
+        self._messages: dict[int, tuple[dict[str, Any], Any, int, int, Any]] = {}
         self._learned = 0
         # Secrets the server itself holds ({value: where it came from}): the only ones hidden in code,
         # and code holding one never runs (module docstring). Never what output or a file taught us.
@@ -259,6 +262,48 @@ class Redactor:
             return self._masked_copy(obj, [QUICK_ITEMS, QUICK_CHARS])
         except _TooMuch:
             return None
+
+    def redact_messages_quick(self, messages: list[Any]) -> list[Any] | None:
+        """`redact_messages`, if that is quick (`redact_obj_quick`'s budget, for the messages not masked
+        before); None otherwise: the caller masks in a thread."""
+        try:
+            return self._redact_messages(messages, [QUICK_ITEMS, QUICK_CHARS])
+        except _TooMuch:
+            return None
+
+    def redact_messages(self, messages: list[Any]) -> list[Any]:
+        """`redact_obj` of a model request's messages, each masked once: a message of an earlier request (the
+        same dict, its `content` the same object, as many keys: a conversation's views share their messages,
+        read only) gives its masked copy of then, unless a secret was learned since. Only the messages new
+        since the last request are walked, not the whole conversation again (~0.2 ms a request of 80
+        messages; past QUICK_ITEMS strings, every request went to a thread). The copies are shared between
+        requests: whoever may change what it is given gets a copy of its own (llm/paths.py, litellm)."""
+        return self._redact_messages(messages, None)
+
+    def _redact_messages(self, messages: list[Any], budget: list[int] | None) -> list[Any]:
+        version = self._version  # read first: a secret learned meanwhile makes what follows one of the past
+        memo, walk = self._messages, self._walker(budget)
+        out: list[Any] = []
+        for message in messages:
+            entry = memo.get(id(message)) if isinstance(message, dict) else None
+            if (
+                entry is not None
+                and entry[0] is message
+                and entry[1] is message.get("content")
+                and entry[2] == len(message)
+                and entry[3] == version
+            ):
+                out.append(entry[4])
+                continue
+            masked = walk(message)
+            if isinstance(message, dict):
+                # Holding the message keeps its id from being reused while the entry lives.
+                memo[id(message)] = (message, message.get("content"), len(message), version, masked)
+            out.append(masked)
+        if len(memo) > len(messages) + MESSAGES_SLACK:  # forget the messages that left the view
+            kept = {id(m) for m in messages}
+            self._messages = {k: v for k, v in memo.items() if k in kept}
+        return out
 
     def _masked_copy(self, obj: Any, budget: list[int] | None) -> Any:
         """redact_obj's walk; `budget` ([strings, new characters]): raises _TooMuch where it ends."""
