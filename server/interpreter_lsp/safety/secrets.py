@@ -36,10 +36,11 @@ MAX_LEARNED = 200  # values remembered from output (NAME=value seen); each is st
 # and history repeat texts. Cleared when full: at most CACHE_CHARS characters of text (a run's flood of output
 # goes by in chunks: they must not pile up here).
 CACHE_CHARS = 4_000_000
-# redact_obj_quick masks on the caller's thread at most this many strings, this many characters of them new.
+# redact_obj_quick and redact_messages_quick mask on the caller's thread at most this many strings, this many
+# characters of them new.
 QUICK_ITEMS = 1_000
 QUICK_CHARS = 8_000
-MESSAGES_SLACK = 64  # masked messages remembered past those of the last request (redact_messages_quick)
+MESSAGES_SLACK = 64  # masked messages remembered past those of the last request (redact_messages)
 
 # Name parts that mark a variable as secret: OPENAI_API_KEY, GH_TOKEN, DB_PASSWORD, MYSQL_PWD, ...
 _SECRET_PARTS = frozenset({"KEY", "APIKEY", "ZENAPIKEY", "TOKEN", "PASSWORD", "PASSWD", "PASSPHRASE",
@@ -157,7 +158,7 @@ class Redactor:
         self._version = 0  # bumped when the secrets change: a remembered result of an older version is not used
         self._masked: dict[str, tuple[int, str]] = {}  # text -> (version, masked): see CACHE_CHARS
         self._masked_chars = 0
-        # id(message) -> (message, its content, its number of keys, version, masked copy): redact_messages_quick
+        # id(message) -> (message, its content, its number of keys, version, masked copy): redact_messages
         self._messages: dict[int, tuple[dict[str, Any], Any, int, int, Any]] = {}
         self._learned = 0
         # Secrets the server itself holds ({value: where it came from}): the only ones hidden in code,
