@@ -39,6 +39,21 @@ async def test_state_persists_and_cwd_is_workspace(session: Session) -> None:
     assert session.text(run_id).split() == ["42", str(session.root)]
 
 
+async def test_the_python_kernel_starts_without_debugpy_and_code_can_still_import_it(session: Session) -> None:
+    """specs.NO_DEBUGGER: ipykernel took its own no-debugpy fallback while it built the kernel (no debugpy or
+    pydevd loaded: the server never speaks the debug protocol), and the user's `import debugpy` (to attach an
+    editor's debugger to the kernel) gets the real package."""
+    run_id, status = await session.run_and_wait(
+        "import sys, ipykernel.debugger\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('debugpy', '_pydevd_bundle', 'pydevd')))\n"
+        "print(ipykernel.debugger._is_debugpy_available)\n"
+        "import debugpy\n"
+        "print(type(debugpy.listen).__name__, debugpy.__file__.endswith('__init__.py'))"
+    )
+    assert status["state"] == "ok", session.text(run_id)
+    assert session.text(run_id).splitlines() == ["[]", "False", "function True"]
+
+
 async def test_shell_runs_in_bash_kernel_with_state(session: Session) -> None:
     await session.run_and_wait("export GREETING=hi; cd sub 2>/dev/null || mkdir sub", "bash")
     run_id, status = await session.run_and_wait('echo "$GREETING $(basename "$PWD")"', "shell")
