@@ -163,6 +163,45 @@ def test_a_kernel_start_imports_jupyter_client_and_zmq_off_the_loop(tmp_path: Pa
     assert done.stdout.split("\n")[-2] == "ok [('jupyter_client', False), ('zmq', False)]", done.stdout + done.stderr
 
 
+GATEWAY = """
+import asyncio, socket, sys, threading
+on_the_loop = set()
+class Spy:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("httpx", "httpcore", "anyio", "h11", "certifi", "websockets"):
+            if threading.current_thread() is threading.main_thread():
+                on_the_loop.add(name)
+        return None
+sys.meta_path.insert(0, Spy())
+from interpreter_lsp.kernels.gateway_client import GatewayClient, GatewayConfig, GatewayError
+with socket.socket() as free:  # a port nothing listens on once closed: refused
+    free.bind(("127.0.0.1", 0))
+    port = free.getsockname()[1]
+async def main():
+    client = GatewayClient(GatewayConfig(url=f"http://127.0.0.1:{port}", connect_timeout=5.0))
+    said = []
+    for attempt in (client.kernelspecs(), client.connect("k-1", "s-1")):
+        try:
+            await attempt
+        except GatewayError as exc:
+            said.append(type(exc).__name__)
+    await client.close()
+    print(said, "httpx" in sys.modules, "websockets" in sys.modules, sorted(on_the_loop))
+asyncio.run(main())
+"""
+
+
+def test_a_gateway_client_imports_httpx_and_websockets_off_the_loop() -> None:
+    """A gateway user's first kernel start (with no model configured, nothing imported httpx before) makes the
+    gateway's HTTP client: httpx's import (~100-180 ms), its TLS context and websockets' import (~30 ms)
+    happen in a thread, not on the event loop's thread, which answers the editor meanwhile. A refused
+    gateway is still said as unreachable, for the REST API and for the websocket."""
+    done = _run(["-c", GATEWAY])
+    assert done.stdout.split("\n")[-2] == "['GatewayUnreachable', 'GatewayUnreachable'] True True []", (
+        done.stdout + done.stderr
+    )
+
+
 LISTING = """
 import asyncio, sys, threading
 on_the_loop = {}

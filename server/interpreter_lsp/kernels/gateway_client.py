@@ -7,13 +7,18 @@ KERNEL_WORKING_DIR), the code of runs and the answers to input(). Never the edit
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import importlib
 import json
 import logging
 import ssl
+import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
+from ..imports import HTTPX_AT_FIRST_REQUEST, off_the_loop, preload
 from ..languages import canonical_language
 from .kernel import KernelStartError
 from .specs import KernelChoice, UnknownLanguage
@@ -111,8 +116,6 @@ class GatewayClient:
     """One per gateway configuration (shared by the kernels of a workspace)."""
 
     def __init__(self, config: GatewayConfig) -> None:
-        import httpx
-
         self.config = config
         parts = urlsplit(config.url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -130,17 +133,46 @@ class GatewayClient:
                 ) from exc
         self._ws_base = urlunsplit(("wss" if parts.scheme == "https" else "ws", parts.netloc, parts.path, "", ""))
         self._headers = {"Authorization": f"token {config.token}"} if config.token else {}
-        self._http = httpx.AsyncClient(
+        # Made at the first request, in a thread: httpx's import (~100-180 ms when nothing imported it yet: a
+        # gateway user with no model) and the client's TLS context (the CA bundle read: ~20 ms, even for
+        # http) would hold the event loop, which answers the editor meanwhile.
+        self._http: httpx.AsyncClient | None = None
+        self._making: asyncio.Future[httpx.AsyncClient] | None = None
+        self._specs: dict[str, Any] | None = None
+
+    def _make_http(self) -> httpx.AsyncClient:
+        import httpx
+
+        preload(HTTPX_AT_FIRST_REQUEST)
+        config = self.config
+        return httpx.AsyncClient(
             base_url=config.url,
             headers=self._headers,
             verify=self._ssl if self._ssl is not None else True,
             timeout=httpx.Timeout(config.request_timeout, connect=config.connect_timeout),
             follow_redirects=False,
         )
-        self._specs: dict[str, Any] | None = None
+
+    async def _client(self) -> httpx.AsyncClient:
+        if self._http is None:
+            if self._making is None:  # one client, however many requests wait for it
+                self._making = asyncio.ensure_future(off_the_loop(self._make_http))
+            try:
+                self._http = await asyncio.shield(self._making)
+            except Exception as exc:  # a broken install: said, and tried again at the next request
+                self._making = None
+                raise GatewayError(
+                    f"Cannot set up the HTTP client for the gateway ({type(exc).__name__}: {exc}): reinstall "
+                    "interpreter-lsp (pip install --force-reinstall interpreter-lsp)."
+                ) from exc
+        return self._http
 
     async def close(self) -> None:
-        await self._http.aclose()
+        if self._http is None and self._making is not None:
+            with contextlib.suppress(Exception):
+                self._http = await self._making
+        if self._http is not None:
+            await self._http.aclose()
 
     # ---- errors -----------------------------------------------------------------------------------------
 
@@ -157,22 +189,24 @@ class GatewayClient:
                 f"TLS failure talking to the gateway at {url}: {tls}. Check that the gateway serves https on "
                 "that port (or use an http:// URL if it does not)."
             )
-        import httpx
-
-        if isinstance(exc, (httpx.TimeoutException, TimeoutError)):
+        # An httpx error comes only once httpx is imported: not imported here, on the loop (a websocket's error).
+        loaded = sys.modules.get("httpx")
+        timeouts = (loaded.TimeoutException, TimeoutError) if loaded is not None else (TimeoutError,)
+        protocol_error = loaded.RemoteProtocolError if loaded is not None else ()
+        if isinstance(exc, timeouts):
             return GatewayUnreachable(
                 f"The gateway at {url} did not answer {what} in time "
                 f"(connect {self.config.connect_timeout:g} s, request {self.config.request_timeout:g} s): "
                 "check that it runs and is reachable, or raise interpreter.kernel.gatewayRequestTimeout."
             )
-        if isinstance(exc, httpx.RemoteProtocolError) and "without sending a response" in str(exc):
+        if isinstance(exc, protocol_error) and "without sending a response" in str(exc):
             # Accepted, then closed unanswered: a gateway going down (its socket still listening for an
             # instant) as often as a wrong scheme. Reconnecting keeps trying this until its window ends.
             return GatewayUnreachable(
                 f"The gateway at {url} closed the connection without answering {what}: check that it runs, "
                 "and that the URL's scheme (http or https) and port are right."
             )
-        if isinstance(exc, httpx.RemoteProtocolError):
+        if isinstance(exc, protocol_error):
             return GatewayError(
                 f"The gateway at {url} did not answer {what} with valid HTTP ({exc}): "
                 "check the URL (http vs https, the port)."
@@ -207,10 +241,11 @@ class GatewayClient:
         return GatewayError(f"The gateway at {url} failed {what} (HTTP {status}): {detail}")
 
     async def _request(self, method: str, path: str, what: str, **kwargs: Any) -> httpx.Response:
-        import httpx
+        http = await self._client()
+        import httpx  # imported by _client
 
         try:
-            response = await self._http.request(method, path, **kwargs)
+            response = await http.request(method, path, **kwargs)
         except httpx.HTTPError as exc:
             raise self._transport_error(exc, what) from exc
         except (OSError, ssl.SSLError) as exc:
@@ -307,6 +342,8 @@ class GatewayClient:
 
     async def connect(self, kernel_id: str, session_id: str) -> ClientConnection:
         """The channels websocket (JSON text frames: no subprotocol is offered)."""
+        # websockets' import (~30 ms) off the loop, the first time.
+        await off_the_loop(lambda: importlib.import_module("websockets.asyncio.client"))
         from websockets.asyncio.client import connect
         from websockets.exceptions import InvalidHandshake, InvalidStatus
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import json
 import weakref
 from collections.abc import AsyncIterator
@@ -19,6 +18,7 @@ from typing import Any
 import httpx
 from httpx_sse import EventSource, SSEError
 
+from interpreter_lsp.imports import HTTPX_AT_FIRST_REQUEST, preload
 from interpreter_lsp.llm import wire
 from interpreter_lsp.llm.routes import ANTHROPIC, OLLAMA, Route
 
@@ -44,11 +44,7 @@ def prepare() -> None:
         import certifi  # httpx's own dependency: the CA bundle httpx verifies against by default
 
         _ssl_context = ssl.create_default_context(cafile=certifi.where())
-    # The modules httpcore's AutoBackend and anyio import at the first request (-X importtime); a layout of
-    # either without them only loses this head start.
-    for name in ("httpcore._backends.anyio", "anyio._backends._asyncio"):
-        with contextlib.suppress(ImportError):
-            importlib.import_module(name)
+    preload(HTTPX_AT_FIRST_REQUEST)
 
 
 class ResponseError(httpx.HTTPStatusError):
