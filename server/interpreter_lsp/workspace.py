@@ -47,8 +47,8 @@ from .runs import Run, RunManager, RunResult
 from .safety import policy
 from .safety.secrets import kernel_environment
 from .settings import Settings
-from .undo import FileUndo, RedoFiles
-from .undo_notes import redo_note, undo_note, undo_scope
+from .time_travel import TimeTravel
+from .undo import FileUndo
 from .variable_undo import VariableUndo
 from .verification import Verifications
 
@@ -58,19 +58,8 @@ Send = Callable[[str, dict[str, Any]], None]
 
 VARIABLES_FOR_CONTEXT_TIMEOUT = 2.0
 FACTS_TIMEOUT = 10.0  # seconds litellm may take to describe a model (it may ask an Ollama server)
-UNDO_STOP_WAIT = 30.0  # seconds an undo waits for the runs it stopped to end (a restart ends any in 10 s)
-TRAVEL_WAIT = 60.0  # seconds shutdown waits for an undo or redo in progress to end (a large file being put back)
 RATING_BUDGET = 2.0  # seconds a proposal's rating may take before it counts as not understood
 CONTEXT_USE_WAIT = 0.25  # seconds status waits for a fresh context figure before it answers the last one
-
-
-@dataclass
-class _RedoPoint:
-    """What an undo keeps for its redo: the runs it took back, the files and the variables as it found them."""
-
-    run_ids: list[str]
-    files: RedoFiles
-    variables: Any  # variable_undo's snapshot, or why there is none, or None (no python run undone)
 
 
 @dataclass
@@ -200,16 +189,21 @@ class Workspace:
             after_code=self._after_code,
         )
         self.conversation = Conversation(
-            History(history_file(root), ctx.redact_shown), root, on_redo_discarded=self._redo_discarded
+            History(history_file(root), ctx.redact_shown),
+            root,
+            on_redo_discarded=lambda point: self.travel.redo_discarded(point),
         )
-        self._releasing: set[asyncio.Task[None]] = set()  # redo points' snapshots being dropped
-        # One undo or redo at a time: each plans against the state the one before it left (two undos sent
-        # at once are two steps back, not two plans of the same moment applied over each other).
-        self._time_travel = asyncio.Lock()
-        self._holds: list[str] = []  # the undos and redos under way or waiting their turn (not dry runs)
-        self._travels: set[asyncio.Task[dict[str, Any]]] = set()
         self.gate = Gate(self, self.conversation.record, self._start_checked, ledger)
         self.loop = Loop(self, self.conversation, self.gate)
+        self.travel = TimeTravel(  # undo and redo: the conversation, the files and the variables together
+            self.conversation,
+            self.file_undo,
+            self.variable_undo,
+            self.runs,
+            self.loop,
+            remote=lambda: bool(self.settings.kernel.gateway_url),
+            variables_changed=self._forget_variables,
+        )
         self.agent_calls = AgentCalls(self.gate, self.conversation.record)
         self._discovered: tuple[str, str] | None = None
         self._facts: tuple[tuple[str, str | None], ModelFacts] | None = None
@@ -372,9 +366,7 @@ class Workspace:
         """Why no code may start now: an undo or redo is putting the files, the variables and the
         conversation back, and planned against them as they were when it began (what started meanwhile
         would be taken back in its place, or half)."""
-        if not self._holds:
-            return None
-        return f"{self._holds[0]} is putting the files and variables back: send this again once it is done."
+        return self.travel.held()
 
     def sandboxed(self, language: str) -> bool:
         """Code of `language` runs in the bubblewrap sandbox (a kernel on a gateway is not sandboxed here)."""
@@ -537,8 +529,7 @@ class Workspace:
         await asyncio.gather(self.loop.interrupt(), self.runs.interrupt())
 
     async def reset(self) -> None:
-        async with self._time_travel:  # after an undo or redo in progress, not in its middle
-            await self._reset()
+        await self.travel.between(self._reset)  # after an undo or redo in progress, not in its middle
 
     async def _reset(self) -> None:
         await self.loop.interrupt("Stopped: the conversation was reset.")
@@ -547,134 +538,12 @@ class Workspace:
         await self.variable_undo.forget()
 
     async def undo(self, *, dry_run: bool = False, confirm: bool = False) -> dict[str, Any]:
-        """Take back the last request (or the user's own run after it): the conversation and the workspace
-        files its runs wrote, created or deleted. `dry_run`: only say what would be restored and what not.
-        `confirm`: also overwrite files changed again after the run (a dry run lists them); without it they
-        are kept and named. Whatever cannot come back is named in the result and told to the model."""
-        return await self._travel("An undo", dry_run, lambda: self._undo(dry_run=dry_run, confirm=confirm))
-
-    async def _undo(self, *, dry_run: bool, confirm: bool) -> dict[str, Any]:
-        nothing = "Nothing to undo: the conversation has no message or run of yours."
-        if dry_run:
-            # Runs in progress: an undo stops them first; then what they changed is in what it takes back.
-            running = sorted(self.runs.runs)
-            events = self.conversation.to_undo()
-            if events is None and not running:
-                raise UserError(nothing)
-            await self.file_undo.settled()
-            plan = self.file_undo.plan(events or [], remote=bool(self.settings.kernel.gateway_url), force=True)
-            variables = await self.variable_undo.plan(events or [])
-            wire = plan.to_wire()
-            wire["notRestorable"] = [*variables.lost, *wire["notRestorable"]]
-            return {"dryRun": True, **undo_scope(events or []), **wire, "running": running,
-                    "variablesRestore": variables.restore, "variablesRemove": variables.remove}
-        await self.loop.interrupt("Stopped: the last message was undone.")
-        if still := [run.result for run in self.runs.runs.values()]:
-            # Code still running (the user's own, another agent's) is stopped and recorded first: what it
-            # changed is then part of what this undo takes back, never half of it.
-            await self.runs.interrupt()
-            await asyncio.wait(still, timeout=UNDO_STOP_WAIT)
-        events = self.conversation.to_undo()
-        if events is None:
-            raise UserError(nothing)
-        await self.file_undo.settled()
-        plan = self.file_undo.plan(events, remote=bool(self.settings.kernel.gateway_url), force=confirm)
-        # What a redo brings back, taken before anything changes: the files and the variables as they are.
-        files_before = await self.file_undo.redo_point()
-        variables_before = await self.variable_undo.redo_point(events)
-        restored, removed, failed = await self.file_undo.apply(plan)
-        run_ids = [str(e.get("runId")) for e in events if e.get("type") == "run"]
-        files_point = self.file_undo.undone(files_before, run_ids, restored, removed)
-        self.file_undo.warm()  # the files put back are the next run's pre-images: copied now, off its path
-        variables = await self.variable_undo.plan(events, commit=True)
-        # The undone runs' pre-images and snapshots stay while a redo can bring the runs back (a later undo
-        # of them needs them); _redo_discarded lets them go.
-        point = _RedoPoint(run_ids, files_point, variables_before)
-        dropped = self.conversation.undo(point) or []
-        lost = [*variables.lost, *plan.lost, *failed]
-        if run_ids:
-            self._forget_variables()
-            text, for_model = undo_note(restored, removed, lost, variables.restore, variables.remove)
-            self.conversation.add(p.NoteEvent(text, for_model=for_model))
-        return {**undo_scope(dropped), "restored": restored, "removed": removed, "notRestorable": lost,
-                "variablesRestored": variables.restore, "variablesRemoved": variables.remove}
+        """Take back the last request (or the user's own run after it): time_travel.py."""
+        return await self.travel.undo(dry_run=dry_run, confirm=confirm)
 
     async def redo(self, *, dry_run: bool = False) -> dict[str, Any]:
-        """Take back the last undo: its request (or the user's run) and runs come back to the conversation,
-        the files it wrote or removed as it found them, the variables too. Possible until something new
-        happens in the conversation. `dry_run`: only say what would come back. What cannot is named."""
-        return await self._travel("A redo", dry_run, lambda: self._redo(dry_run=dry_run))
-
-    async def _travel(
-        self, what: str, dry_run: bool, work: Callable[[], Awaitable[dict[str, Any]]]
-    ) -> dict[str, Any]:
-        """An undo or redo, one at a time, holding what would start meanwhile; a task of its own, shielded:
-        its request cancelled (the editor closing) does not stop it half way through putting files,
-        variables and the conversation back, and shutdown waits for it (TRAVEL_WAIT)."""
-
-        async def travel() -> dict[str, Any]:
-            async with self._time_travel:
-                return await work()
-
-        if not dry_run:  # at once, not when its task starts: a request read right after this one is held
-            self._holds.append(what)
-        task = asyncio.ensure_future(travel())
-        self._travels.add(task)
-
-        def ended(done: asyncio.Task[dict[str, Any]]) -> None:
-            self._travels.discard(done)
-            if not dry_run:
-                self._holds.remove(what)
-
-        task.add_done_callback(ended)
-        return await asyncio.shield(task)
-
-    async def _redo(self, *, dry_run: bool) -> dict[str, Any]:
-        found = self.conversation.to_redo()
-        if found is None:
-            raise UserError("Nothing to redo: redo takes back the last undo, until something new happens in the "
-                            "conversation (a message, a run).")
-        events, point = found
-        if self.runs.runs or self.loop.busy:
-            raise UserError("Nothing to redo now: something new is under way since the undo (a run or a turn).")
-        files = self.file_undo.redo_plan(point.files)
-        if dry_run:
-            variables = await self.variable_undo.redo(point.variables)
-            wire = files.to_wire()
-            return {"dryRun": True, **undo_scope(events), "restore": wire["restore"], "remove": wire["remove"],
-                    "notRestorable": [*variables.lost, *wire["notRestorable"]],
-                    "variablesRestore": variables.restore, "variablesRemove": variables.remove}
-        restored, removed, failed = await self.file_undo.apply(files)
-        self.file_undo.warm()
-        variables = await self.variable_undo.redo(point.variables, commit=True)
-        redone = self.conversation.redo()
-        brought = redone[0] if redone is not None else events
-        self.file_undo.redone(point.files, point.run_ids)
-        self._release(point.variables)
-        self._forget_variables()
-        lost = [*variables.lost, *files.lost, *failed]
-        text, for_model = redo_note(restored, removed, lost, variables.restore, variables.remove)
-        self.conversation.add(p.NoteEvent(text, for_model=for_model))
-        return {**undo_scope(brought), "restored": restored, "removed": removed, "notRestorable": lost,
-                "variablesRestored": variables.restore, "variablesRemoved": variables.remove}
-
-    def _redo_discarded(self, point: Any) -> None:
-        """Something new happened after an undo: no redo will bring its runs back; what it kept goes."""
-        if not isinstance(point, _RedoPoint):
-            return
-        self.file_undo.release(point.files)
-        self.file_undo.forget(point.run_ids)
-        self._release(point.variables, point.run_ids)
-
-    def _release(self, variables: Any, run_ids: list[str] | None = None) -> None:
-        async def release() -> None:
-            await self.variable_undo.release(variables)
-            if run_ids:
-                await self.variable_undo.forget(run_ids)
-
-        task = asyncio.ensure_future(release())
-        self._releasing.add(task)
-        task.add_done_callback(self._releasing.discard)
+        """Take back the last undo: time_travel.py."""
+        return await self.travel.redo(dry_run=dry_run)
 
     def history(self) -> list[dict[str, Any]]:
         return self.conversation.events
@@ -861,8 +730,7 @@ class Workspace:
         return routes.route(ModelConfig(model=model, api_base=self.settings.api_base)) is not None
 
     async def shutdown(self) -> None:
-        if self._travels:  # an undo or redo ends first: never half of one (it is bounded by its own work)
-            await asyncio.wait(self._travels, timeout=TRAVEL_WAIT)
+        await self.travel.close()  # an undo or redo ends first: never half of one
         if self._offer_task is not None:
             self._offer_task.cancel()
         await self.verifications.close()
