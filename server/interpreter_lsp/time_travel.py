@@ -38,6 +38,8 @@ class _RedoPoint:
 
 
 class TimeTravel:
+    """One workspace's undo and redo (the module's docstring); Workspace delegates to it."""
+
     def __init__(
         self,
         conversation: Conversation,
