@@ -3,8 +3,12 @@ only things that go to the gateway (no gateway process needed)."""
 
 from __future__ import annotations
 
+import asyncio
+import shutil
+import ssl
 from pathlib import Path
 
+import certifi
 import pytest
 
 from interpreter_lsp import settings as settings_mod
@@ -90,9 +94,21 @@ async def test_client_choice_without_and_with_the_mapping() -> None:
         await client.close()
 
 
-def test_an_unusable_ca_bundle_is_said_plainly(tmp_path: Path) -> None:
-    with pytest.raises(GatewayError, match="Cannot use the CA bundle"):
-        GatewayClient(GatewayConfig(url="https://127.0.0.1:9", ca_bundle=str(tmp_path / "missing.pem")))
+async def test_an_unusable_ca_bundle_is_said_plainly_at_the_first_request(tmp_path: Path) -> None:
+    """The TLS context is made with the HTTP client, off the loop, at the first request (or websocket): the
+    bundle's problem is said there, each time it is still there, and a fixed bundle is read again."""
+    bundle = tmp_path / "ca.pem"
+    client = GatewayClient(GatewayConfig(url="https://127.0.0.1:9", ca_bundle=str(bundle)))
+    try:
+        for attempt in (client.kernelspecs, lambda: client.connect("k-1", "s-1")):
+            with pytest.raises(GatewayError, match=r"Cannot use the CA bundle .*ca\.pem.*Point it to a PEM file"):
+                await attempt()
+        await asyncio.to_thread(shutil.copyfile, certifi.where(), bundle)  # a usable bundle: the request goes out
+        with pytest.raises(GatewayError, match="Cannot reach the kernel gateway"):
+            await client.kernelspecs()
+        assert isinstance(client._ssl, ssl.SSLContext)
+    finally:
+        await client.close()
 
 
 async def test_a_gateway_that_closes_the_connection_unanswered_is_unreachable_not_misconfigured() -> None:

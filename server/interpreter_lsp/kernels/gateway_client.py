@@ -122,20 +122,13 @@ class GatewayClient:
             raise GatewayError(
                 f"interpreter.kernel.gatewayUrl must be an http:// or https:// URL, not {config.shown_url!r}"
             )
-        self._ssl: ssl.SSLContext | None = None
-        if parts.scheme == "https":
-            try:
-                self._ssl = _ssl_context(config)
-            except (OSError, ssl.SSLError) as exc:
-                raise GatewayError(
-                    f"Cannot use the CA bundle {config.ca_bundle!r} (interpreter.kernel.gatewayCaBundle): {exc}. "
-                    "Point it to a PEM file of the CA that signed the gateway's certificate."
-                ) from exc
-        self._ws_base = urlunsplit(("wss" if parts.scheme == "https" else "ws", parts.netloc, parts.path, "", ""))
+        self._https = parts.scheme == "https"
+        self._ssl: ssl.SSLContext | None = None  # https: made with the HTTP client (a CA store read: 30-45 ms)
+        self._ws_base = urlunsplit(("wss" if self._https else "ws", parts.netloc, parts.path, "", ""))
         self._headers = {"Authorization": f"token {config.token}"} if config.token else {}
-        # Made at the first request, in a thread: httpx's import (~100-180 ms when nothing imported it yet: a
-        # gateway user with no model) and the client's TLS context (the CA bundle read: ~20 ms, even for
-        # http) would hold the event loop, which answers the editor meanwhile.
+        # Made at the first request (the websocket's too), in a thread: httpx's import (~100-180 ms when nothing
+        # imported it yet: a gateway user with no model) and the TLS contexts (the CA store read: 30-45 ms,
+        # httpx's own even for http) would hold the event loop, which answers the editor meanwhile.
         self._http: httpx.AsyncClient | None = None
         self._making: asyncio.Future[httpx.AsyncClient] | None = None
         self._specs: dict[str, Any] | None = None
@@ -145,6 +138,14 @@ class GatewayClient:
 
         preload(HTTPX_AT_FIRST_REQUEST)
         config = self.config
+        if self._https and self._ssl is None:
+            try:
+                self._ssl = _ssl_context(config)
+            except (OSError, ssl.SSLError) as exc:
+                raise GatewayError(
+                    f"Cannot use the CA bundle {config.ca_bundle!r} (interpreter.kernel.gatewayCaBundle): {exc}. "
+                    "Point it to a PEM file of the CA that signed the gateway's certificate."
+                ) from exc
         return httpx.AsyncClient(
             base_url=config.url,
             headers=self._headers,
@@ -159,6 +160,9 @@ class GatewayClient:
                 self._making = asyncio.ensure_future(off_the_loop(self._make_http))
             try:
                 self._http = await asyncio.shield(self._making)
+            except GatewayError:  # an unusable CA bundle: said, and read again at the next request
+                self._making = None
+                raise
             except Exception as exc:  # a broken install: said, and tried again at the next request
                 self._making = None
                 raise GatewayError(
@@ -342,7 +346,8 @@ class GatewayClient:
 
     async def connect(self, kernel_id: str, session_id: str) -> ClientConnection:
         """The channels websocket (JSON text frames: no subprotocol is offered)."""
-        # websockets' import (~30 ms) off the loop, the first time.
+        # websockets' import (~30 ms) off the loop, the first time; the TLS context is the HTTP client's.
+        await self._client()
         await off_the_loop(lambda: importlib.import_module("websockets.asyncio.client"))
         from websockets.asyncio.client import connect
         from websockets.exceptions import InvalidHandshake, InvalidStatus
