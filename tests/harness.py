@@ -7,7 +7,9 @@ import asyncio
 import contextlib
 import os
 import shutil
+import stat
 import sys
+import tempfile
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
@@ -19,6 +21,7 @@ from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, default_c
 from pytest_lsp import client_capabilities
 from pytest_lsp.client import LanguageClient, register_lsp_features
 
+from interpreter_lsp import code_cache
 from interpreter_lsp import protocol as p
 from interpreter_lsp.safety.secrets import is_secret_name
 
@@ -50,6 +53,7 @@ class Session:
         self.input_prompts: list[dict[str, Any]] = []
         self.edits: list[t.ApplyWorkspaceEditParams] = []
         self.apply_edits = True
+        self.code_cache: Path | None = None  # the server's cache of generated code (harness: shared)
         # window/showMessageRequest: what the server asked, and the title of the action to answer with.
         self.message_requests: list[t.ShowMessageRequestParams] = []
         self.message_answer: str | None = None
@@ -260,8 +264,11 @@ async def start_session(
     server_args: tuple[str, ...] = (),
     command_prefix: tuple[str, ...] = (),
     trusted: bool | None = True,
+    warm_code_cache: bool = True,
 ) -> Session:
     """`command_prefix`: what the server runs under (e.g. `setpriv` to run it as another user).
+    `warm_code_cache`: the server finds its cache of generated code warm (`_warm_code_cache`), as a user's
+    does after the first start; False: as at a first start.
     `trusted`: what the client says of the workspace's trust, as VS Code and Neovim do (a test workspace is
     the test's own: trusted); None says nothing, as a generic LSP editor does (the server then trusts
     nothing). `init_options` may say `trusted` too, and wins."""
@@ -270,7 +277,10 @@ async def start_session(
     if configuration is not None:
         client.set_configuration(configuration, section="interpreter")
     command = (*command_prefix, sys.executable, "-m", "interpreter_lsp", *server_args)
-    await client.start_io(command[0], *command[1:], env=server_env(home, env), cwd=str(root))
+    environ = server_env(home, env)
+    if warm_code_cache:
+        session.code_cache = _warm_code_cache(environ)
+    await client.start_io(command[0], *command[1:], env=environ, cwd=str(root))
     capabilities = client_capabilities(profile)
     session.init_result = await asyncio.wait_for(
         client.initialize_session(
@@ -295,6 +305,44 @@ async def stop_session(session: Session) -> None:
         await asyncio.wait_for(session.client.shutdown_session(), DEFAULT_WAIT)
     finally:
         await session.client.stop()
+        if session.code_cache is not None:
+            _share_code_cache(session.code_cache)
+
+
+# One copy of the servers' cache of generated code (code_cache.py) for every test session of this user: each
+# test's home (and so its XDG_CACHE_HOME) is its own, and a cold cache costs each server start ~200 ms of CPU.
+SHARED_CODE_CACHE = Path(tempfile.gettempdir()) / f"interpreter-lsp-tests-{os.getuid()}"
+
+
+def _shared_code_cache() -> Path | None:
+    with contextlib.suppress(OSError):
+        SHARED_CODE_CACHE.mkdir(mode=0o700, exist_ok=True)
+        st = SHARED_CODE_CACHE.lstat()
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077:
+            return SHARED_CODE_CACHE / code_cache.cache_file().name
+    return None  # not this user's own private directory: every server starts cold
+
+
+def _warm_code_cache(environ: dict[str, str]) -> Path:
+    """Copy the shared cache where this session's server looks for it (unless a test put one there); the
+    session's own file, which stop_session shares back if it holds more."""
+    own = code_cache.cache_file(environ)
+    shared = _shared_code_cache()
+    if shared is not None and shared.exists() and not own.exists():
+        with contextlib.suppress(OSError):
+            own.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            shutil.copyfile(shared, own)
+            own.chmod(0o600)
+    return own
+
+
+def _share_code_cache(own: Path) -> None:
+    shared = _shared_code_cache()
+    with contextlib.suppress(OSError):
+        if shared is not None and own.stat().st_size > (shared.stat().st_size if shared.exists() else 0):
+            tmp = shared.with_name(f"{shared.name}.{os.getpid()}.tmp")
+            shutil.copyfile(own, tmp)
+            os.replace(tmp, shared)
 
 
 def assert_shape(cls: type, value: Any, where: str = "") -> None:

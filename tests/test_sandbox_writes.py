@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from harness import needs_bwrap, start_session, stop_session
-from interpreter_lsp.kernels import readonly
+from interpreter_lsp import code_cache
+from interpreter_lsp.kernels import readonly, sandbox
 
 SANDBOX = {"sandbox": "bubblewrap"}
 TRUSTED = {"trusted": True}
@@ -307,3 +308,45 @@ async def test_ipython_profiles_in_the_workspace_are_read_only(workspace_root: P
         assert sorted(p.name for p in startup.iterdir()) == ["00-project.py"]
     finally:
         await stop_session(s)
+
+
+@needs_bwrap
+async def test_the_servers_code_cache_in_the_workspace_is_read_only(workspace_root: Path, home: Path) -> None:
+    """XDG_CACHE_HOME inside the workspace: the server's cache of generated code (code_cache.py), which the next
+    server start runs outside any sandbox, cannot be replaced, added to or moved aside by kernel code."""
+    env = {"HOME": str(home), "XDG_CACHE_HOME": str(workspace_root / ".cache")}
+    s = await start_session(workspace_root, home, configuration=SANDBOX, env=env, init_options=TRUSTED)
+    cached = code_cache.cache_file(env)
+    try:
+        assert cached.exists()  # the shared warm copy (harness), as a user's after the first start
+        before = cached.read_bytes()
+        results = await _attack(s, f"""
+            import json, os
+            path = {str(cached.relative_to(workspace_root))!r}
+            attempt("replace", lambda: open(path, "wb").write(b"planted"))
+            attempt("add", lambda: open(path + ".new", "wb").write(b"planted"))
+            attempt("move aside", lambda: os.rename(os.path.dirname(path), ".cache/elsewhere"))
+            attempt("remove", lambda: os.unlink(path))
+        """)
+        _refused(results, "replace", "add", "move aside", "remove")
+        assert cached.read_bytes() == before
+    finally:
+        await stop_session(s)
+
+
+def test_a_code_cache_in_the_workspace_that_cannot_be_made_refuses_the_sandbox(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Missing, it is made before the kernel starts (kernel code could make it); when it cannot be, the sandbox
+    says so and what to do, rather than start a kernel that could."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(workspace / ".cache"))
+    assert sandbox._server_code_dir(str(workspace)) == (workspace / ".cache" / "interpreter-lsp",)
+    assert (workspace / ".cache" / "interpreter-lsp").is_dir()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "elsewhere"))
+    assert sandbox._server_code_dir(str(workspace)) == ()  # outside: the sandbox hides it (an empty home)
+    (workspace / "a file").write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(workspace / "a file" / "cache"))
+    with pytest.raises(sandbox.SandboxRefused, match="XDG_CACHE_HOME outside the workspace"):
+        sandbox._server_code_dir(str(workspace))

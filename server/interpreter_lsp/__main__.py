@@ -123,8 +123,14 @@ def main(argv: list[str] | None = None) -> int:  # returns only for a bad comman
     wire_out = _protect_stdout() if stdio else None
     wire_in = _protect_stdin() if stdio else None
 
+    from . import code_cache
+
+    # Before pygls and lsprotocol: the ~550 classes lsprotocol makes at import compile from the cache.
+    code_cache.install()
     from .safety.secrets import protect_server_environment
     from .server import create_server, kill_kernels_now
+
+    code_cache.save()  # a first start's compiles (later starts find them all: nothing to write)
 
     # Kernels of the same user must not read the provider keys in our /proc/<pid>/environ.
     protect_server_environment()
@@ -155,6 +161,9 @@ def _exit_now(code: int) -> NoReturn:
     every kernel tree killed, the wire unbuffered; the log is flushed here."""
     import logging
 
+    from . import code_cache
+
+    code_cache.save()  # what cattrs compiled for the messages of this session, if new
     logging.shutdown()
     sys.stderr.flush()
     os._exit(code)

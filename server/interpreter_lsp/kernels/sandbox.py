@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import code_cache
 from . import launcher as launcher_module
 from . import seccomp
 from .kernel import KernelStartError
@@ -185,7 +186,8 @@ def wrap_command(
             args += ["--ro-bind-try", path, path]
     args += ["--bind", workspace, workspace, "--bind", runtime_dir, runtime_dir]
     # After the workspace's bind, on top of it: what kernel code must not change.
-    args += protected_binds(config.workspace, config.read_only, env=env, interpreters=_programs(argv, env))
+    read_only = (*config.read_only, *_server_code_dir(workspace))
+    args += protected_binds(config.workspace, read_only, env=env, interpreters=_programs(argv, env))
     args += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
     if not config.network:
         args.append("--unshare-net")
@@ -195,6 +197,25 @@ def wrap_command(
     args += ["--", env_command, "--default-signal=INT", *(launcher or []), *argv]
     kernel_env = {name: value for name, value in env.items() if name != _PARENT_PID_VARIABLE}
     return args, kernel_env
+
+
+def _server_code_dir(workspace: str) -> tuple[Path, ...]:
+    """The server's cache of generated code (code_cache.py) when it is inside the workspace (XDG_CACHE_HOME
+    there): the next server start runs what it holds, outside any sandbox, so it is bound read-only; it is
+    made first if missing (a path that does not exist cannot be bound, and kernel code could make it)."""
+    directory = code_cache.cache_file().parent
+    if not _under_any(os.path.realpath(directory), (workspace,)):
+        return ()
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SandboxRefused(
+            f"The sandbox cannot protect {directory}, the server's cache of generated code, which is inside the "
+            f"workspace (XDG_CACHE_HOME) and could not be made ({exc.strerror or exc}): code in the sandbox could "
+            "write code the next server start runs. Point XDG_CACHE_HOME outside the workspace, or set "
+            'interpreter.sandbox to "off".'
+        ) from None
+    return (directory,)
 
 
 def _programs(argv: list[str], env: Mapping[str, str]) -> list[str]:
