@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import marshal
 import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -103,6 +104,8 @@ def _planted(cache_home: Path, marker: Path) -> None:
     [
         "group-writable file",
         "world-writable directory",
+        "a link to a file elsewhere",
+        "a file with another name elsewhere",
         pytest.param(
             "another user's file",
             marks=pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root"),
@@ -119,6 +122,14 @@ def test_a_cache_someone_else_could_have_written_is_never_run(tmp_path: Path, ca
         cached.chmod(0o620)
     elif case == "world-writable directory":
         cached.parent.chmod(0o777)
+    elif case == "a link to a file elsewhere":  # e.g. into a workspace, where sandboxed code can write
+        elsewhere = tmp_path / "workspace" / "cache.marshal"
+        elsewhere.parent.mkdir()
+        cached.rename(elsewhere)
+        cached.symlink_to(elsewhere)
+    elif case == "a file with another name elsewhere":
+        (tmp_path / "workspace").mkdir()
+        os.link(cached, tmp_path / "workspace" / "cache.marshal")
     else:
         os.chown(cached, 65534, 65534)
     started = _start(cache_home, marker)
@@ -127,8 +138,10 @@ def test_a_cache_someone_else_could_have_written_is_never_run(tmp_path: Path, ca
     if case == "world-writable directory":
         assert cached.read_bytes() == planted  # nothing written where others can write either
         return
-    # Written again, the user's own and private: the next start takes it.
-    assert cached.stat().st_uid == os.geteuid() and cached.stat().st_mode & 0o777 == 0o600
+    # Written again, the user's own and private, with one name: the next start takes it.
+    assert (tmp_path / "workspace" / "cache.marshal").read_bytes() == planted if "elsewhere" in case else True
+    st = cached.lstat()
+    assert st.st_uid == os.geteuid() and st.st_mode & 0o777 == 0o600 and stat.S_ISREG(st.st_mode) and st.st_nlink == 1
     assert _start(cache_home, marker)["hits"] > 500 and not marker.exists()
 
 

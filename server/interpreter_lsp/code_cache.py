@@ -113,12 +113,14 @@ def _loaded(blob: bytes | None) -> types.CodeType | None:
 
 
 def _trusted(path: Path, *, directory: bool) -> bool:
-    """The user's own, and writable by nobody else (POSIX; elsewhere the user's profile protects it)."""
+    """The user's own, and writable by nobody else (POSIX; elsewhere the user's profile protects it). The
+    file itself is no symbolic link and has no other name (either could be written elsewhere: a link into
+    a workspace); the directory may be reached through links (a cache directory on another disk)."""
     try:
-        st = path.stat()
+        st = path.stat() if directory else path.lstat()
     except OSError:
         return False
-    if not (stat.S_ISDIR(st.st_mode) if directory else stat.S_ISREG(st.st_mode)):
+    if not (stat.S_ISDIR(st.st_mode) if directory else stat.S_ISREG(st.st_mode) and st.st_nlink == 1):
         return False
     if not hasattr(os, "geteuid"):  # Windows: no owner or mode bits of this kind to check
         return True
