@@ -319,16 +319,16 @@ def _shared_code_cache() -> Path | None:
         SHARED_CODE_CACHE.mkdir(mode=0o700, exist_ok=True)
         st = SHARED_CODE_CACHE.lstat()
         if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077:
-            return SHARED_CODE_CACHE / code_cache.cache_file().name
+            return SHARED_CODE_CACHE / f"generated-code.{sys.implementation.cache_tag}.marshal"
     return None  # not this user's own private directory: every server starts cold
 
 
-def _warm_code_cache(environ: dict[str, str]) -> Path:
+def _warm_code_cache(environ: dict[str, str]) -> Path | None:
     """Copy the shared cache where this session's server looks for it (unless a test put one there); the
     session's own file, which stop_session shares back if it holds more."""
     own = code_cache.cache_file(environ)
     shared = _shared_code_cache()
-    if shared is not None and shared.exists() and not own.exists():
+    if own is not None and shared is not None and shared.exists() and not own.exists():
         with contextlib.suppress(OSError):
             own.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             shutil.copyfile(shared, own)

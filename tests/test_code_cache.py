@@ -57,7 +57,9 @@ def _start(cache_home: Path, marker: Path, *, setup: str = "") -> dict[str, int]
 
 
 def _file(cache_home: Path) -> Path:
-    return code_cache.cache_file({"XDG_CACHE_HOME": str(cache_home)})
+    cached = code_cache.cache_file({"XDG_CACHE_HOME": str(cache_home)})
+    assert cached is not None
+    return cached
 
 
 def test_a_second_start_takes_the_generated_code_from_the_cache_and_it_is_what_compile_makes(tmp_path: Path) -> None:
@@ -76,7 +78,7 @@ def test_a_second_start_takes_the_generated_code_from_the_cache_and_it_is_what_c
 async def test_a_server_starts_cold_then_warm_from_its_cache_and_works(workspace_root: Path, home: Path) -> None:
     """A user's first start writes the cache (at the end of its imports, and what cattrs made for the session's
     messages at exit); the next start finds everything there, so it writes nothing, and runs code as ever."""
-    cached = code_cache.cache_file({"XDG_CACHE_HOME": str(home / "cache")})
+    cached = _file(home / "cache")
     for start in ("cold", "warm"):
         before = cached.stat() if cached.exists() else None
         s = await start_session(workspace_root, home, warm_code_cache=False)
@@ -183,3 +185,25 @@ def test_a_cache_directory_that_cannot_be_made_costs_nothing_but_the_cache(tmp_p
     blocker.write_text("")
     started = _start(blocker / "cache", tmp_path / "marker")
     assert started["hits"] == 0 and started["checked"] > 500 and started["differ"] == 0
+
+
+def test_without_an_absolute_place_for_it_there_is_no_cache_in_the_working_directory(tmp_path: Path) -> None:
+    """A relative XDG_CACHE_HOME is ignored (the XDG specification says so), a home that is not a path gives
+    no cache: never a directory of the working directory, which may be a workspace."""
+    assert code_cache.cache_file({"XDG_CACHE_HOME": "cache", "HOME": str(tmp_path)}) == _file(tmp_path / ".cache")
+    assert code_cache.cache_file({"XDG_CACHE_HOME": "", "HOME": "relative"}) is None
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env.update(XDG_CACHE_HOME="cache", HOME=str(tmp_path / "home"))
+    done = subprocess.run(
+        [sys.executable, "-c", START, str(tmp_path / "marker")], env=env, cwd=tmp_path, capture_output=True,
+        text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert not (tmp_path / "cache").exists() and (tmp_path / "home" / ".cache" / "interpreter-lsp").is_dir()
+    env.update(XDG_CACHE_HOME="", HOME="relative")
+    done = subprocess.run(
+        [sys.executable, "-c", START, str(tmp_path / "marker")], env=env, cwd=tmp_path, capture_output=True,
+        text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]  # started, as without a cache
+    assert json.loads(done.stdout.strip().splitlines()[-1])["hits"] == 0 and not (tmp_path / "relative").exists()

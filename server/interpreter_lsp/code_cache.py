@@ -60,10 +60,17 @@ _hits = 0
 _file: Path | None = None
 
 
-def cache_file(environ: Mapping[str, str] = os.environ) -> Path:
+def cache_file(environ: Mapping[str, str] = os.environ) -> Path | None:
     """Where the cache lives: the user's cache directory (XDG_CACHE_HOME, else ~/.cache), one file per
-    Python (marshal's format and the bytecode are Python's own)."""
-    base = environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    Python (marshal's format and the bytecode are Python's own). None without an absolute place for it (a
+    relative XDG_CACHE_HOME is invalid, as the XDG specification says; a home that cannot be found would
+    make `~` a directory of the working directory, which may be a workspace)."""
+    base = environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):
+        home = environ.get("HOME") or os.path.expanduser("~")
+        if not os.path.isabs(home):
+            return None
+        base = os.path.join(home, ".cache")
     return Path(base) / "interpreter-lsp" / f"generated-code.{sys.implementation.cache_tag}.marshal"
 
 
@@ -151,6 +158,8 @@ def install(path: Path | None = None) -> None:
     if _file is not None:
         return
     _file = path or cache_file()
+    if _file is None:
+        return
     _cached = _load(_file)
     for name in MODULES:
         with contextlib.suppress(ImportError):  # a cattrs without that module: nothing of it to cache

@@ -203,8 +203,8 @@ def _server_code_dir(workspace: str) -> tuple[Path, ...]:
     """The server's cache of generated code (code_cache.py) when it is inside the workspace (XDG_CACHE_HOME
     there): the next server start runs what it holds, outside any sandbox, so it is bound read-only; it is
     made first if missing (a path that does not exist cannot be bound, and kernel code could make it)."""
-    directory = code_cache.cache_file().parent
-    if not _under_any(os.path.realpath(directory), (workspace,)):
+    cached = code_cache.cache_file()
+    if cached is None or not _under_any(os.path.realpath(directory := cached.parent), (workspace,)):
         return ()
     try:
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
