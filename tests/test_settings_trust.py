@@ -148,3 +148,33 @@ async def test_a_kernel_setting_allowed_while_the_kernel_starts_restarts_it_and_
         assert any(k["state"] == "idle" for k in (await s.command(p.STATUS, {}))["kernels"])
     finally:
         await stop_session(s)
+
+
+async def test_a_relative_xdg_directory_never_makes_a_workspace_file_the_users_own(
+    workspace_root: Path, home: Path
+) -> None:
+    """XDG_CONFIG_HOME=cfg (relative: invalid, says the XDG specification) with the server started in the
+    workspace: a repository's cfg/interpreter-lsp/config.toml would be read as the user's own settings (its
+    endpoint trusted without a question). It is ignored: ~/.config is the user's directory."""
+    planted = workspace_root / "cfg" / "interpreter-lsp" / "config.toml"
+    planted.parent.mkdir(parents=True)
+    planted.write_text('apiBase = "http://127.0.0.1:9/planted"\n')
+    env = {"HOME": str(home), "XDG_CONFIG_HOME": "cfg", "XDG_STATE_HOME": "state"}
+    s = await start_session(workspace_root, home, env=env)
+    try:
+        status = await s.command(p.STATUS, {})
+        assert status["settingsSources"]["apiBase"] != "user file", status["settingsSources"]
+    finally:
+        await stop_session(s)
+    assert not (workspace_root / "state").exists()  # nor is the history or a consent kept in the workspace
+    users = home / ".config" / "interpreter-lsp" / "config.toml"
+    users.parent.mkdir(parents=True)
+    users.write_text('apiBase = "http://127.0.0.1:9/the-users"\n')
+    s = await start_session(workspace_root, home, env=env)
+    try:
+        assert (await s.command(p.STATUS, {}))["settingsSources"]["apiBase"] == "user file"
+        assert (await s.run_and_wait("print(1)"))[1]["state"] == "ok"  # recorded in the history
+    finally:
+        await stop_session(s)
+    assert list((home / ".local" / "state" / "interpreter-lsp" / "history").iterdir())
+    assert not (workspace_root / "state").exists()

@@ -35,6 +35,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from . import userdirs
+
 log = logging.getLogger(__name__)
 
 # Modules whose generated code is cached: each calls the builtin compile() by its global name.
@@ -65,13 +67,10 @@ def cache_file(environ: Mapping[str, str] = os.environ) -> Path | None:
     Python (marshal's format and the bytecode are Python's own). None without an absolute place for it (a
     relative XDG_CACHE_HOME is invalid, as the XDG specification says; a home that cannot be found would
     make `~` a directory of the working directory, which may be a workspace)."""
-    base = environ.get("XDG_CACHE_HOME", "")
-    if not os.path.isabs(base):
-        home = environ.get("HOME") or os.path.expanduser("~")
-        if not os.path.isabs(home):
-            return None
-        base = os.path.join(home, ".cache")
-    return Path(base) / "interpreter-lsp" / f"generated-code.{sys.implementation.cache_tag}.marshal"
+    base = userdirs.base("XDG_CACHE_HOME", ".cache", environ)
+    if base is None:
+        return None
+    return base / "interpreter-lsp" / f"generated-code.{sys.implementation.cache_tag}.marshal"
 
 
 def _key(source: str, filename: str, mode: str, flags: int) -> bytes:

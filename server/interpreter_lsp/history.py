@@ -14,12 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import userdirs
+
 log = logging.getLogger(__name__)
 
 
 def state_dir() -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "interpreter-lsp"
+    return userdirs.required("XDG_STATE_HOME", ".local/state") / "interpreter-lsp"
 
 
 def history_file(root: Path) -> Path:

@@ -30,6 +30,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from . import userdirs
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
@@ -405,8 +407,7 @@ def apply(base: Settings, layer: Mapping[str, Any] | Layer, source: str = "") ->
 
 
 def user_config_file() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "interpreter-lsp" / "config.toml"
+    return userdirs.required("XDG_CONFIG_HOME", ".config") / "interpreter-lsp" / "config.toml"
 
 
 def read_toml(path: Path) -> tuple[dict[str, Any], list[str], str]:
