@@ -48,9 +48,12 @@ MAX_ENTRIES = 8_000  # past this many (old versions' code piling up), a save kee
 # must not write the whole file again for them. A first start misses ~600, a first session's messages ~100.
 SAVE_AFTER = 8
 _FORMAT = importlib.util.MAGIC_NUMBER + b"interpreter-lsp code cache 1"
+# The flags compile() inherits from its caller (CPython's PyCF_MASK): every `from __future__` feature's but
+# nested_scopes' (CO_NESTED, a code object's own flag, obsolete as a compiler flag) and generators' (none).
 _FUTURE_FLAGS = 0
 for _name in __import__("__future__").all_feature_names:
-    _FUTURE_FLAGS |= getattr(__import__("__future__"), _name).compiler_flag
+    if _name not in ("nested_scopes", "generators"):
+        _FUTURE_FLAGS |= getattr(__import__("__future__"), _name).compiler_flag
 
 _builtin_compile = compile
 # Loaded from the file, each code object still marshalled: it is made at its first use, and its bytes are then
