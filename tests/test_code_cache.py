@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import marshal
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -77,21 +78,26 @@ def test_a_second_start_takes_the_generated_code_from_the_cache_and_it_is_what_c
 
 async def test_a_server_starts_cold_then_warm_from_its_cache_and_works(workspace_root: Path, home: Path) -> None:
     """A user's first start writes the cache (at the end of its imports, and what cattrs made for the session's
-    messages at exit); the next start finds everything there, so it writes nothing, and runs code as ever."""
+    messages at exit); the next start takes its code from there (its log says how much), and runs code as
+    ever."""
     cached = _file(home / "cache")
     for start in ("cold", "warm"):
-        before = cached.stat() if cached.exists() else None
-        s = await start_session(workspace_root, home, warm_code_cache=False)
+        log = home / f"{start}.log"
+        s = await start_session(
+            workspace_root, home, warm_code_cache=False, server_args=("--log-level", "DEBUG", "--log-file", str(log))
+        )
         try:
             run_id, status = await s.run_and_wait("print(6 * 7)")
             assert status["state"] == "ok" and s.text(run_id).strip() == "42"
         finally:
             await stop_session(s)
-        after = cached.stat()
+        said = re.findall(r"generated code: (\d+) code objects from the cache .*, (\d+) compiled", log.read_text())
+        assert said, log.read_text()[-2000:]
+        hits, compiled = map(int, said[-1])  # at exit: the whole session's
         if start == "cold":
-            assert before is None and after.st_size > 500_000
+            assert compiled > 500 and hits < 100 and cached.stat().st_size > 500_000
         else:
-            assert before is not None and (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+            assert hits > 500 and compiled < 100, said
 
 
 def _planted(cache_home: Path, marker: Path) -> None:

@@ -61,6 +61,7 @@ _builtin_compile = compile
 _cached: dict[bytes, bytes] = {}
 _used: dict[bytes, types.CodeType] = {}  # asked for in this process (hits and misses)
 _new = 0  # misses since the last save
+_compiled = 0  # misses in all
 _hits = 0
 _file: Path | None = None
 
@@ -93,7 +94,7 @@ def _compile(
     **kwargs: Any,
 ) -> Any:
     """compile(), as the calling module would have called it, from the cache when it can."""
-    global _new, _hits
+    global _new, _hits, _compiled
     if not dont_inherit:  # what compile() inherits: the caller's `from __future__` flags
         flags |= sys._getframe(1).f_code.co_flags & _FUTURE_FLAGS
     if not isinstance(source, str) or not isinstance(filename, str) or optimize != -1 or kwargs:
@@ -107,6 +108,7 @@ def _compile(
         if type(code) is not types.CodeType:  # an AST (flags asked for one): not kept
             return code
         _new += 1
+        _compiled += 1
     _used[key] = code
     return code
 
@@ -172,6 +174,7 @@ def save() -> None:
     """Write the cache if this process compiled SAVE_AFTER or more code objects it did not hold (atomically:
     a new file renamed over the old one, so a reader never sees half of it)."""
     global _new
+    log.debug("generated code: %d code objects from the cache %s, %d compiled", _hits, _file, _compiled)
     if _file is None or _new < SAVE_AFTER:
         return
     used = {key: marshal.dumps(code) for key, code in _used.items()}
