@@ -319,7 +319,7 @@ def _shared_code_cache() -> Path | None:
         SHARED_CODE_CACHE.mkdir(mode=0o700, exist_ok=True)
         st = SHARED_CODE_CACHE.lstat()
         if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077:
-            return SHARED_CODE_CACHE / f"generated-code.{sys.implementation.cache_tag}.marshal"
+            return SHARED_CODE_CACHE / code_cache.FILE_NAME
     return None  # not this user's own private directory: every server starts cold
 
 

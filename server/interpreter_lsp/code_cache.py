@@ -41,6 +41,8 @@ log = logging.getLogger(__name__)
 
 # Modules whose generated code is cached: each calls the builtin compile() by its global name.
 MODULES = ("attr._make", "cattrs.gen", "cattrs.gen.typeddicts")
+# One file per Python: marshal's format and the bytecode are Python's own.
+FILE_NAME = f"generated-code.{sys.implementation.cache_tag}.marshal"
 MAX_BYTES = 32 * 1024 * 1024  # a larger file is not read (this server writes ~2 MB)
 MAX_ENTRIES = 8_000  # past this many (old versions' code piling up), a save keeps only what this process used
 # A save waits for this many misses: a few sources differ in every process (attrs writes the hash of a
@@ -67,14 +69,13 @@ _file: Path | None = None
 
 
 def cache_file(environ: Mapping[str, str] = os.environ) -> Path | None:
-    """Where the cache lives: the user's cache directory (XDG_CACHE_HOME, else ~/.cache), one file per
-    Python (marshal's format and the bytecode are Python's own). None without an absolute place for it (a
-    relative XDG_CACHE_HOME is invalid, as the XDG specification says; a home that cannot be found would
-    make `~` a directory of the working directory, which may be a workspace)."""
+    """Where the cache lives: the user's cache directory (XDG_CACHE_HOME, else ~/.cache). None without an
+    absolute place for it (a relative XDG_CACHE_HOME is invalid, as the XDG specification says; a home that
+    cannot be found would make `~` a directory of the working directory, which may be a workspace)."""
     base = userdirs.base("XDG_CACHE_HOME", ".cache", environ)
     if base is None:
         return None
-    return base / "interpreter-lsp" / f"generated-code.{sys.implementation.cache_tag}.marshal"
+    return base / "interpreter-lsp" / FILE_NAME
 
 
 def _key(source: str, filename: str, mode: str, flags: int) -> bytes:
@@ -156,12 +157,12 @@ def _load(path: Path) -> dict[bytes, bytes]:
     return {k: v for k, v in entries.items() if type(k) is bytes and type(v) is bytes}
 
 
-def install(path: Path | None = None) -> None:
+def install() -> None:
     """Load the cache and route the generating modules' compile() through it (idempotent)."""
     global _file, _cached
     if _file is not None:
         return
-    _file = path or cache_file()
+    _file = cache_file()
     if _file is None:
         return
     _cached = _load(_file)
