@@ -61,6 +61,16 @@ _kept: dict[str, tuple[dict[str, Any], bytes]] = {}  # key -> ({prints, ids, cla
 _order: dict[str, None] = {}  # every snapshot's key, oldest first (forks and kept ones alike)
 _ending: list[int] = []  # dropped snapshots not reaped yet
 _resident: dict[str, int] = {}  # key -> the kernel's resident bytes when it was taken (what it can hold at most)
+# Packing (snapshot_pages.py, Linux): every fork that still holds pages, oldest first; a pack's pages it did not
+# keep are found in the links after it. A link may no longer be restorable (dropped) and still be kept for an
+# older pack that needs it (its predecessor is packed): `_held` for such a live fork.
+_pages: Any = sys.modules.get("_interpreter_lsp_snapshot_pages")  # None where packing is not available
+_chain: list[str] = []
+_packs: dict[str, Any] = {}  # key -> snapshot_pages.Packed
+_held: dict[str, tuple[int, socket.socket]] = {}  # key -> a live fork kept for older packs only
+_declined: set[str] = set()  # forks that found packing would not pay (they stay forks)
+_packing: list[str] = []  # the fork packing itself now (at most one: packs go in the chain's order)
+PACK_WAIT = 60.0  # seconds a restore waits for a pack under way
 
 
 def _rss() -> int:
@@ -159,9 +169,10 @@ def _dumps(value: Any, *, fingerprinting: bool = False, sets: bool = False) -> t
     return out.getvalue(), buffers
 
 
-def _fingerprint(value: Any, *, sets: bool = False) -> str:
+def _fingerprint(value: Any, *, sets: bool = False, crcs: dict[tuple[int, int], int] | None = None) -> str:
     """A digest of the value's pickle (crc32 of each part and its length), or 'unpicklable: why'. `sets`: sets
-    read by their contents, not their order (_SetsByContents)."""
+    read by their contents, not their order (_SetsByContents). `crcs`: large buffers' crc32s by (address,
+    length), kept for a pack (which checks the buffers it puts back together against them)."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -171,7 +182,13 @@ def _fingerprint(value: Any, *, sets: bool = False) -> str:
     parts = [f"{len(data)}:{zlib.crc32(data):08x}"]
     for buffer in buffers:
         raw = buffer.raw()
-        parts.append(f"{raw.nbytes}:{zlib.crc32(raw):08x}")
+        where = _pages.address(raw) if crcs is not None and raw.nbytes >= _pages.INLINE_BELOW else None
+        crc = crcs.get((where, raw.nbytes)) if where is not None and crcs is not None else None
+        if crc is None:
+            crc = zlib.crc32(raw)
+            if where is not None and crcs is not None:
+                crcs[(where, raw.nbytes)] = crc
+        parts.append(f"{raw.nbytes}:{crc:08x}")
     return ",".join(parts)
 
 
@@ -210,10 +227,17 @@ def _plain(ns: dict[str, Any]) -> bool:
         if id(value) in seen:  # shared, or a container that holds itself
             continue
         seen.add(id(value))
+        # Bounded before the walk takes a container's items: taking them writes each one's reference count,
+        # and a fork snapshot then holds a copy of every page they are on (a list of 3 million numbers:
+        # ~100 MB held, for a snapshot that forks anyway).
         if id(kind) in _SEQUENCES:
+            if objects + len(value) > KEEP_OBJECTS:
+                return False
             stack.extend(value)
             size += 8 * len(value)
         elif kind is dict:
+            if objects + 2 * len(value) > KEEP_OBJECTS:
+                return False
             stack.extend(value.keys())
             stack.extend(value.values())
             size += 16 * len(value)
@@ -284,8 +308,56 @@ def _recv(sock: socket.socket) -> list[bytearray]:
     return [_recv_exact(sock, size) for size in sizes]
 
 
+def _facts(ns: dict[str, Any], crcs: dict[tuple[int, int], int] | None = None) -> dict[str, Any]:
+    """What undo compares: each variable's fingerprint, identity, and class defined in the kernel."""
+    prints = {name: _fingerprint(value, crcs=crcs) for name, value in ns.items()}
+    classes = {name: [cls.__qualname__, id(cls)] for name, value in ns.items()
+               if (cls := _main_class_of(value)) is not None}
+    return {"prints": prints, "ids": {name: id(value) for name, value in ns.items()}, "classes": classes}
+
+
+def _own_private() -> int:
+    try:
+        with open("/proc/self/smaps_rollup") as rollup:
+            return sum(int(line.split()[1]) * 1024 for line in rollup if line.startswith(("Private_Clean",
+                                                                                          "Private_Dirty")))
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _pack(sock: socket.socket, ns: dict[str, Any], request: dict[str, Any]) -> bool:
+    """Pack this snapshot (snapshot_pages.pack) and hand the memfd to the kernel: True (then leave), or say
+    b"D" (declined: it stays a fork) and False. The work is done in a fork of this snapshot, at a lower
+    priority: pickling every variable writes reference counts all over its memory, whose copies then go with
+    that process, and a snapshot that stays a fork stays as it was."""
+    limit = _own_private()  # what packing must beat: measured before anything here writes a page
+    fd = os.memfd_create("interpreter-lsp snapshot", os.MFD_CLOEXEC)
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            if _LIBC is not None:
+                _LIBC.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: not worth finishing for nobody
+            os.nice(10)  # behind the kernel and its next run: nothing waits for a pack but memory
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                crcs: dict[tuple[int, int], int] = {}
+                _pages.pack(fd, ns, _facts(ns, crcs), _Pickler, int(request["against"]),
+                            [tuple(run) for run in request["inflow"]], limit, crcs)
+            code = 0
+        finally:
+            os._exit(code)  # Declined, or anything pickling raised: the snapshot serves as a fork
+    _pid, status = os.waitpid(pid, 0)
+    if status != 0:
+        os.close(fd)
+        sock.sendall(b"D")
+        return False
+    socket.send_fds(sock, [b"P"], [fd])
+    return True
+
+
 def _serve(sock: socket.socket) -> None:
-    """The snapshot's loop: answer the kernel until it closes the socket."""
+    """The snapshot's loop: answer the kernel until it closes the socket (or this snapshot packed itself)."""
     ns = _names()
     while True:
         try:
@@ -293,14 +365,20 @@ def _serve(sock: socket.socket) -> None:
         except EOFError:
             return
         if request["op"] == "fingerprints":
-            prints = {name: _fingerprint(value) for name, value in ns.items()}
-            classes = {name: [cls.__qualname__, id(cls)] for name, value in ns.items()
-                       if (cls := _main_class_of(value)) is not None}
-            ids = {name: id(value) for name, value in ns.items()}
-            _send(sock, [json.dumps({"prints": prints, "ids": ids, "classes": classes}).encode()])
+            _send(sock, [json.dumps(_facts(ns)).encode()])
         elif request["op"] == "values":
             data, buffers = _dumps({name: ns[name] for name in request["names"]})
             _send(sock, [data, *[b.raw() for b in buffers]])
+        elif request["op"] == "read":  # pages a pack before this one left here
+            try:
+                parts = _pages.own([(int(a), int(n)) for a, n in request["ranges"]])
+            except OSError as exc:
+                _send(sock, [json.dumps({"error": str(exc)}).encode()])
+                continue
+            _send(sock, [b"{}", *parts])
+        elif request["op"] == "pack":
+            if _pack(sock, ns, request):
+                return
         else:
             return
 
@@ -312,13 +390,15 @@ def _max_fd() -> int:
         return 65536
 
 
-def _child(sock: socket.socket, parent: int) -> None:
+def _child(sock: socket.socket, parent: int, reader: int | None) -> None:
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # an interrupt of the kernel's group is not for us
         if _LIBC is not None:
             _LIBC.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the kernel
         if os.getppid() != parent:
             return
+        if reader is not None and _pages is not None:
+            _pages.allow_reader(reader)  # the fork before this one packs by comparing its pages with ours
         # A process group of its own: ipykernel's shutdown terminates and waits for the children in the
         # kernel's group (up to ~30 s for one that is not reaped), and an interrupt goes to that group.
         os.setpgid(0, 0)
@@ -345,8 +425,10 @@ def snap(key: str) -> str:
     started = time.perf_counter()
     if keep(key):
         return json.dumps({"ms": round((time.perf_counter() - started) * 1000, 2), "kept": True})
+    _settle(block=False)
     mine, theirs = socket.socketpair()
     parent = os.getpid()
+    newest = _live(_chain[-1]) if _chain else None
     pid = 0
     try:
         with warnings.catch_warnings():
@@ -354,7 +436,7 @@ def snap(key: str) -> str:
             pid = os.fork()
         if pid == 0:
             mine.close()
-            _child(theirs, parent)
+            _child(theirs, parent, newest[0] if newest is not None else None)
         theirs.close()
         with contextlib.suppress(OSError):
             os.setpgid(pid, pid)  # as the child does: whichever runs first
@@ -369,7 +451,10 @@ def snap(key: str) -> str:
         raise
     _resident[key] = _rss()
     _order[key] = None
+    if _pages is not None:
+        _chain.append(key)
     _bound()
+    _settle(block=False)  # the fork before this one can pack itself now
     return json.dumps({"ms": round((time.perf_counter() - started) * 1000, 2)})
 
 
@@ -426,22 +511,149 @@ def _private(kid: tuple[int, socket.socket]) -> int:
         return 0
 
 
+def _end(kid: tuple[int, socket.socket]) -> None:
+    pid, sock = kid
+    sock.close()  # the child sees end of file and leaves
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+    _ending.append(pid)  # reaped later, without waiting here (a run's snapshot is on its way)
+
+
 def drop(keys: list[str]) -> str:
     for key in keys:
         _order.pop(key, None)
         _kept.pop(key, None)
         kid = _kids.pop(key, None)
         _resident.pop(key, None)
-        if kid is not None:
-            pid, sock = kid
-            sock.close()  # the child sees end of file and leaves
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                continue
-            _ending.append(pid)  # reaped later, without waiting here (a run's snapshot is on its way)
+        if kid is not None and key in _chain:
+            _held[key] = kid  # an older pack may need its pages: _prune decides
+        elif kid is not None:
+            _end(kid)
+    _prune()
     _reap()
     return "{}"
+
+
+# ---- packing: the chain of forks ------------------------------------------------------------------------
+
+
+def _live(key: str) -> tuple[int, socket.socket] | None:
+    return _kids.get(key) or _held.get(key)
+
+
+def _forget(key: str) -> None:
+    """A link no pack needs any more, and no undo: its pages go."""
+    _chain.remove(key)
+    _declined.discard(key)
+    pack = _packs.pop(key, None)
+    if pack is not None:
+        pack.close()
+    kid = _held.pop(key, None)
+    if kid is not None:
+        _end(kid)
+
+
+def _prune() -> None:
+    """Forget the links that are not restorable and that no pack needs (a pack needs the link after it)."""
+    changed = True
+    while changed:
+        changed = False
+        for index, key in enumerate(_chain):
+            if key in _order or key in _packing:
+                continue
+            before = _chain[index - 1] if index else None
+            if before not in _packs and before not in _packing:  # (a pack under way reads this one)
+                _forget(key)
+                changed = True
+                break
+
+
+def _outcome(key: str, block: bool) -> bool:
+    """Read how the pack under way ended (False: not yet). Packed: the link is its memfd from now on."""
+    kid = _live(key)
+    if kid is None:
+        _packing.clear()
+        return True
+    pid, sock = kid
+    try:
+        if block:
+            sock.settimeout(PACK_WAIT)
+        # recvmsg itself: socket.recv_fds ignores its flags (CPython 3.10-3.12), so it would block here.
+        data, ancillary, _flags, _address = sock.recvmsg(1, socket.CMSG_LEN(4), 0 if block else socket.MSG_DONTWAIT)
+    except (BlockingIOError, InterruptedError):
+        return False
+    except OSError as exc:  # timed out: still packing
+        if block:
+            raise LookupError(f"a snapshot was still packing itself after {PACK_WAIT:g} s: try again") from exc
+        return False
+    finally:
+        with contextlib.suppress(OSError):
+            sock.settimeout(None)
+    _packing.clear()
+    fds = [int.from_bytes(payload[i:i + 4], sys.byteorder, signed=True)
+           for level, kind, payload in ancillary if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS
+           for i in range(0, len(payload) - len(payload) % 4, 4)]
+    if data == b"D":
+        _declined.add(key)
+        for fd in fds:
+            os.close(fd)
+        return True
+    pack = None
+    if data == b"P" and len(fds) == 1:
+        try:
+            pack = _pages.Packed(fds[0])
+        except (OSError, ValueError):
+            os.close(fds[0])
+    # Packed (the process leaves by itself), or gone: its pages are no longer a fork's.
+    _kids.pop(key, None)
+    _held.pop(key, None)
+    sock.close()
+    _ending.append(pid)
+    if pack is not None:
+        _packs[key] = pack
+    else:  # the fork died: what older packs left to it is gone with it (their restore says so)
+        _order.pop(key, None)
+        _resident.pop(key, None)
+        _chain.remove(key)
+    _prune()
+    return True
+
+
+def _settle(block: bool) -> None:
+    """Collect the pack under way, if it ended, and start the next one: the first link that is still a fork
+    (and can pack) and has a fork after it, whose pages it compares. With `block`, wait for the pack under way
+    (not for the ones after it)."""
+    if _pages is None:
+        return
+    if _packing and not _outcome(_packing[0], block):
+        return
+    if block:
+        return
+    for index, key in enumerate(_chain[:-1]):
+        if key in _packs or key in _declined:
+            continue
+        kid, successor = _live(key), _live(_chain[index + 1])
+        if kid is None or successor is None:
+            return
+        before = _chain[index - 1] if index else None
+        inflow = _packs[before].passed if before in _packs else []
+        try:
+            _send(kid[1], [json.dumps({"op": "pack", "against": successor[0], "inflow": inflow}).encode()])
+        except OSError:
+            return
+        _packing.append(key)
+        return
+
+
+def settle(_: Any = None) -> str:
+    """Wait until every fork that can pack has packed (tests and benchmarks: the server never waits)."""
+    while True:
+        _settle(block=True)
+        _settle(block=False)
+        if not _packing:
+            return "{}"
 
 
 def _reap() -> None:
@@ -454,22 +666,40 @@ def _reap() -> None:
             _ending.remove(pid)
 
 
+def _size(key: str) -> int:
+    if key in _kept:
+        return len(_kept[key][1])
+    if key in _packs:
+        return int(_packs[key].size)
+    kid = _live(key)
+    return _private(kid) if kid is not None else 0
+
+
 def sizes(_: Any = None) -> str:
-    """{key: bytes only that snapshot holds}, oldest first (a fork's: Linux; 0 elsewhere)."""
-    return json.dumps({key: len(_kept[key][1]) if key in _kept else _private(_kids[key]) for key in _order})
+    """{key: bytes only that snapshot holds}, oldest first (a fork's: Linux; 0 elsewhere), and under "" what
+    the links kept only for older packs hold."""
+    _settle(block=False)
+    held = {key: _size(key) for key in _order}
+    held[""] = sum(_size(key) for key in _chain if key not in _order)
+    return json.dumps(held)
 
 
 def _compare(key: str) -> tuple[dict[str, str], list[str], list[str], list[dict[str, str]]]:
     """(the snapshot's fingerprints, names to bring back, names to remove, [{name, why}] not restorable)."""
+    if _packing:  # a fork packing itself answers nothing else: its pack first
+        _settle(block=True)
     kid = _kids.get(key)
-    if kid is None and key not in _kept:
+    if kid is None and key not in _kept and key not in _packs:
         raise LookupError("no snapshot of the kernel before this run is kept (the kernel restarted since, or it "
                           f"was one of more than the {MAX_SNAPSHOTS} last runs)")
     if kid is not None:
         _send(kid[1], [json.dumps({"op": "fingerprints"}).encode()])
     now = _names()
     mine = {name: _fingerprint(value) for name, value in now.items()}  # while the snapshot computes its own
-    theirs = _kept[key][0] if kid is None else json.loads(bytes(_recv(kid[1])[0]))
+    if kid is not None:
+        theirs = json.loads(bytes(_recv(kid[1])[0]))
+    else:
+        theirs = _packs[key].facts if key in _packs else _kept[key][0]
     back, lost = [], []
     remove = sorted(set(now) - set(theirs["prints"]))
     for name, before in sorted(theirs["prints"].items()):
@@ -489,6 +719,42 @@ def _compare(key: str) -> tuple[dict[str, str], list[str], list[str], list[dict[
             continue
         back.append(name)
     return theirs["prints"], back, remove, lost
+
+
+def _read_from(kid: tuple[int, socket.socket], ranges: list[tuple[int, int]], into: list[memoryview]) -> None:
+    """A live fork's bytes at `ranges`, received straight into the views `into`."""
+    _send(kid[1], [json.dumps({"op": "read", "ranges": ranges}).encode()])
+    (count,) = struct.unpack("!I", _recv_exact(kid[1], 4))
+    sizes = struct.unpack(f"!{count}Q", _recv_exact(kid[1], 8 * count))
+    answer = json.loads(bytes(_recv_exact(kid[1], sizes[0])))
+    if answer.get("error"):
+        raise ValueError(f"a snapshot could not read its pages: {answer['error']}")
+    if list(sizes[1:]) != [view.nbytes for view in into]:
+        raise ValueError("a snapshot answered other pages than those asked for")
+    for view in into:
+        got = 0
+        while got < view.nbytes:
+            n = kid[1].recv_into(view[got:])
+            if n == 0:
+                raise EOFError("the snapshot's process is gone")
+            got += n
+
+
+def _unpack(key: str) -> dict[str, Any]:
+    """A pack's namespace, its buffers put back together from the packs after it and the first fork after
+    them (snapshot_pages.assemble: each checked against the crc32 taken before packing)."""
+    packs, live = [], None
+    for link in _chain[_chain.index(key):]:
+        if link in _packs:
+            packs.append(_packs[link])
+            continue
+        kid = _live(link)
+        if kid is not None:
+            live = lambda ranges, into, kid=kid: _read_from(kid, ranges, into)  # noqa: E731
+        break
+    buffers = _pages.assemble(packs, live)
+    start, end = packs[0].pickle
+    return pickle.loads(packs[0].data[start:end], buffers=buffers)
 
 
 _EXACT = (int, float, complex, bool, str, bytes, bytearray, type(None))
@@ -541,6 +807,9 @@ def restore(key: str) -> str:
         if back and key in _kept:
             kept = pickle.loads(_kept[key][1])
             values = {name: kept[name] for name in back}
+        elif back and key in _packs:
+            values = _unpack(key)
+            values = {name: values[name] for name in back}
         elif back:
             _send(_kids[key][1], [json.dumps({"op": "values", "names": back}).encode()])
             data, *buffers = _recv(_kids[key][1])

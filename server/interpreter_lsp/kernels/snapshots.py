@@ -26,13 +26,19 @@ from .introspect import VARIABLES
 
 MODULE = "_interpreter_lsp_snapshots"
 TARGET = "interpreter_lsp_snapshots"  # snapshot_kernel.TARGET
+PAGES_MODULE = "_interpreter_lsp_snapshot_pages"
 _SOURCE = Path(__file__).with_name("snapshot_kernel.py").read_text(encoding="utf-8")
-# The module, and introspect.py's variables expression compiled once in it: asked after every run, the
+_PAGES_SOURCE = Path(__file__).with_name("snapshot_pages.py").read_text(encoding="utf-8")
+# The packing module first, on Linux only (memfd, /proc/<pid>/mem: elsewhere snapshots stay forks), then the
+# module, and introspect.py's variables expression compiled once in it: asked after every run, the
 # expression's text compiled anew each time cost ~0.2 ms of the kernel's time (of ~0.35).
 INSTALL = (
-    f"(lambda m: (exec(compile({_SOURCE!r}, '<interpreter-lsp snapshots>', 'exec'), m.__dict__), "
+    f"(lambda m, p, sys: (sys.platform.startswith('linux') and (exec(compile({_PAGES_SOURCE!r}, "
+    f"'<interpreter-lsp snapshot pages>', 'exec'), p.__dict__), sys.modules.__setitem__(p.__name__, p)), "
+    f"exec(compile({_SOURCE!r}, '<interpreter-lsp snapshots>', 'exec'), m.__dict__), "
     f"setattr(m, '_VARIABLES', compile({VARIABLES['vars']!r}, '<interpreter-lsp variables>', 'eval')), "
-    f"__import__('sys').modules.__setitem__(m.__name__, m)))(__import__('types').ModuleType({MODULE!r}))"
+    f"sys.modules.__setitem__(m.__name__, m)))(__import__('types').ModuleType({MODULE!r}), "
+    f"__import__('types').ModuleType({PAGES_MODULE!r}), __import__('sys'))"
 )
 # The same answer as introspect.VARIABLES, from a kernel where the module is installed: (function, argument).
 VARIABLES_CALL = {"vars": ("variables", None)}
