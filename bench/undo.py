@@ -21,8 +21,11 @@ As the server does, a snapshot (a fork) and its warm-up are taken after the run
 before, off the next run's path (their time is shown apart, and what they would cost taken just before the run);
 the overhead is what the captured run then takes more than the same cell without a snapshot, interleaved.
 Cells: change the 100 MB array in place; change 10 MB of it;
-rebind a small variable. Restore: fingerprints of both sides, the copy back of what differs. Storage: the
-pages the snapshot holds once the run is over (smaps_rollup Private_*), against the bytes the run changed.
+rebind a small variable. Storage: the pages the snapshot holds once the run is over (smaps_rollup
+Private_*), against the bytes the run changed; then, once the next snapshot is taken (as the server takes it
+after the run), what it holds packed (kernels/snapshot_pages.py: its memfd), and how long packing took (in
+the background: waited for here). Restore, from that pack (what an undo of the run finds): fingerprints of
+both sides, the buffers put back together, the copy back of what differs.
 
 Run: .venv/bin/python bench/undo.py [repeats]
 """
@@ -208,7 +211,7 @@ def variables(repeats: int, megabytes: int) -> None:
         for cell, (code, changed) in (VARIABLE_CELLS if megabytes else PLAIN_CELLS).items():
             if megabytes != 100 and changed == 100e6:  # the whole array, whatever its size
                 cell, changed = f"{megabytes} MB array changed in place", megabytes * 1e6
-            bare, captured, inline, snap, restore, held = [], [], [], [], [], []
+            bare, captured, inline, snap, restore, held, packed, packing = [], [], [], [], [], [], [], []
             for i in range(repeats):
                 bare.append(run_cell(client, code))
                 t0 = time.perf_counter()
@@ -223,16 +226,25 @@ def variables(repeats: int, megabytes: int) -> None:
                 inline.append(t1 - t0 + ran)
                 kids = call(client, "sizes", 0)
                 held.append(kids.get(f"r{i}", 0))
+                # As the server does after the run: the next snapshot, whereupon this one packs itself (in
+                # the background; waited for here to read what it then holds). An undo of the run restores
+                # from that pack.
+                call(client, "snap", f"n{i}")
+                t3 = time.perf_counter()
+                call(client, "settle", 0)
+                packing.append(time.perf_counter() - t3)
+                kids = call(client, "sizes", 0)
+                packed.append(kids.get(f"r{i}", 0))
                 t2 = time.perf_counter()
                 answer = call(client, "restore", f"r{i}")
                 restore.append(time.perf_counter() - t2)
                 assert answer["restored"], answer
-                call(client, "drop", [f"r{i}"])
+                call(client, "drop", [f"r{i}", f"n{i}"])
             overhead = [c - b for c, b in zip(captured, bare, strict=True)]
             ratio = [c / b - 1 for c, b in zip(captured, bare, strict=True)]
-            kept = statistics.median(held)
-            storage = f"{kept / changed:.2f}x the bytes changed" if changed else (
-                f"{kept / 1e6:.1f} MB" if kept >= 1e5 else f"{kept / 1e3:.1f} KB")
+            def storage(kept: float, changed: float = changed) -> str:
+                return f"{kept / changed:.2f}x the bytes changed" if changed else (
+                    f"{kept / 1e6:.1f} MB" if kept >= 1e5 else f"{kept / 1e3:.1f} KB")
             inline_overhead = [c - b for c, b in zip(inline, bare, strict=True)]
             print(
                 f"{cell:34s} run {statistics.median(bare) * 1000:7.1f} ms | snapshot p50 "
@@ -240,7 +252,8 @@ def variables(repeats: int, megabytes: int) -> None:
                 f"({statistics.median(ratio) * 100:+.1f} %; were it taken just before the run "
                 f"{statistics.median(inline_overhead) * 1000:.1f} ms) | restore p50 "
                 f"{statistics.median(restore) * 1000:6.1f} ms "
-                f"p95 {pct(restore, 0.95) * 1000:6.1f} ms | held {storage}"
+                f"p95 {pct(restore, 0.95) * 1000:6.1f} ms | held as a fork {storage(statistics.median(held))}, "
+                f"packed {storage(statistics.median(packed))} (packing {statistics.median(packing) * 1000:.0f} ms)"
             )
     finally:
         client.stop_channels()

@@ -740,9 +740,13 @@ def _read_from(kid: tuple[int, socket.socket], ranges: list[tuple[int, int]], in
             got += n
 
 
-def _unpack(key: str) -> dict[str, Any]:
-    """A pack's namespace, its buffers put back together from the packs after it and the first fork after
-    them (snapshot_pages.assemble: each checked against the crc32 taken before packing)."""
+def _unpack(key: str, names: list[str], lazily: bool) -> tuple[dict[str, Any], bool]:
+    """`names` as a pack holds them: the variables are loaded in order up to the last of them, their large
+    buffers put back together from the packs after it and the first fork after them (snapshot_pages.assemble,
+    each checked against the crc32 taken before packing). `lazily`: only the buffers of `names` themselves;
+    the others are zero pages of the same size, so a value that shares one with a variable not asked for
+    comes back wrong, which its fingerprint shows (restore then asks again, not lazily). Returns the values
+    and whether any buffer was left out."""
     packs, live = [], None
     for link in _chain[_chain.index(key):]:
         if link in _packs:
@@ -752,9 +756,20 @@ def _unpack(key: str) -> dict[str, Any]:
         if kid is not None:
             live = lambda ranges, into, kid=kid: _read_from(kid, ranges, into)  # noqa: E731
         break
-    buffers = _pages.assemble(packs, live)
-    start, end = packs[0].pickle
-    return pickle.loads(packs[0].data[start:end], buffers=buffers)
+    pack = packs[0]
+    asked = set(names)
+    last = max(index for index, (name, _first, _end) in enumerate(pack.names) if name in asked)
+    wanted = {i for name, first, end in pack.names if name in asked for i in range(first, end)} if lazily else None
+    buffers = _pages.assemble(packs, live, wanted)
+    left_out = any(b is None for b in buffers[:pack.names[last][2]])
+    # (Only large buffers are left out: never empty. An anonymous mapping costs no memory until written.)
+    supply = (b if b is not None else _pages.private_memory(pack.buffers[i][2]) for i, b in enumerate(buffers))
+    start, end = pack.pickle
+    loading = pickle.Unpickler(io.BytesIO(pack.data[start:end]), buffers=supply)
+    values = {}
+    for name, _first, _end in pack.names[:last + 1]:
+        values[name] = loading.load()
+    return {name: values[name] for name in names}, left_out
 
 
 _EXACT = (int, float, complex, bool, str, bytes, bytearray, type(None))
@@ -808,8 +823,9 @@ def restore(key: str) -> str:
             kept = pickle.loads(_kept[key][1])
             values = {name: kept[name] for name in back}
         elif back and key in _packs:
-            values = _unpack(key)
-            values = {name: values[name] for name in back}
+            values, left_out = _unpack(key, back, lazily=True)
+            if left_out and any(_fingerprint(values[name]) != prints[name] for name in back):
+                values, _ = _unpack(key, back, lazily=False)  # (see _unpack) or a copy _faithful judges below
         elif back:
             _send(_kids[key][1], [json.dumps({"op": "values", "names": back}).encode()])
             data, *buffers = _recv(_kids[key][1])

@@ -35,6 +35,7 @@ from typing import Any
 PAGE = mmap.PAGESIZE
 INLINE_BELOW = 64 * 1024  # a buffer smaller than this is copied into the pack (its pages are not tracked)
 CHUNK = 1 << 20  # bytes compared at a time
+HUGE_FROM = 4 << 20  # memory put back together from this size asks for transparent huge pages
 MAGIC = b"ilsp-pk1"
 _LIBC = ctypes.CDLL(None, use_errno=True)
 _LIBC.memcmp.restype = ctypes.c_int
@@ -196,7 +197,14 @@ def pack(
     _write(fd, MAGIC + bytes(8))  # the header's offset goes in the 8 bytes, once written
     out = _Bounded(fd, limit)
     buffers: list[Any] = []
-    pickler(out, protocol=5, buffer_callback=buffers.append).dump(namespace)
+    # One pickle per variable, one memo across them (what two variables share stays shared): a restore loads
+    # the variables up to the last it needs, and puts together only the large buffers of those it needs.
+    dumping = pickler(out, protocol=5, buffer_callback=buffers.append)
+    names: list[list[Any]] = []
+    for name, value in namespace.items():
+        first = len(buffers)
+        dumping.dump(value)
+        names.append([name, first, len(buffers)])
     pickled = out.size
     layout: list[list[int]] = []  # per buffer: [0, offset in the pack, length, crc] or [1, address, length, crc]
     large: list[tuple[int, int]] = []
@@ -221,7 +229,7 @@ def pack(
         raise Declined("a page passed on to it is not in its private memory")
     kept, offset = _differing(fd, tracked, successor, offset, limit - out.size)
     header = json.dumps({
-        "facts": facts, "pickle": [16, 16 + pickled],
+        "facts": facts, "pickle": [16, 16 + pickled], "names": names,
         "buffers": layout, "kept": kept, "passed": subtract(tracked, [(s, e) for s, e, _ in kept]),
     }).encode()
     _write(fd, header)
@@ -280,6 +288,14 @@ def _differing(fd: int, tracked: Runs, successor: int, offset: int, room: int) -
     return sorted(kept), offset
 
 
+def private_memory(length: int) -> mmap.mmap:
+    """Zero-filled memory of `length` bytes that a fork copies on write (pages cost nothing until written)."""
+    memory = mmap.mmap(-1, length, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    if length >= HUGE_FROM and hasattr(mmap, "MADV_HUGEPAGE"):
+        memory.madvise(mmap.MADV_HUGEPAGE)  # as numpy asks for its own large arrays: ~500x fewer page faults
+    return memory
+
+
 # ---- a pack, read back in the kernel ------------------------------------------------------------------
 
 
@@ -296,6 +312,7 @@ class Packed:
         header = json.loads(self.data[start:])
         self.facts: dict[str, Any] = header["facts"]
         self.pickle: tuple[int, int] = tuple(header["pickle"])
+        self.names: list[list[Any]] = header["names"]  # [name, its first buffer, the one after its last]
         self.buffers: list[list[int]] = header["buffers"]
         self.kept: list[list[int]] = header["kept"]  # [start, end, offset]
         self.passed: Runs = [tuple(run) for run in header["passed"]]
@@ -308,25 +325,39 @@ class Packed:
         """Copy the bytes this pack kept within `wanted` into `out` (which holds the bytes from `origin`); the
         ranges copied."""
         done: Runs = []
-        for start, end, offset in self.kept:
-            for low, high in intersect(wanted, [(start, end)]):
-                out[low - origin:high - origin] = self.data[offset + low - start:offset + high - start]
-                done.append((low, high))
+        data = memoryview(self.data)
+        try:
+            for start, end, offset in self.kept:
+                for low, high in intersect(wanted, [(start, end)]):
+                    out[low - origin:high - origin] = data[offset + low - start:offset + high - start]
+                    done.append((low, high))
+        finally:
+            data.release()  # (a view left open would keep the mapping from closing)
         return done
 
 
-def assemble(packs: list[Packed], live: Callable[[list[tuple[int, int]], list[memoryview]], None] | None) -> list[Any]:
+def assemble(
+    packs: list[Packed],
+    live: Callable[[list[tuple[int, int]], list[memoryview]], None] | None,
+    wanted: set[int] | None = None,
+) -> list[Any]:
     """The first pack's buffers, put back together: its inline ones as they are, its large ones from the packs
     in order and then `live` (the first live fork after them: reads (address, length) ranges into the views
-    given). Each is checked against its crc32; ValueError when a page was found nowhere or a buffer's bytes
-    differ."""
+    given); a large one not `wanted` (by index) is None. Each is checked against its crc32; ValueError when a
+    page was found nowhere or a buffer's bytes differ."""
     first = packs[0]
     out: list[Any] = []
-    for kind, where, length, crc in first.buffers:
+    for index, (kind, where, length, crc) in enumerate(first.buffers):
+        if kind == 1 and wanted is not None and index not in wanted:
+            out.append(None)
+            continue
         if kind == 0:
             part = first.data[where:where + length]
         else:
-            part = bytearray(length)
+            # An anonymous mapping, not a bytearray: no zeroing of pages that are written next anyway. Private:
+            # a shared one (mmap's default) would be the same memory in every fork after it, which a
+            # snapshot must not be.
+            part = private_memory(length)
             view = memoryview(part)
             low, high = where, where + length
             needed = page_runs([(where, length)])
