@@ -206,3 +206,24 @@ def test_a_dataframe_changed_in_place_comes_back_from_its_pack(kernel: Kernel) -
     assert k.call("sizes", 0)["g1"] < 6e6  # 16 MB of floats, one page of them changed, and the labels
     assert k.call("restore", "g1")["restored"] == ["frame"]
     assert k.value("bool(pd.util.hash_pandas_object(frame).sum() == before)")
+
+
+def test_buffers_too_large_for_what_packing_frees_stay_a_fork(kernel: Kernel) -> None:
+    """Packing reads every page of the large buffers to free at most what the fork holds alone: past
+    COST_LIMIT times that, it is not worth the CPU, and the snapshot stays a fork (here the limit is lowered,
+    so that a 16 MB array beside a small change is past it)."""
+    k = kernel
+    k.run("import numpy as np\narr = np.random.default_rng(4).random(2_000_000)\nsmall = [0]\n"
+          "__import__('sys').modules['_interpreter_lsp_snapshot_pages'].COST_LIMIT = 1")
+    k.call("snap", "h1")
+    k.run("small = [1]")
+    k.call("snap", "h2")
+    k.call("settle", 0)
+    assert k.value("[sorted(M._packs), sorted(M._declined)]") == [[], ["h1"]]
+    assert k.call("restore", "h1")["restored"] == ["small"]
+    k.run("__import__('sys').modules['_interpreter_lsp_snapshot_pages'].COST_LIMIT = 32")
+    k.call("snap", "h3")
+    k.run("small = [2]")
+    k.call("snap", "h4")
+    k.call("settle", 0)
+    assert "h3" in k.value("sorted(M._packs)")  # within the limit, the same namespace packs

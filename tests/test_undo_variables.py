@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import Session, assert_shape, start_session, stop_session
+from harness import Session, assert_shape, needs_bwrap, start_session, stop_session
 from interpreter_lsp import protocol as p
 
 
@@ -102,6 +102,46 @@ async def test_undo_brings_back_variables_mutated_rebound_deleted_and_removes_ne
     notes = [e for e in (await s.command(p.HISTORY, {}))["messages"] if e["type"] == "note"]
     assert "Variables: restored big, counter, f, ids, k, point, table" in notes[-1]["text"]
     assert "removed created, gen" in notes[-1]["forModel"]
+
+
+async def test_undo_puts_a_large_array_back_together_from_packed_snapshots(session: Session) -> None:
+    """Once the next run's snapshot is forked, the one before packs itself (kernels/snapshot_pages.py: its
+    variables' pickle and only the pages of large buffers that changed): undos step back through packs, and
+    the array comes back exactly as each run found it."""
+    await _packed_undo(session)
+
+
+@needs_bwrap
+async def test_snapshots_pack_inside_the_sandbox_too(workspace_root: Path, home: Path) -> None:
+    """In bubblewrap (its own pid namespace, /proc of its own) a snapshot reads the next one's memory as well."""
+    s = await start_session(workspace_root, home, configuration={"sandbox": "bubblewrap"}, env={"HOME": str(home)},
+                            init_options={"trusted": True})
+    try:
+        await _packed_undo(s)
+    finally:
+        await stop_session(s)
+
+
+async def _packed_undo(s: Session) -> None:
+    await s.run_and_wait("import numpy as np, zlib\nbig = np.random.default_rng(1).random(3_000_000)\n"
+                         "whole = object()  # not small plain data: the snapshots are forks")
+    first = await value(s, "zlib.crc32(big)")
+    await s.command(p.UNDO, {})
+    await s.run_and_wait("big[:100_000] = 0")
+    second = await value(s, "zlib.crc32(big)")
+    await s.command(p.UNDO, {})
+    await s.run_and_wait("big[-100_000:] = 1")
+    packed = await value(s, "(lambda m: (m.settle(), sorted(m._packs))[1])"
+                            "(__import__('sys').modules['_interpreter_lsp_snapshots'])")
+    assert len(packed) >= 2, packed
+    await s.command(p.UNDO, {})  # the check above
+    result = await s.command(p.UNDO, {})
+    assert result["variablesRestored"] == ["big"], result
+    assert await value(s, "zlib.crc32(big)") == second
+    await s.command(p.UNDO, {})  # that check
+    result = await s.command(p.UNDO, {})
+    assert result["variablesRestored"] == ["big"], result
+    assert await value(s, "zlib.crc32(big)") == first
 
 
 PLAIN_SETUP = """\

@@ -70,6 +70,7 @@ _packs: dict[str, Any] = {}  # key -> snapshot_pages.Packed
 _held: dict[str, tuple[int, socket.socket]] = {}  # key -> a live fork kept for older packs only
 _declined: set[str] = set()  # forks that found packing would not pay (they stay forks)
 _packing: list[str] = []  # the fork packing itself now (at most one: packs go in the chain's order)
+_reader: dict[str, str] = {}  # key -> the fork allowed to read its memory (the newest when it was forked)
 PACK_WAIT = 60.0  # seconds a restore waits for a pack under way
 
 
@@ -341,9 +342,8 @@ def _pack(sock: socket.socket, ns: dict[str, Any], request: dict[str, Any]) -> b
             os.nice(10)  # behind the kernel and its next run: nothing waits for a pack but memory
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                crcs: dict[tuple[int, int], int] = {}
-                _pages.pack(fd, ns, _facts(ns, crcs), _Pickler, int(request["against"]),
-                            [tuple(run) for run in request["inflow"]], limit, crcs)
+                _pages.pack(fd, ns, lambda crcs: _facts(ns, crcs), _Pickler, int(request["against"]),
+                            [tuple(run) for run in request["inflow"]], limit)
             code = 0
         finally:
             os._exit(code)  # Declined, or anything pickling raised: the snapshot serves as a fork
@@ -379,6 +379,8 @@ def _serve(sock: socket.socket) -> None:
         elif request["op"] == "pack":
             if _pack(sock, ns, request):
                 return
+        elif request["op"] == "sealed":  # the fork that could read this one's memory is done with it (no answer)
+            _pages.allow_reader(0)
         else:
             return
 
@@ -452,6 +454,8 @@ def snap(key: str) -> str:
     _resident[key] = _rss()
     _order[key] = None
     if _pages is not None:
+        if _chain:
+            _reader[key] = _chain[-1]
         _chain.append(key)
     _bound()
     _settle(block=False)  # the fork before this one can pack itself now
@@ -543,8 +547,21 @@ def _live(key: str) -> tuple[int, socket.socket] | None:
     return _kids.get(key) or _held.get(key)
 
 
+def _seal(reader: str) -> None:
+    """`reader` reads no snapshot's memory any more (it packed, declined, or ended): the forks that allowed it
+    to (Yama's PR_SET_PTRACER, which a process that later takes its pid would inherit) take that back."""
+    for key in [k for k, r in _reader.items() if r == reader]:
+        del _reader[key]
+        kid = _live(key)
+        if kid is not None:
+            with contextlib.suppress(OSError):
+                _send(kid[1], [b'{"op": "sealed"}'])
+
+
 def _forget(key: str) -> None:
     """A link no pack needs any more, and no undo: its pages go."""
+    _seal(key)
+    _reader.pop(key, None)
     _chain.remove(key)
     _declined.discard(key)
     pack = _packs.pop(key, None)
@@ -592,6 +609,7 @@ def _outcome(key: str, block: bool) -> bool:
         with contextlib.suppress(OSError):
             sock.settimeout(None)
     _packing.clear()
+    _seal(key)  # whatever came of it, it reads no more
     fds = [int.from_bytes(payload[i:i + 4], sys.byteorder, signed=True)
            for level, kind, payload in ancillary if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS
            for i in range(0, len(payload) - len(payload) % 4, 4)]
@@ -616,6 +634,7 @@ def _outcome(key: str, block: bool) -> bool:
     else:  # the fork died: what older packs left to it is gone with it (their restore says so)
         _order.pop(key, None)
         _resident.pop(key, None)
+        _reader.pop(key, None)
         _chain.remove(key)
     _prune()
     return True

@@ -36,6 +36,10 @@ PAGE = mmap.PAGESIZE
 INLINE_BELOW = 64 * 1024  # a buffer smaller than this is copied into the pack (its pages are not tracked)
 CHUNK = 1 << 20  # bytes compared at a time
 HUGE_FROM = 4 << 20  # memory put back together from this size asks for transparent huge pages
+# Packing reads every page of the large buffers (~1 ms of CPU per MB, niced) to free at most what the fork
+# holds alone: it is done when the buffers are at most this many times that (~32 ms a MB freed, at worst).
+# A 1 GB array beside a small change (the fork holding ~7 MB) stays a fork.
+COST_LIMIT = 32
 MAGIC = b"ilsp-pk1"
 _LIBC = ctypes.CDLL(None, use_errno=True)
 _LIBC.memcmp.restype = ctypes.c_int
@@ -182,18 +186,18 @@ def _write(fd: int, data: Any) -> None:
 def pack(
     fd: int,
     namespace: dict[str, Any],
-    facts: dict[str, Any],
+    facts: Callable[[dict[tuple[int, int], int]], dict[str, Any]],
     pickler: Callable[..., Any],
     successor: int,
     inflow: Runs,
     limit: int,
-    crcs: dict[tuple[int, int], int],
 ) -> None:
-    """Write the namespace packed into the empty memfd `fd`, or raise Declined. `pickler`: snapshot_kernel's
-    (functions by value, modules by import); `successor`: the pid of the fork taken after this one, which must
-    not change while this runs (a snapshot never writes its own buffers); `inflow`: the pages the snapshot
-    before this one passed on to it; `limit`: the bytes this fork holds alone (packing past that would not
-    pay); `crcs`: crc32s already taken, by (address, length)."""
+    """Write the namespace packed into the empty memfd `fd`, or raise Declined. `facts`: what undo compares,
+    taken once packing is decided (given a dict to keep the crc32s of large buffers in, by (address,
+    length)); `pickler`: snapshot_kernel's (functions by value, modules by import); `successor`: the pid of
+    the fork taken after this one, which must not change while this runs (a snapshot never writes its own
+    buffers); `inflow`: the pages the snapshot before this one passed on to it; `limit`: the bytes this fork
+    holds alone (packing past that would not pay)."""
     _write(fd, MAGIC + bytes(8))  # the header's offset goes in the 8 bytes, once written
     out = _Bounded(fd, limit)
     buffers: list[Any] = []
@@ -207,14 +211,24 @@ def pack(
         names.append([name, first, len(buffers)])
     pickled = out.size
     layout: list[list[int]] = []  # per buffer: [0, offset in the pack, length, crc] or [1, address, length, crc]
-    large: list[tuple[int, int]] = []
     offset = 16 + pickled
     private = _private_anonymous()
+    places = []
     for buffer in buffers:
         raw = buffer.raw()
         where = address(raw) if raw.nbytes >= INLINE_BELOW else None
         if where is not None and subtract(page_runs([(where, raw.nbytes)]), private):
             where = None
+        places.append(where)
+    tracked = union(page_runs((where, b.raw().nbytes) for where, b in zip(places, buffers, strict=True)
+                              if where is not None),
+                    inflow)
+    if total(tracked) > COST_LIMIT * limit:
+        raise Declined("comparing its large buffers would cost more than the memory it frees")
+    crcs: dict[tuple[int, int], int] = {}
+    facts_now = facts(crcs)
+    for buffer, where in zip(buffers, places, strict=True):
+        raw = buffer.raw()
         crc = crcs.get((where, raw.nbytes)) if where is not None else None
         crc = zlib.crc32(raw) if crc is None else crc
         if where is None:
@@ -223,13 +237,11 @@ def pack(
             offset += raw.nbytes
         else:
             layout.append([1, where, raw.nbytes, crc])
-            large.append((where, raw.nbytes))
-    tracked = union(page_runs(large), inflow)
     if subtract(tracked, private):
         raise Declined("a page passed on to it is not in its private memory")
     kept, offset = _differing(fd, tracked, successor, offset, limit - out.size)
     header = json.dumps({
-        "facts": facts, "pickle": [16, 16 + pickled], "names": names,
+        "facts": facts_now, "pickle": [16, 16 + pickled], "names": names,
         "buffers": layout, "kept": kept, "passed": subtract(tracked, [(s, e) for s, e, _ in kept]),
     }).encode()
     _write(fd, header)
