@@ -16,6 +16,12 @@ the variables that differ; names the run created are removed. Whatever cannot be
 the reason: an object pickle refuses (open files and sockets, generators, threads, locks) is never rebuilt by
 re-opening or re-running anything (dill re-opens a file in its recorded mode and truncates it).
 
+Once the next fork is taken, an older one packs itself (snapshot_pages.py, Linux): the forks form a chain,
+oldest first (`_chain`), and each pack keeps of its large buffers only the pages that differ from the next
+link's; the others are found further along. `_settle` collects a pack that ended and starts the next, one at a
+time in the chain's order, whenever the kernel is called (never waiting, but for a restore); a link dropped
+while the pack before it needs it is kept, not restorable (`_held`), until that pack goes (`_prune`).
+
 Functions and lambdas defined in the kernel travel by value (their code object), not by name (by name the
 kernel's *current* function of that name would come back). Modules come back by import. A class defined in
 the kernel travels by name: if a run redefined it, the old one is named as not restorable.
