@@ -227,3 +227,17 @@ def test_buffers_too_large_for_what_packing_frees_stay_a_fork(kernel: Kernel) ->
     k.call("snap", "h4")
     k.call("settle", 0)
     assert "h3" in k.value("sorted(M._packs)")  # within the limit, the same namespace packs
+
+
+def test_a_pickle_that_never_ends_leaves_the_snapshot_a_fork(kernel: Kernel) -> None:
+    """An object whose pickling waits for ever (here: on a lock taken before the fork, which no thread of the
+    fork will release) stops the pack after PACK_SECONDS, not the snapshots after it."""
+    k = kernel
+    k.run("import threading\nclass Stuck:\n    lock = threading.Lock()\n    def __reduce__(self):\n"
+          "        Stuck.lock.acquire()\n        return (Stuck, ())\nstuck = Stuck()\nStuck.lock.acquire()\n"
+          "n = 0\nM.PACK_SECONDS = 1")
+    k.call("snap", "s1")
+    k.run("n = 1")
+    k.call("snap", "s2")
+    k.call("settle", 0)
+    assert k.value("[sorted(M._packs), sorted(M._declined), 's1' in M._kids]") == [[], ["s1"], True]

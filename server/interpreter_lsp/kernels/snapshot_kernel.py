@@ -77,6 +77,7 @@ _held: dict[str, tuple[int, socket.socket]] = {}  # key -> a live fork kept for 
 _declined: set[str] = set()  # forks that found packing would not pay (they stay forks)
 _packing: list[str] = []  # the fork packing itself now (at most one: packs go in the chain's order)
 _reader: dict[str, str] = {}  # key -> the fork allowed to read its memory (the newest when it was forked)
+PACK_SECONDS = 30  # a pack taking longer is given up (the snapshot stays a fork)
 PACK_WAIT = 60.0  # seconds a restore waits for a pack under way
 
 
@@ -345,6 +346,10 @@ def _pack(sock: socket.socket, ns: dict[str, Any], request: dict[str, Any]) -> b
         try:
             if _LIBC is not None:
                 _LIBC.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: not worth finishing for nobody
+            # A pickle that never ends (an object's __reduce__ waiting on a lock a thread of the kernel held
+            # at the fork) ends here: the snapshot stays a fork, and the packs after it go on.
+            signal.signal(signal.SIGALRM, signal.SIG_DFL)
+            signal.alarm(PACK_SECONDS)
             os.nice(10)  # behind the kernel and its next run: nothing waits for a pack but memory
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
