@@ -3,7 +3,9 @@ the variables back.
 
 The kernel forks a copy-on-write snapshot of itself (kernels/snapshot_kernel.py), in a silent request, when
 it is ready and right after each python run's reply (local or on a gateway): the state a run leaves is the
-state the next one finds, so the snapshot is taken while the user reads the output. A namespace of small
+state the next one finds, so the snapshot is taken while the user reads the output. Once the next one is
+forked, the older one packs itself into a memfd of what only it holds (kernels/snapshot_pages.py): nothing
+here changes, the kernel's side answers `plan` and `restore` the same way. A namespace of small
 plain data is kept as its pickle instead (no fork, no warm-up: the answer says `kept`). A run waits for the
 snapshot it finds only if that is still under way (runs back to back), before its own request goes:
 sent back to back with it instead, ipykernel's save and restore of the SIGINT handler around each request
