@@ -377,6 +377,12 @@ def _serve(sock: socket.socket) -> None:
             return
         if request["op"] == "fingerprints":
             _send(sock, [json.dumps(_facts(ns)).encode()])
+        elif request["op"] == "values" and request.get("where") and _pages is not None:
+            # Large buffers by where they are: the kernel reads them from this process's memory itself.
+            data, buffers = _dumps({name: ns[name] for name in request["names"]})
+            places = _pages.places([b.raw() for b in buffers])
+            _send(sock, [json.dumps(places).encode(), data,
+                         *[b.raw() for b, place in zip(buffers, places, strict=True) if place is None]])
         elif request["op"] == "values":
             data, buffers = _dumps({name: ns[name] for name in request["names"]})
             _send(sock, [data, *[b.raw() for b in buffers]])
@@ -752,7 +758,22 @@ def _compare(key: str) -> tuple[dict[str, str], list[str], list[str], list[dict[
 
 
 def _read_from(kid: tuple[int, socket.socket], ranges: list[tuple[int, int]], into: list[memoryview]) -> None:
-    """A live fork's bytes at `ranges`, received straight into the views `into`."""
+    """A live fork's bytes at `ranges`, read straight into the views `into`: from its /proc/<pid>/mem (the
+    kernel is its parent, which ptrace rules allow everywhere but under Yama's admin-only mode: one copy,
+    ~3x faster than the socket's two), else asked over its socket."""
+    try:
+        fd = os.open(f"/proc/{kid[0]}/mem", os.O_RDONLY)
+    except OSError:
+        fd = -1
+    if fd >= 0:
+        try:
+            if all(os.preadv(fd, [view], start) == view.nbytes for (start, _n), view in zip(ranges, into,
+                                                                                               strict=True)):
+                return
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
     _send(kid[1], [json.dumps({"op": "read", "ranges": ranges}).encode()])
     (count,) = struct.unpack("!I", _recv_exact(kid[1], 4))
     sizes = struct.unpack(f"!{count}Q", _recv_exact(kid[1], 8 * count))
@@ -856,6 +877,18 @@ def restore(key: str) -> str:
             values, left_out = _unpack(key, back, lazily=True)
             if left_out and any(_fingerprint(values[name]) != prints[name] for name in back):
                 values, _ = _unpack(key, back, lazily=False)  # (see _unpack) or a copy _faithful judges below
+        elif back and _pages is not None:
+            kid = _kids[key]
+            _send(kid[1], [json.dumps({"op": "values", "names": back, "where": True}).encode()])
+            places, data, *inline = _recv(kid[1])
+            located = json.loads(bytes(places))
+            large = [_pages.private_memory(place[1]) for place in located if place is not None]
+            _read_from(kid, [tuple(place) for place in located if place is not None],
+                       [memoryview(memory) for memory in large])
+            supply, inline_parts, large_parts = [], iter(inline), iter(large)
+            for place in located:
+                supply.append(next(inline_parts) if place is None else next(large_parts))
+            values = pickle.loads(data, buffers=supply)
         elif back:
             _send(_kids[key][1], [json.dumps({"op": "values", "names": back}).encode()])
             data, *buffers = _recv(_kids[key][1])

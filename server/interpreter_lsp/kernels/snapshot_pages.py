@@ -142,6 +142,20 @@ def _private_anonymous(pid: int | str = "self") -> Runs:
     return _merge(sorted(spans))
 
 
+def places(views: list[memoryview]) -> list[list[int] | None]:
+    """For each buffer, [address, length] when it is large and in this process's private memory (the kernel,
+    its parent, can read it there: one copy instead of two through a socket), else None (sent as bytes)."""
+    private = _private_anonymous()
+    out: list[list[int] | None] = []
+    for view in views:
+        where = address(view) if view.nbytes >= INLINE_BELOW else None
+        if where is not None and not subtract(page_runs([(where, view.nbytes)]), private):
+            out.append([where, view.nbytes])
+        else:
+            out.append(None)
+    return out
+
+
 def allow_reader(pid: int) -> None:
     """Let process `pid` (the snapshot forked before this one) read this one's memory where Yama restricts
     that to ancestors; elsewhere the call fails harmlessly."""
