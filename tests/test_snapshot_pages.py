@@ -10,6 +10,7 @@ import itertools
 import json
 import random
 import sys
+import time
 import types
 from collections.abc import Iterator
 from typing import Any
@@ -243,3 +244,21 @@ def test_a_pickle_that_never_ends_leaves_the_snapshot_a_fork(kernel: Kernel) -> 
     k.call("snap", "s2")
     k.call("settle", 0)
     assert k.value("[sorted(M._packs), sorted(M._declined), 's1' in M._kids]") == [[], ["s1"], True]
+
+
+def test_an_undo_does_not_wait_for_a_pack_under_way(kernel: Kernel) -> None:
+    """Packing a large namespace takes seconds (in the background): an undo that needs that snapshot gives the
+    pack up, and restores from the fork at once."""
+    k = kernel
+    k.run("import numpy as np, time\narr = np.random.default_rng(6).random(1_000_000)\nfirst = zlib.crc32(arr)\n"
+          "P = __import__('sys').modules['_interpreter_lsp_snapshot_pages']\n_slow = P.pack\n"
+          "P.pack = lambda *a, **kw: (time.sleep(60), _slow(*a, **kw))")
+    k.call("snap", "u1")
+    k.run("arr[:10] = -1")
+    k.call("snap", "u2")
+    assert k.value("M._packing") == ["u1"]
+    started = time.perf_counter()
+    answer = k.call("restore", "u1")
+    assert time.perf_counter() - started < 20, "the restore waited for the pack"
+    assert answer["restored"] == ["arr"], answer
+    assert k.value("[zlib.crc32(arr) == first, M._packing, sorted(M._declined)]") == [True, [], ["u1"]]

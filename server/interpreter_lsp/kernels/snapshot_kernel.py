@@ -349,6 +349,7 @@ def _pack(sock: socket.socket, ns: dict[str, Any], request: dict[str, Any]) -> b
             # A pickle that never ends (an object's __reduce__ waiting on a lock a thread of the kernel held
             # at the fork) ends here: the snapshot stays a fork, and the packs after it go on.
             signal.signal(signal.SIGALRM, signal.SIG_DFL)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)  # _make_way ends it so
             signal.alarm(PACK_SECONDS)
             os.nice(10)  # behind the kernel and its next run: nothing waits for a pack but memory
             with warnings.catch_warnings():
@@ -412,6 +413,7 @@ def _max_fd() -> int:
 def _child(sock: socket.socket, parent: int, reader: int | None) -> None:
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # an interrupt of the kernel's group is not for us
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # for its pack's process alone (_make_way)
         if _LIBC is not None:
             _LIBC.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the kernel
         if os.getppid() != parent:
@@ -683,6 +685,22 @@ def _settle(block: bool) -> None:
         return
 
 
+def _make_way(key: str) -> None:
+    """Before an undo asks snapshot `key` (or the links after it) anything: a pack under way there is given up
+    (its process ended: the snapshot stays a fork, which answers at once), rather than waited for (packing
+    1 GB takes seconds). A pack of an older link goes on: nothing of it is asked."""
+    if not _packing:
+        return
+    packing = _packing[0]
+    if key in _chain and _chain.index(packing) < _chain.index(key):
+        return
+    kid = _live(packing)
+    if kid is not None:
+        with contextlib.suppress(OSError):
+            os.killpg(kid[0], signal.SIGTERM)  # its group: the pack's process; the snapshot ignores SIGTERM
+    _settle(block=True)
+
+
 def settle(_: Any = None) -> str:
     """Wait until every fork that can pack has packed (tests and benchmarks: the server never waits)."""
     while True:
@@ -722,8 +740,7 @@ def sizes(_: Any = None) -> str:
 
 def _compare(key: str) -> tuple[dict[str, str], list[str], list[str], list[dict[str, str]]]:
     """(the snapshot's fingerprints, names to bring back, names to remove, [{name, why}] not restorable)."""
-    if _packing:  # a fork packing itself answers nothing else: its pack first
-        _settle(block=True)
+    _make_way(key)
     kid = _kids.get(key)
     if kid is None and key not in _kept and key not in _packs:
         raise LookupError("no snapshot of the kernel before this run is kept (the kernel restarted since, or it "
