@@ -42,6 +42,7 @@ import json
 import marshal
 import os
 import pickle
+import select
 import signal
 import socket
 import struct
@@ -349,7 +350,6 @@ def _pack(sock: socket.socket, ns: dict[str, Any], request: dict[str, Any]) -> b
             # A pickle that never ends (an object's __reduce__ waiting on a lock a thread of the kernel held
             # at the fork) ends here: the snapshot stays a fork, and the packs after it go on.
             signal.signal(signal.SIGALRM, signal.SIG_DFL)
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)  # _make_way ends it so
             signal.alarm(PACK_SECONDS)
             os.nice(10)  # behind the kernel and its next run: nothing waits for a pack but memory
             with warnings.catch_warnings():
@@ -359,13 +359,38 @@ def _pack(sock: socket.socket, ns: dict[str, Any], request: dict[str, Any]) -> b
             code = 0
         finally:
             os._exit(code)  # Declined, or anything pickling raised: the snapshot serves as a fork
-    _pid, status = os.waitpid(pid, 0)
+    if _given_up(sock, pid):
+        status = 1
+    else:
+        _pid, status = os.waitpid(pid, 0)
     if status != 0:
         os.close(fd)
-        sock.sendall(b"D")
+        with contextlib.suppress(OSError):
+            sock.sendall(b"D")
         return False
     socket.send_fds(sock, [b"P"], [fd])
     return True
+
+
+def _given_up(sock: socket.socket, pid: int) -> bool:
+    """Wait for the pack's process `pid` to end, or for the kernel to give the pack up (_make_way: a message on
+    the socket, which waits there even if sent before this began; or the socket closed): then end it, and
+    True. Without pidfd_open (Linux < 5.3), just the wait."""
+    try:
+        ended = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return False
+    try:
+        ready, _, _ = select.select([sock, ended], [], [])
+        if ended in ready:
+            return False
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        with contextlib.suppress(EOFError, OSError):
+            _recv(sock)  # the kernel's "abort"
+        return True
+    finally:
+        os.close(ended)
 
 
 def _serve(sock: socket.socket) -> None:
@@ -399,6 +424,8 @@ def _serve(sock: socket.socket) -> None:
                 return
         elif request["op"] == "sealed":  # the fork that could read this one's memory is done with it (no answer)
             _pages.allow_reader(0)
+        elif request["op"] == "abort":  # a pack given up after it had ended by itself (no answer)
+            continue
         else:
             return
 
@@ -413,7 +440,6 @@ def _max_fd() -> int:
 def _child(sock: socket.socket, parent: int, reader: int | None) -> None:
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # an interrupt of the kernel's group is not for us
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # for its pack's process alone (_make_way)
         if _LIBC is not None:
             _LIBC.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the kernel
         if os.getppid() != parent:
@@ -697,7 +723,7 @@ def _make_way(key: str) -> None:
     kid = _live(packing)
     if kid is not None:
         with contextlib.suppress(OSError):
-            os.killpg(kid[0], signal.SIGTERM)  # its group: the pack's process; the snapshot ignores SIGTERM
+            _send(kid[1], [b'{"op": "abort"}'])  # read by the snapshot while its pack runs (_given_up)
     _settle(block=True)
 
 
