@@ -262,3 +262,18 @@ def test_an_undo_does_not_wait_for_a_pack_under_way(kernel: Kernel) -> None:
     assert time.perf_counter() - started < 20, "the restore waited for the pack"
     assert answer["restored"] == ["arr"], answer
     assert k.value("[zlib.crc32(arr) == first, M._packing, sorted(M._declined)]") == [True, [], ["u1"]]
+
+
+def test_a_pack_goes_on_when_its_snapshot_is_told_its_reader_is_done(kernel: Kernel) -> None:
+    """The kernel tells a snapshot its reader is done ("sealed") whenever that happens, also while the snapshot
+    packs itself: that message is not the kernel giving the pack up."""
+    k = kernel
+    k.run("import numpy as np, time\narr = np.random.default_rng(8).random(1_000_000)\n"
+          "P = __import__('sys').modules['_interpreter_lsp_snapshot_pages']\n_slow = P.pack\n"
+          "P.pack = lambda *a, **kw: (time.sleep(2), _slow(*a, **kw))")
+    k.call("snap", "v1")
+    k.run("arr[:10] = -1")
+    k.call("snap", "v2")
+    k.run("M._send(M._live('v1')[1], [b'{\"op\": \"sealed\"}'])")
+    k.call("settle", 0)
+    assert k.value("[sorted(M._packs), sorted(M._declined)]") == [["v1"], []]

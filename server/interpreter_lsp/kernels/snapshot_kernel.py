@@ -340,8 +340,16 @@ def _pack(sock: socket.socket, ns: dict[str, Any], request: dict[str, Any]) -> b
     priority: pickling every variable writes reference counts all over its memory, whose copies then go with
     that process, and a snapshot that stays a fork stays as it was."""
     limit = _own_private()  # what packing must beat: measured before anything here writes a page
-    fd = os.memfd_create("interpreter-lsp snapshot", os.MFD_CLOEXEC)
-    pid = os.fork()
+    fd, pid = -1, -1
+    try:
+        fd = os.memfd_create("interpreter-lsp snapshot", os.MFD_CLOEXEC)
+        pid = os.fork()
+    except OSError:  # no descriptor or process to spare (kernel.processLimit): the snapshot stays a fork
+        if fd >= 0:
+            os.close(fd)
+        with contextlib.suppress(OSError):
+            sock.sendall(b"D")
+        return False
     if pid == 0:
         code = 1
         try:
@@ -381,14 +389,20 @@ def _given_up(sock: socket.socket, pid: int) -> bool:
     except (AttributeError, OSError):
         return False
     try:
-        ready, _, _ = select.select([sock, ended], [], [])
-        if ended in ready:
-            return False
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-        with contextlib.suppress(EOFError, OSError):
-            _recv(sock)  # the kernel's "abort"
-        return True
+        while True:
+            ready, _, _ = select.select([sock, ended], [], [])
+            if ended in ready:
+                return False
+            try:
+                request = json.loads(bytes(_recv(sock)[0]))
+            except (EOFError, OSError, ValueError):
+                request = {"op": "abort"}  # the kernel closed the socket: nobody waits for the pack
+            if request.get("op") == "sealed":  # (see _serve) and the pack goes on
+                _pages.allow_reader(0)
+                continue
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return True
     finally:
         os.close(ended)
 
@@ -718,7 +732,7 @@ def _make_way(key: str) -> None:
     if not _packing:
         return
     packing = _packing[0]
-    if key in _chain and _chain.index(packing) < _chain.index(key):
+    if key not in _chain or _chain.index(packing) < _chain.index(key):  # (a kept snapshot is not in the chain)
         return
     kid = _live(packing)
     if kid is not None:
