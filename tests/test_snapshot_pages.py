@@ -82,6 +82,14 @@ class Kernel:
         assert result["status"] == "ok", result
         return json.loads(ast.literal_eval(result["data"]["text/plain"]))
 
+    def snapshots_across(self, before: str, code: str, after: str) -> None:
+        """Snapshot `before`, run `code`, snapshot `after` (as the server does after a run), and wait until
+        `before` has packed itself (or declined)."""
+        self.call("snap", before)
+        self.run(code)
+        self.call("snap", after)
+        self.call("settle", 0)
+
     def stop(self) -> None:
         self.client.stop_channels()
         self.manager.shutdown_kernel(now=True)
@@ -116,10 +124,7 @@ def test_a_packed_snapshot_holds_the_bytes_changed_and_brings_them_back(kernel: 
     assert k.value("[zlib.crc32(big) == before, table[0]]") == [True, "0"]
     # The array put back together is the kernel's own memory, which the next forks copy on write (a shared
     # mapping would show them every later change): changed in place after a snapshot, it comes back.
-    k.call("snap", "r3")
-    k.run("big[-1_000_000:] = 0")
-    k.call("snap", "r4")
-    k.call("settle", 0)
+    k.snapshots_across("r3", "big[-1_000_000:] = 0", "r4")
     assert k.call("restore", "r3")["restored"] == ["big"]
     assert k.value("zlib.crc32(big) == before")
 
@@ -167,10 +172,7 @@ def test_a_pack_whose_pages_cannot_all_be_found_says_so_and_changes_nothing(kern
     together: restore answers an error and the variables stay as they are, never a wrong value."""
     k = kernel
     k.run("import numpy as np\narr = np.random.default_rng(9).random(1_000_000)")
-    k.call("snap", "e1")
-    k.run("arr[:1000] = 0\nnow = zlib.crc32(arr)")
-    k.call("snap", "e2")
-    k.call("settle", 0)
+    k.snapshots_across("e1", "arr[:1000] = 0\nnow = zlib.crc32(arr)", "e2")
     assert k.value("sorted(M._packs)") == ["e1"]
     k.run("os.kill(M._kids['e2'][0], signal.SIGKILL)\nos.waitpid(M._kids['e2'][0], 0)")
     answer = k.call("restore", "e1")
@@ -199,10 +201,7 @@ def test_a_dataframe_changed_in_place_comes_back_from_its_pack(kernel: Kernel) -
     k = kernel
     k.run("import numpy as np, pandas as pd\nframe = pd.DataFrame(np.random.default_rng(2).random((500_000, 4)), "
           "columns=list('abcd'))\nframe['label'] = 'x'\nbefore = pd.util.hash_pandas_object(frame).sum()")
-    k.call("snap", "g1")
-    k.run("frame.iloc[:1000, 0] = 0.0\nframe.loc[5, 'label'] = 'changed'")
-    k.call("snap", "g2")
-    k.call("settle", 0)
+    k.snapshots_across("g1", "frame.iloc[:1000, 0] = 0.0\nframe.loc[5, 'label'] = 'changed'", "g2")
     assert k.value("sorted(M._packs)") == ["g1"]
     assert k.call("sizes", 0)["g1"] < 6e6  # 16 MB of floats, one page of them changed, and the labels
     assert k.call("restore", "g1")["restored"] == ["frame"]
@@ -216,19 +215,13 @@ def test_buffers_too_large_for_what_packing_frees_stay_a_fork(kernel: Kernel) ->
     k = kernel
     k.run("import numpy as np\narr = np.random.default_rng(4).random(2_000_000)\nsmall = [0]\n"
           "__import__('sys').modules['_interpreter_lsp_snapshot_pages'].COST_LIMIT = 1\nfirst = zlib.crc32(arr)")
-    k.call("snap", "h1")
-    k.run("small = [1]\narr[:10] = -1")
-    k.call("snap", "h2")
-    k.call("settle", 0)
+    k.snapshots_across("h1", "small = [1]\narr[:10] = -1", "h2")
     assert k.value("[sorted(M._packs), sorted(M._declined)]") == [[], ["h1"]]
     # From the fork: its large buffers read by the kernel from the fork's memory, not sent through the socket.
     assert k.call("restore", "h1")["restored"] == ["arr", "small"]
     assert k.value("zlib.crc32(arr) == first")
     k.run("__import__('sys').modules['_interpreter_lsp_snapshot_pages'].COST_LIMIT = 32")
-    k.call("snap", "h3")
-    k.run("small = [2]")
-    k.call("snap", "h4")
-    k.call("settle", 0)
+    k.snapshots_across("h3", "small = [2]", "h4")
     assert "h3" in k.value("sorted(M._packs)")  # within the limit, the same namespace packs
 
 
@@ -239,10 +232,7 @@ def test_a_pickle_that_never_ends_leaves_the_snapshot_a_fork(kernel: Kernel) -> 
     k.run("import threading\nclass Stuck:\n    lock = threading.Lock()\n    def __reduce__(self):\n"
           "        Stuck.lock.acquire()\n        return (Stuck, ())\nstuck = Stuck()\nStuck.lock.acquire()\n"
           "n = 0\nM.PACK_SECONDS = 1")
-    k.call("snap", "s1")
-    k.run("n = 1")
-    k.call("snap", "s2")
-    k.call("settle", 0)
+    k.snapshots_across("s1", "n = 1", "s2")
     assert k.value("[sorted(M._packs), sorted(M._declined), 's1' in M._kids]") == [[], ["s1"], True]
 
 

@@ -300,14 +300,18 @@ def _send(sock: socket.socket, parts: list[Any]) -> None:
         sock.sendall(view)
 
 
-def _recv_exact(sock: socket.socket, size: int) -> bytearray:
-    data = bytearray(size)
-    view, got = memoryview(data), 0
-    while got < size:
+def _recv_into(sock: socket.socket, view: memoryview) -> None:
+    got = 0
+    while got < view.nbytes:
         n = sock.recv_into(view[got:])
         if n == 0:
             raise EOFError("the snapshot's process is gone")
         got += n
+
+
+def _recv_exact(sock: socket.socket, size: int) -> bytearray:
+    data = bytearray(size)
+    _recv_into(sock, memoryview(data))
     return data
 
 
@@ -325,21 +329,12 @@ def _facts(ns: dict[str, Any], crcs: dict[tuple[int, int], int] | None = None) -
     return {"prints": prints, "ids": {name: id(value) for name, value in ns.items()}, "classes": classes}
 
 
-def _own_private() -> int:
-    try:
-        with open("/proc/self/smaps_rollup") as rollup:
-            return sum(int(line.split()[1]) * 1024 for line in rollup if line.startswith(("Private_Clean",
-                                                                                          "Private_Dirty")))
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
 def _pack(sock: socket.socket, ns: dict[str, Any], request: dict[str, Any]) -> bool:
     """Pack this snapshot (snapshot_pages.pack) and hand the memfd to the kernel: True (then leave), or say
     b"D" (declined: it stays a fork) and False. The work is done in a fork of this snapshot, at a lower
     priority: pickling every variable writes reference counts all over its memory, whose copies then go with
     that process, and a snapshot that stays a fork stays as it was."""
-    limit = _own_private()  # what packing must beat: measured before anything here writes a page
+    limit = _private_of("self")  # what packing must beat: measured before anything here writes a page
     fd, pid = -1, -1
     try:
         fd = os.memfd_create("interpreter-lsp snapshot", os.MFD_CLOEXEC)
@@ -566,8 +561,12 @@ def warm() -> None:
 def _private(kid: tuple[int, socket.socket]) -> int:
     """Bytes only this snapshot holds: the pages the kernel wrote since its fork (Linux; elsewhere 0, and
     only MAX_SNAPSHOTS bounds them)."""
+    return _private_of(kid[0])
+
+
+def _private_of(pid: int | str) -> int:
     try:
-        with open(f"/proc/{kid[0]}/smaps_rollup") as rollup:
+        with open(f"/proc/{pid}/smaps_rollup") as rollup:
             return sum(int(line.split()[1]) * 1024 for line in rollup if line.startswith(("Private_Clean",
                                                                                           "Private_Dirty")))
     except (OSError, ValueError, IndexError):
@@ -840,12 +839,7 @@ def _read_from(kid: tuple[int, socket.socket], ranges: list[tuple[int, int]], in
     if list(sizes[1:]) != [view.nbytes for view in into]:
         raise ValueError("a snapshot answered other pages than those asked for")
     for view in into:
-        got = 0
-        while got < view.nbytes:
-            n = kid[1].recv_into(view[got:])
-            if n == 0:
-                raise EOFError("the snapshot's process is gone")
-            got += n
+        _recv_into(kid[1], view)
 
 
 def _unpack(key: str, names: list[str], lazily: bool) -> tuple[dict[str, Any], bool]:

@@ -145,14 +145,15 @@ def places(views: list[memoryview]) -> list[list[int] | None]:
     """For each buffer, [address, length] when it is large and in this process's private memory (the kernel,
     its parent, can read it there: one copy instead of two through a socket), else None (sent as bytes)."""
     private = _private_anonymous()
-    out: list[list[int] | None] = []
-    for view in views:
-        where = address(view) if view.nbytes >= INLINE_BELOW else None
-        if where is not None and not subtract(page_runs([(where, view.nbytes)]), private):
-            out.append([where, view.nbytes])
-        else:
-            out.append(None)
-    return out
+    return [None if (where := _place(view, private)) is None else [where, view.nbytes] for view in views]
+
+
+def _place(view: memoryview, private: Runs) -> int | None:
+    """The address of a large buffer that lies in `private` memory; None for any other (copied as bytes)."""
+    where = address(view) if view.nbytes >= INLINE_BELOW else None
+    if where is None or subtract(page_runs([(where, view.nbytes)]), private):
+        return None
+    return where
 
 
 def allow_reader(pid: int) -> None:
@@ -183,9 +184,7 @@ class _Bounded:
         self.size += view.nbytes
         if self.size > self.limit:
             raise Declined(f"its pickle passed {self.limit} bytes")
-        written = 0
-        while written < view.nbytes:
-            written += os.write(self.fd, view[written:])
+        _write(self.fd, view)
         return view.nbytes
 
 
@@ -226,13 +225,7 @@ def pack(
     layout: list[list[int]] = []  # per buffer: [0, offset in the pack, length, crc] or [1, address, length, crc]
     offset = 16 + pickled
     private = _private_anonymous()
-    places = []
-    for buffer in buffers:
-        raw = buffer.raw()
-        where = address(raw) if raw.nbytes >= INLINE_BELOW else None
-        if where is not None and subtract(page_runs([(where, raw.nbytes)]), private):
-            where = None
-        places.append(where)
+    places = [_place(buffer.raw(), private) for buffer in buffers]
     tracked = union(page_runs((where, b.raw().nbytes) for where, b in zip(places, buffers, strict=True)
                               if where is not None),
                     inflow)
