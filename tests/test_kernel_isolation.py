@@ -4,6 +4,7 @@ meets its resource limits as a sentence the user can act on."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -538,3 +539,49 @@ def test_the_launcher_ends_as_its_kernel_did(tmp_path: Path) -> None:
     assert subprocess.run([*prefix, sys.executable, "-c", "raise SystemExit(3)"], timeout=DEFAULT_WAIT).returncode == 3
     killed = subprocess.run([*prefix, "sh", "-c", "kill -9 $$"], timeout=DEFAULT_WAIT)
     assert killed.returncode == -signal.SIGKILL
+
+
+def test_a_launcher_whose_server_died_as_it_started_starts_no_kernel(tmp_path: Path) -> None:
+    """The server dies between starting a kernel's launcher and the launcher's look at its parent (an editor
+    closed as the kernel started): the launcher's parent is then init, or a subreaper, which it used to take
+    for the sandbox's init or watch instead of the server, and the kernel outlived the server. Given the
+    server's pid, it starts nothing and says why."""
+    import select
+
+    from interpreter_lsp.kernels.launcher import Limits, command
+
+    marker = tmp_path / f"kernel ran {uuid.uuid4().hex}"
+    errors = tmp_path / "launcher.err"
+    # The "server": starts a shell that waits until the server is gone and only then becomes the launcher (exec:
+    # the same process, so its parent is whatever adopted it), prints that pid, and exits.
+    server = textwrap.dedent(f"""
+        import os, subprocess, sys
+        wait = 'while kill -0 {{}} 2>/dev/null; do sleep 0.02; done; exec "$@"'.format(os.getpid())
+        prefix = {command(Limits(), parent=None)!r}[:-1] + ["--parent", str(os.getpid()), "--"]
+        kernel = ["sh", "-c", 'touch "$0"; exec sleep 300', {str(marker)!r}]
+        with open({str(errors)!r}, "wb") as err:
+            launcher = subprocess.Popen(
+                ["sh", "-c", wait, "sh", *prefix, *kernel],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
+            )
+        print(launcher.pid, flush=True)
+        os._exit(0)
+    """)
+    started = subprocess.run([sys.executable, "-c", server], capture_output=True, text=True, timeout=DEFAULT_WAIT)
+    assert started.returncode == 0, started.stderr
+    pid = int(started.stdout)
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        fd = None  # ended already
+    try:
+        if fd is not None:
+            ready, _, _ = select.select([fd], [], [], DEFAULT_WAIT)
+            assert ready, "the launcher is still running although the server that started it is gone"
+        assert not marker.exists(), "the kernel was started although the server that started it is gone"
+        assert "the server that started this kernel has exited" in errors.read_text()
+    finally:
+        if fd is not None:
+            os.close(fd)
+        with contextlib.suppress(ProcessLookupError):  # a launcher that started its kernel: its whole group
+            os.killpg(pid, signal.SIGKILL)

@@ -131,10 +131,13 @@ class Kernel:
         cgroup = str(self.cgroup) if self.cgroup is not None else None
         if self._command_wrapper is not None:
             # In the sandbox /sys is read-only: bubblewrap itself is started in the cgroup.
+            # The launcher inside sees bubblewrap's init as its parent (a PID namespace of its own): only the
+            # one that joins the cgroup, outside, can check that the server is still its parent.
             prefix = launcher.command(self.limits) if os.name == "posix" else []
-            joined = launcher.join_command(cgroup) if cgroup else []
+            joined = launcher.join_command(cgroup, os.getpid()) if cgroup else []
             return [*joined, *self._command_wrapper(cmd, self._runtime_dir, prefix)]
-        return [*(launcher.command(self.limits, cgroup) if os.name == "posix" else []), *cmd]
+        # The server's pid: a launcher started just as the server died would otherwise watch init instead.
+        return [*(launcher.command(self.limits, cgroup, os.getpid()) if os.name == "posix" else []), *cmd]
 
     def _make_cgroup(self, tag: str) -> None:
         if self._cgroup_root is None or self.cgroup is not None:

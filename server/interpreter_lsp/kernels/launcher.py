@@ -22,7 +22,10 @@ standard library only (inside the sandbox the server's packages may be out of si
   fork) is re-parented to the launcher, not to init, so it stays in the kernel's tree;
 - starts the kernel as its child and waits; when the kernel exits, or the server that started the launcher
   exits (watched on a pidfd), every process left in its tree is stopped and killed, and the launcher exits
-  the way the kernel did (same exit code, or the same signal), so the server can tell why it ended.
+  the way the kernel did (same exit code, or the same signal), so the server can tell why it ended;
+- with `--parent PID` (the server's pid: outside the sandbox), starts nothing when its parent is no longer
+  that process: the server died while the launcher started (its parent is then init or a subreaper, which
+  the launcher would otherwise have watched instead, and the kernel would have outlived the server).
 
 SIGINT (an interrupt: jupyter_client signals the whole process group) is ignored here and left to the
 kernel. The server calls `kill_descendants` itself before it kills or restarts a kernel: jupyter_client
@@ -45,6 +48,7 @@ _PR_SET_SECCOMP = 22
 _SECCOMP_MODE_FILTER = 2
 _KEYCTL_JOIN_SESSION_KEYRING = 1
 _MIB = 1024 * 1024
+_GONE = "interpreter-lsp launcher: the server that started this kernel has exited; the kernel is not started\n"
 
 
 @dataclass(frozen=True)
@@ -69,16 +73,21 @@ class Limits:
         return out
 
 
-def command(limits: Limits, cgroup: str | None = None) -> list[str]:
+def command(limits: Limits, cgroup: str | None = None, parent: int | None = None) -> list[str]:
     """The prefix that runs a kernel's command line under the launcher (the server's interpreter, isolated
-    mode, no site: nothing of the workspace's or the user's Python set-up is imported by it), in `cgroup`."""
+    mode, no site: nothing of the workspace's or the user's Python set-up is imported by it), in `cgroup`.
+    `parent`: the pid the launcher's parent must be (the server's), where the two share a PID namespace."""
     join = ["--join", cgroup] if cgroup else []
-    return [sys.executable, "-I", "-S", os.path.abspath(__file__), *join, *limits.arguments(), "--"]
+    return [sys.executable, "-I", "-S", os.path.abspath(__file__), *join, *_parent(parent), *limits.arguments(), "--"]
 
 
-def join_command(cgroup: str) -> list[str]:
+def join_command(cgroup: str, parent: int | None = None) -> list[str]:
     """The prefix that runs a command (bubblewrap) in `cgroup`, in the same process."""
-    return [sys.executable, "-I", "-S", os.path.abspath(__file__), "--join", cgroup, "--exec", "--"]
+    return [sys.executable, "-I", "-S", os.path.abspath(__file__), "--join", cgroup, *_parent(parent), "--exec", "--"]
+
+
+def _parent(pid: int | None) -> list[str]:
+    return ["--parent", str(pid)] if pid is not None else []
 
 
 def join(cgroup: str) -> None:
@@ -192,9 +201,10 @@ def drop_keyring(spec: str) -> None:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP) failed")
 
 
-def _watch_parent() -> int | None:
-    """A descriptor readable once the process that started us exits (Linux pidfd), or None."""
-    parent = os.getppid()
+def _watch_parent(expected: int | None = None) -> int | None:
+    """A descriptor readable once the process that started us (`expected`, when known) exits (Linux pidfd),
+    or None."""
+    parent = expected if expected is not None else os.getppid()
     if parent <= 1 or not hasattr(os, "pidfd_open"):
         return None
     try:
@@ -203,7 +213,13 @@ def _watch_parent() -> int | None:
         return None
 
 
-def _wait(child: int, parent_fd: int | None) -> int:
+def _orphaned(expected: int | None) -> bool:
+    """The server that started us is gone: our parent is not the pid it gave (re-parented to init or to a
+    subreaper when it died)."""
+    return expected is not None and os.getppid() != expected
+
+
+def _wait(child: int, parent_fd: int | None, expected: int | None = None) -> int:
     """Reap every child (orphans re-parented here included) until `child` exits; its wait status.
     If the parent exits first, the kernel's whole tree is killed."""
     wake_read, wake_write = os.pipe()
@@ -212,7 +228,7 @@ def _wait(child: int, parent_fd: int | None) -> int:
     signal.set_wakeup_fd(wake_write)
     signal.signal(signal.SIGCHLD, lambda *_: None)
     watched = [wake_read] + ([parent_fd] if parent_fd is not None else [])
-    parent = os.getppid()
+    parent = expected if expected is not None else os.getppid()
     # Without a pidfd (macOS, Linux before 5.3) the parent is looked at once a second: not a hot path. A
     # parent that is pid 1 is the sandbox's own init (its PID namespace ends with it): nothing to watch.
     timeout = 1.0 if parent_fd is None and parent > 1 else None
@@ -246,6 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--join", default=None)
     parser.add_argument("--exec", action="store_true")
     parser.add_argument("--no-keyring", default=None)
+    parser.add_argument("--parent", type=int, default=None)
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -258,6 +275,9 @@ def main(argv: list[str] | None = None) -> int:
             sys.stderr.write(f"interpreter-lsp launcher: cannot join the cgroup {args.join}: {error}\n")
             return 126
     if args.exec:
+        if _orphaned(args.parent):  # bubblewrap's --die-with-parent would watch init: start nothing
+            sys.stderr.write(_GONE)
+            return 1
         try:
             os.execvp(command[0], command)
         except OSError as error:
@@ -271,7 +291,11 @@ def main(argv: list[str] | None = None) -> int:
             return 126
     apply_limits(args.memory, args.cpu, args.processes)
     _become_subreaper()
-    parent_fd = _watch_parent()
+    parent_fd = _watch_parent(args.parent)
+    # Looked at once the pidfd is open: a parent that is still ours then is the process the pidfd watches.
+    if _orphaned(args.parent):
+        sys.stderr.write(_GONE)
+        return 1
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     child = os.fork()
     if child == 0:
@@ -286,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
             sys.stderr.write(f"interpreter-lsp launcher: cannot run {command[0]}: {error}\n")
             os._exit(127)
     signal.signal(signal.SIGTERM, lambda signum, _frame: os.kill(child, signum))
-    status = _wait(child, parent_fd)
+    status = _wait(child, parent_fd, args.parent)
     kill_descendants(os.getpid())
     with contextlib.suppress(ChildProcessError):
         while os.waitpid(-1, 0)[0]:
