@@ -3,6 +3,7 @@ server reads them after a run, with a real process holding real maps."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -48,7 +49,29 @@ def _end(process: subprocess.Popen[bytes]) -> None:
     process.stdout.close()
 
 
-def test_only_shared_writable_maps_of_workspace_files_are_found(tmp_path: Path) -> None:
+@pytest.fixture(params=["queried", "read"])
+def how(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both ways of finding the maps: asked of the kernel (PROCMAP_QUERY, Linux 6.11+), and read from
+    /proc/<pid>/maps (older kernels; forced here)."""
+    if request.param == "read":
+        monkeypatch.setattr(file_maps, "query_maps", False)
+    elif not file_maps.query_maps or not _kernel_answers_queries():
+        pytest.skip("this kernel has no PROCMAP_QUERY (Linux 6.11+)")
+    return str(request.param)
+
+
+def _kernel_answers_queries() -> bool:
+    fd = os.open("/proc/self/maps", os.O_RDONLY)
+    try:
+        file_maps._queried(fd)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return True
+
+
+def test_only_shared_writable_maps_of_workspace_files_are_found(tmp_path: Path, how: str) -> None:
     root, outside = tmp_path / "work space", tmp_path / "outside"
     for path in (root / "data dir" / "table.bin", root / ".venv" / "cache.bin", outside / "elsewhere.bin",
                  root / "read.bin", root / "private.bin", root / "gone.bin", root / "named (deleted)"):
@@ -60,6 +83,7 @@ def test_only_shared_writable_maps_of_workspace_files_are_found(tmp_path: Path) 
     try:
         assert holder.stdout is not None and holder.stdout.readline() == b"ready\n"
         assert file_maps.mapped([holder.pid], root) == {"data dir/table.bin", "named (deleted)"}
+        assert file_maps.query_maps is (how == "queried")  # the way asked for is the way taken
         # The tree is walked from the kernel's launcher down: a parent's pid finds its child's maps.
         shell = subprocess.Popen(["sleep", "60"])
         try:
@@ -72,7 +96,7 @@ def test_only_shared_writable_maps_of_workspace_files_are_found(tmp_path: Path) 
     assert file_maps.mapped([holder.pid], root) == set()  # gone: nothing, no error
 
 
-def test_a_launcher_s_tree_is_read_below_it(tmp_path: Path) -> None:
+def test_a_launcher_s_tree_is_read_below_it(tmp_path: Path, how: str) -> None:
     """The pool knows the launcher's pid, not the kernel's: the maps of its descendants are read."""
     root = tmp_path / "ws"
     root.mkdir()

@@ -102,6 +102,7 @@ class FileUndo:
         self._kernel_pids = kernel_pids
         self._mapped: set[str] = set()
         self._map_check: str | None = None
+        self._maps_reading: tuple[str | None, asyncio.Future[None]] | None = None  # (after which run, the read)
 
     def warm(self) -> None:
         """Copy what changed now, off any run's path (after a run, when a local kernel is ready): the next
@@ -155,7 +156,17 @@ class FileUndo:
             return result
 
     async def _read_maps(self) -> None:
-        """The workspace files the local kernels map writable and shared now (after a run, off its path)."""
+        """The workspace files the local kernels map writable and shared now (after a run, off its path). The
+        warm-up's read and a run's own one, sent right behind, share one read of the maps as the last run left
+        them (both in threads on a 2-core machine: ~2.5 ms each for a kernel with pandas loaded)."""
+        run = self._map_check
+        reading = self._maps_reading
+        if run is None or reading is None or reading[0] != run or reading[1].done():
+            reading = (run, asyncio.ensure_future(self._read_maps_now()))
+            self._maps_reading = reading
+        await asyncio.shield(reading[1])
+
+    async def _read_maps_now(self) -> None:
         pids = [pid for pid in (self._kernel_pids() if self._kernel_pids is not None else []) if pid]
         if not pids and not self._mapped:
             return
