@@ -14,6 +14,7 @@ import pytest
 
 from harness import Session, assert_shape, needs_bwrap, start_session, stop_session
 from interpreter_lsp import protocol as p
+from interpreter_lsp.portable import portable_forced
 
 
 async def value(s: Session, expression: str) -> object:
@@ -119,6 +120,8 @@ async def test_snapshots_pack_inside_the_sandbox_too(workspace_root: Path, home:
                             init_options={"trusted": True})
     try:
         await _packed_undo(s)
+        # The calls after each run come over the kernel's socket in its runtime directory, bound in the sandbox.
+        assert await value(s, "__import__('sys').modules['_interpreter_lsp_snapshots']._calls is not None")
     finally:
         await stop_session(s)
 
@@ -196,20 +199,51 @@ async def test_a_small_plain_namespace_is_kept_not_forked_and_comes_back_the_sam
     assert after == [*before, 1, True, False], after
     snapshots = "__import__('sys').modules['_interpreter_lsp_snapshots']"
     comms = "sorted(c.target_name for c in get_ipython().kernel.comm_manager.comms.values())"
-    # Kept, never forked; and asked over the module's comm (snapshots.open_calls), not by execute requests.
-    assert await value(s, f"[len({snapshots}._kids), len({snapshots}._kept) > 0, {comms}]") == [
-        0, True, ["interpreter_lsp_snapshots"]
-    ]
+    # Kept, never forked; and asked over the kernel's socket (snapshots.open_socket: the server connected), its
+    # comm (snapshots.open_calls) open behind it, not by execute requests.
+    asked = f"[len({snapshots}._kids), len({snapshots}._kept) > 0, {comms}, {snapshots}._calls is not None]"
+    # With the portable paths forced, the kernel is on TCP: no socket, the calls go over the comm.
+    assert await value(s, asked) == [0, True, ["interpreter_lsp_snapshots"], not portable_forced()]
 
 
-async def test_kernel_code_that_closes_the_snapshots_comm_leaves_undo_working(session: Session) -> None:
-    """The calls after each run go over a comm (snapshots.open_calls); code of the user's (or a model's) can
-    close it. The next snapshot finds no answer there and the calls go as execute requests from then on: the
-    runs after it are still undone with their variables."""
+# Code of the user's (or a model's) that shuts every unix socket of the snapshots' module it can find.
+SHUT_CALLS = (
+    "import gc as _gc, socket as _s\n"
+    "for _o in [o for o in _gc.get_objects() if isinstance(o, _s.socket)]:\n"
+    "    if _o.fileno() >= 0 and _o.family == _s.AF_UNIX and str(_o.getsockname()).endswith('calls'):\n"
+    "        _o.shutdown(_s.SHUT_RDWR)\n"
+)
+
+
+@pytest.mark.skipif(portable_forced(), reason="a kernel on TCP (the portable paths) has no socket of its own")
+async def test_kernel_code_that_shuts_the_snapshots_socket_leaves_undo_working(session: Session) -> None:
+    """The calls after each run go over a socket of the kernel's (snapshots.open_socket); code in the kernel can
+    shut it. The snapshot sent on it after that very run fails, the next run takes it again over the comm, and
+    the calls go over the comm from then on: that run is still undone with its variables."""
     s = session
     _run, status = await s.run_and_wait("x = 1")
     assert status["state"] == "ok", s.text(_run)
-    closing = "for _c in list(get_ipython().kernel.comm_manager.comms.values()):\n    _c.close()\n"
+    snapshots = "__import__('sys').modules['_interpreter_lsp_snapshots']"
+    assert await value(s, f"{snapshots}._calls is not None")
+    _run, status = await s.run_and_wait(SHUT_CALLS)
+    assert status["state"] == "ok", s.text(_run)
+    assert await value(s, f"{snapshots}._calls is None")
+    _run, status = await s.run_and_wait("x = 2\ny = [x]")
+    assert status["state"] == "ok", s.text(_run)
+    result = await s.command(p.UNDO, {})
+    assert result["variablesRestored"] == ["x"] and result["variablesRemoved"] == ["y"], result
+    assert result["notRestorable"] == [], result
+    assert await value(s, "[x, 'y' in globals()]") == [1, False]
+
+
+async def test_kernel_code_that_closes_the_snapshots_comm_leaves_undo_working(session: Session) -> None:
+    """Behind the socket, the calls go over a comm (snapshots.open_calls); code of the user's (or a model's) can
+    shut the one and close the other. The next snapshot finds no answer there and the calls go as execute
+    requests from then on: the runs after it are still undone with their variables."""
+    s = session
+    _run, status = await s.run_and_wait("x = 1")
+    assert status["state"] == "ok", s.text(_run)
+    closing = SHUT_CALLS + "for _c in list(get_ipython().kernel.comm_manager.comms.values()):\n    _c.close()\n"
     _run, status = await s.run_and_wait(closing)
     assert status["state"] == "ok", s.text(_run)
     comms = "len(get_ipython().kernel.comm_manager.comms)"

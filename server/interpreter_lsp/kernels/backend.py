@@ -53,6 +53,11 @@ class KernelBackend(Protocol):
 
     def pid(self) -> int | None: ...
 
+    def calls_path(self) -> str | None:
+        """Where a unix socket of the kernel's own may be (variables undo's calls: snapshots.open_socket), or
+        None: a kernel on another machine, or on TCP."""
+        ...
+
     def submit(
         self,
         code: str,

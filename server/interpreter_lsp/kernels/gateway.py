@@ -67,6 +67,9 @@ class GatewayKernel:
     def pid(self) -> int | None:
         return None  # the process lives on the gateway's host
 
+    def calls_path(self) -> str | None:
+        return None  # nothing of the server's machine is in its reach
+
     def _set_state(self, state: str, message: str | None = None) -> None:
         if state != self.state or message:
             self.state = state

@@ -425,6 +425,12 @@ class Kernel:
         process = getattr(getattr(self._km, "provisioner", None), "process", None)
         return process.pid if process is not None else None
 
+    def calls_path(self) -> str | None:
+        """In its runtime directory, beside its zmq sockets (in the sandbox too), when it is on unix sockets."""
+        if self._km is None or self._km.transport != "ipc":
+            return None
+        return str(self._runtime_dir / "calls")
+
     # ---- execution ---------------------------------------------------------------------------------
 
     def _register(self, msg_id: str, sink: ExecutionSink | None) -> Pending:

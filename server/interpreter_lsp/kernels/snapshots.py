@@ -7,22 +7,30 @@ a kernel that does not answer is named, never waited on for ever.
 
 The calls after each run (the snapshot and the variables) go over a comm of the module's (`open_calls`, once per
 kernel) when the kernel has one: ipykernel answers a comm message in ~1.5 ms of its time, a silent execute
-request in ~3.8 (it takes a cell's path), and back to back the next run waits for it. The answer has the
-shape of user expressions' either way (`answer` reads both). A kernel without ipykernel's comm manager keeps
-the execute requests.
+request in ~3.8 (it takes a cell's path), and back to back the next run waits for it. A local kernel on unix
+sockets answers them on a socket of its own instead (`open_socket`, `Calls`: read by the kernel's event loop
+between requests, as a comm message is, without ipykernel's ~2-3 ms of dispatch). The answer has the shape of
+user expressions' every way (`answer` reads them all). A kernel without ipykernel's comm manager keeps the
+execute requests; a gateway's kernel, and every kernel when the portable paths are forced, keeps the comm.
 """
 
 from __future__ import annotations
 
 import ast
 import asyncio
+import collections
+import contextlib
 import json
+import logging
+import os
 import uuid
 from pathlib import Path
 from typing import Any
 
 from .backend import ExecuteReply, KernelBackend, KernelDied
 from .introspect import VARIABLES
+
+log = logging.getLogger(__name__)
 
 MODULE = "_interpreter_lsp_snapshots"
 TARGET = "interpreter_lsp_snapshots"  # snapshot_kernel.TARGET
@@ -76,6 +84,76 @@ async def open_calls(kernel: KernelBackend) -> str | None:
     return comm_id if opened.status == "ok" and opened.content.get("data", {}).get("opened") is True else None
 
 
+class Calls:
+    """The calls over the kernel's socket (snapshot_kernel.listen): answered in the order sent, one connection."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._reader, self._writer = reader, writer
+        self._waiting: collections.deque[asyncio.Future[ExecuteReply]] = collections.deque()
+        self.closed = False
+        self._task = asyncio.ensure_future(self._read())
+
+    def submit(self, calls: dict[str, tuple[str, Any]]) -> asyncio.Future[ExecuteReply]:
+        """Send now (no await): in the kernel's socket ahead of anything sent after it."""
+        if self.closed:
+            raise KernelDied("the kernel's calls socket is closed")
+        body = json.dumps([[name, function, argument] for name, (function, argument) in calls.items()]).encode()
+        answered: asyncio.Future[ExecuteReply] = asyncio.get_running_loop().create_future()
+        self._writer.write(len(body).to_bytes(4, "big") + body)
+        self._waiting.append(answered)
+        return answered
+
+    async def _read(self) -> None:
+        why = "the kernel closed its calls socket"
+        try:
+            while True:
+                size = int.from_bytes(await self._reader.readexactly(4), "big")
+                answers = json.loads(await self._reader.readexactly(size))
+                if not self._waiting:
+                    why = "the kernel sent an answer nothing asked for"
+                    return
+                answered = self._waiting.popleft()
+                if not answered.done():
+                    answered.set_result(ExecuteReply("ok", {"status": "ok", "user_expressions": answers}))
+        except (asyncio.IncompleteReadError, OSError, ValueError) as exc:
+            if not isinstance(exc, asyncio.IncompleteReadError):
+                why = f"the kernel's calls socket failed ({exc})"
+        finally:
+            self.closed = True
+            self._writer.close()
+            while self._waiting:
+                answered = self._waiting.popleft()
+                if not answered.done():
+                    answered.set_result(ExecuteReply("error", {"status": "error", "reason": why}))
+
+    def close(self) -> None:
+        self.closed = True
+        self._task.cancel()
+
+
+async def open_socket(kernel: KernelBackend) -> Calls | None:
+    """Have the kernel (after `install`) answer the calls on a unix socket in its runtime directory, and connect
+    to it; None where it cannot (a gateway's kernel, TCP, a loop that watches no descriptor): the comm stays."""
+    path = kernel.calls_path()
+    if path is None:
+        return None
+    try:
+        listening = await asyncio.wait_for(
+            kernel.execute(f"__import__({MODULE!r}).listen({path!r})", None, silent=True), OPEN_TIMEOUT
+        )
+        if listening.status != "ok":
+            log.info("the kernel's calls socket is not available: %s", listening.content.get("evalue"))
+            return None
+        reader, writer = await asyncio.wait_for(asyncio.open_unix_connection(path), OPEN_TIMEOUT)
+    except (asyncio.TimeoutError, KernelDied, OSError) as exc:
+        log.info("the kernel's calls socket is not available: %s", exc)
+        return None
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(path)  # connected or not: nobody else is to (the kernel removes it too)
+    return Calls(reader, writer)
+
+
 def _expression(function: str, argument: Any) -> str:
     return f"__import__({MODULE!r}).{function}({json.dumps(argument)})"
 
@@ -85,18 +163,21 @@ def submit(
     function: str,
     argument: Any,
     also: dict[str, tuple[str, Any]] | None = None,
-    comm: str | None = None,
+    comm: str | Calls | None = None,
 ) -> asyncio.Future[ExecuteReply]:
     """Send the call now (no await): it is in the kernel's queue ahead of anything sent after it. `also`: other
     calls ({name: (function, argument)}) answered in the same request, before this one (under `r`). `comm`:
-    the id `open_calls` gave, or None (an execute request)."""
+    as submit_calls'."""
     return submit_calls(kernel, {**(also or {}), "r": (function, argument)}, comm)
 
 
 def submit_calls(
-    kernel: KernelBackend, calls: dict[str, tuple[str, Any]], comm: str | None = None
+    kernel: KernelBackend, calls: dict[str, tuple[str, Any]], comm: str | Calls | None = None
 ) -> asyncio.Future[ExecuteReply]:
-    """Send the calls ({name: (function, argument)}, answered in this order, each under its name) now."""
+    """Send the calls ({name: (function, argument)}, answered in this order, each under its name) now. `comm`:
+    the kernel's socket (`open_socket`), its comm's id (`open_calls`), or None (an execute request)."""
+    if isinstance(comm, Calls):
+        return comm.submit(calls)
     if comm is not None:
         listed = [[name, function, argument] for name, (function, argument) in calls.items()]
         sent = kernel.send_comm("comm_msg", {"comm_id": comm, "data": {"calls": listed}})
