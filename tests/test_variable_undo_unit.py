@@ -120,3 +120,79 @@ async def test_the_kernels_first_snapshot_carries_its_variables() -> None:
     request = kernel.requests[-1]
     assert sorted(request["user_expressions"]) == ["r", "vars"], request
     assert ".snap(" in request["user_expressions"]["r"]
+
+
+async def _calls_pair() -> tuple[snapshots.Calls, Any]:
+    """A Calls over one end of a socket pair; the other end plays the kernel (snapshot_kernel.listen)."""
+    import socket
+
+    ours, theirs = socket.socketpair()
+    reader, writer = await asyncio.open_unix_connection(sock=ours)
+    theirs.setblocking(False)
+    return snapshots.Calls(reader, writer), theirs
+
+
+async def _request(kernel_end: Any) -> list[Any]:
+    loop = asyncio.get_running_loop()
+    size = int.from_bytes(await loop.sock_recv(kernel_end, 4), "big")
+    data = b""
+    while len(data) < size:
+        data += await loop.sock_recv(kernel_end, size - len(data))
+    return json.loads(data)
+
+
+def _frame(value: Any) -> bytes:
+    body = json.dumps(value).encode()
+    return len(body).to_bytes(4, "big") + body
+
+
+async def test_calls_over_the_kernels_socket_are_answered_in_order() -> None:
+    calls, kernel_end = await _calls_pair()
+    loop = asyncio.get_running_loop()
+    try:
+        first = calls.submit({"vars": ("variables", None), "r": ("snap", "s1")})
+        second = calls.submit({"r": ("snap", "s2")})
+        assert await _request(kernel_end) == [["vars", "variables", None], ["r", "snap", "s1"]]
+        assert await _request(kernel_end) == [["r", "snap", "s2"]]
+        answer = {"status": "ok", "data": {"text/plain": repr(json.dumps({"ms": 0.1}))}}
+        await loop.sock_sendall(kernel_end, _frame({"r": answer}) + _frame({"r": {"status": "error", "ename": "E"}}))
+        got = await asyncio.wait_for(first, 10)
+        assert got.status == "ok" and snapshots.answer(got) == {"ms": 0.1}
+        with contextlib.suppress(snapshots.SnapshotError):
+            snapshots.answer(await asyncio.wait_for(second, 10))
+            raise AssertionError("an error answer read as a good one")
+    finally:
+        calls.close()
+        kernel_end.close()
+
+
+async def test_a_kernel_that_garbles_its_socket_gets_the_calls_failed_and_the_socket_closed() -> None:
+    """Kernel code may write anything on the socket: a frame announcing more than MAX_ANSWER (never read into
+    memory), or JSON that is no answer. What waits fails with a reason, the socket closes, and the next calls
+    go elsewhere (variable_undo falls back to the comm)."""
+    loop = asyncio.get_running_loop()
+    for garbage, reason in (
+        ((snapshots.MAX_ANSWER + 1).to_bytes(4, "big"), "bytes"),
+        (_frame(["not", "answers"]), "other than answers"),
+        (b"\x00\x00\x00\x05{{{{{", "failed"),
+        (b"", "closed"),
+    ):
+        calls, kernel_end = await _calls_pair()
+        try:
+            waiting = calls.submit({"r": ("snap", "s1")})
+            await _request(kernel_end)
+            if garbage:
+                await loop.sock_sendall(kernel_end, garbage)
+            else:
+                kernel_end.close()
+            reply = await asyncio.wait_for(waiting, 10)
+            assert reply.status == "error" and reason in reply.content["reason"], (garbage, reply)
+            assert calls.closed
+            try:
+                calls.submit({"r": ("snap", "s2")})
+                raise AssertionError("a closed socket took a call")
+            except snapshots.KernelDied:
+                pass
+        finally:
+            calls.close()
+            kernel_end.close()

@@ -54,6 +54,9 @@ SERVE = f"__import__({MODULE!r}).serve()"
 OPEN_TIMEOUT = 10.0
 WARM = f"__import__({MODULE!r}).warm()"
 SNAP_TIMEOUT = 10.0  # a fork of a large kernel: page tables, ~10-15 ms per resident GB
+# The largest answer read from a kernel's socket: the variables' summaries are bounded (introspect.py), a
+# snapshot's answer is a few numbers. A frame announcing more is kernel code's doing: the socket is closed.
+MAX_ANSWER = 16 * 1024 * 1024
 RESTORE_TIMEOUT = 120.0  # fingerprints and the copy back of what changed: ~1.5 s per GB
 
 
@@ -108,7 +111,13 @@ class Calls:
         try:
             while True:
                 size = int.from_bytes(await self._reader.readexactly(4), "big")
+                if size > MAX_ANSWER:
+                    why = f"the kernel announced an answer of {size} bytes on its calls socket"
+                    return
                 answers = json.loads(await self._reader.readexactly(size))
+                if not isinstance(answers, dict):
+                    why = "the kernel sent something other than answers on its calls socket"
+                    return
                 if not self._waiting:
                     why = "the kernel sent an answer nothing asked for"
                     return
