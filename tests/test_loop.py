@@ -471,8 +471,9 @@ async def test_the_variables_are_asked_right_after_each_run(
 ) -> None:
     """The variables the next chat tells the model are asked right after each run (with its snapshot, or
     alone with variables undo off): the chat then asks the kernel nothing. (Undo off, the chat's start used to
-    wait for a request of its own.) The kernel records every request of the server's own, each a line of the
-    names it asks: those that ask user expressions, and the calls on the snapshots module's comm."""
+    wait for a request of its own.) The kernel records every request of the server's own: a line of the names
+    of each that asks user expressions, and a line for each call answered on the snapshots module's socket or
+    comm (its `_answer`: the same for both)."""
     s = await start_session(workspace_root, home, configuration=model_settings(model, undoVariables=undo))
     try:
         run_id, status = await s.run_and_wait(
@@ -486,19 +487,18 @@ async def test_the_variables_are_asked_right_after_each_run(
             "    _record(expressions)\n"
             "    return _evaluate(expressions)\n"
             "_shell.user_expressions = _asked\n"
-            "def _recording(comm):\n"
-            "    answer = comm._msg_callback\n"
-            "    def _called(message):\n"
-            "        _record([name for name, _function, _argument in message['content']['data']['calls']])\n"
-            "        answer(message)\n"
-            "    comm.on_msg(_called)\n"
-            "for _comm in list(_shell.kernel.comm_manager.comms.values()):\n"
-            "    _recording(_comm)\n"
+            "import sys as _sys\n"
+            "_module = _sys.modules['_interpreter_lsp_snapshots']\n"
+            "_answer = _module._answer\n"
+            "def _answering(function, argument):\n"
+            "    _record([function])\n"
+            "    return _answer(function, argument)\n"
+            "_module._answer = _answering\n"
             "x = 41\n"
         )
         assert status["state"] == "ok", s.text(run_id)
         asked = s.root / "asked"
-        after_run = "r vars\n" if undo else "vars\n"
+        after_run = "variables\nsnap\n" if undo else "variables\n"  # one request: the variables, then the snapshot
         for _ in range(1200):  # the kernel writes it between requests, when no notification comes: polled, bounded
             if asked.exists() and asked.read_text() == after_run:
                 break
