@@ -115,3 +115,35 @@ def test_a_launcher_s_tree_is_read_below_it(tmp_path: Path, how: str) -> None:
         assert file_maps.mapped([launcher.pid], root) == {"m.bin"}
     finally:
         _end(launcher)
+
+
+def test_a_small_tree_is_asked_quickly_and_a_large_one_left_to_a_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """undo.py asks on the event loop only where that is quick: the kernel answers PROCMAP_QUERY and the trees
+    hold at most QUICK_PROCESSES processes. Then it finds what `mapped` finds; else it answers None (asked in
+    a thread instead), never a partial list."""
+    if not file_maps.query_maps or not _kernel_answers_queries():
+        pytest.skip("this kernel has no PROCMAP_QUERY (Linux 6.11+)")
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "m.bin").write_bytes(b"\0" * 4096)
+    code = (
+        "import mmap, sys; f = open(sys.argv[1], 'r+b'); m = mmap.mmap(f.fileno(), 0); "
+        "print('ready', flush=True); sys.stdin.read()"
+    )
+    launcher = subprocess.Popen(
+        [sys.executable, "-c", f"import subprocess, sys; subprocess.run([sys.executable, '-c', {code!r}, sys.argv[1]])",
+         str(root / "m.bin")],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    )
+    try:
+        assert launcher.stdout is not None and launcher.stdout.readline() == b"ready\n"
+        assert file_maps.mapped_quickly([launcher.pid], root) == {"m.bin"} == file_maps.mapped([launcher.pid], root)
+        monkeypatch.setattr(file_maps, "QUICK_PROCESSES", 1)  # the launcher alone fits; its child does not
+        assert file_maps.mapped_quickly([launcher.pid], root) is None
+        monkeypatch.setattr(file_maps, "QUICK_PROCESSES", 12)
+        monkeypatch.setattr(file_maps, "query_maps", False)  # a kernel before 6.11: its maps are read in a thread
+        assert file_maps.mapped_quickly([launcher.pid], root) is None
+    finally:
+        _end(launcher)

@@ -8,8 +8,9 @@ writes stay unseen there (docs/architecture.md says so). Where the kernel answer
 later), it is asked for exactly those maps (shared, writable, of a file): it filters its own list, ~0.04 ms a
 process, against ~1.7 ms to have a kernel with pandas loaded format its ~720 lines of maps and read them
 (measured on a 2-core VM). Elsewhere, and whenever the query fails, the maps are read (the lines are parsed
-only when some map is shared and writable). Done in a thread, after a run; a run sent right behind that one
-waits for it (undo.py).
+only when some map is shared and writable). After each run (undo.py), and a run sent right behind that one
+waits for it: on the event loop where the query works and the trees are small (`mapped_quickly`), else in a
+thread.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ _WANTED = 0x02 | 0x08 | 0x20 | 0x10
 _NAME_MAX = 4096 + len(_DELETED) + 1  # a path (PATH_MAX), its " (deleted)", its NUL
 # False once the kernel said it has no such query (ENOTTY, EINVAL): the maps are read from then on.
 query_maps = fcntl is not None
+QUICK_PROCESSES = 12  # a tree of at most this many processes is asked on the event loop (mapped_quickly)
 
 
 def _cmdline(pid: int) -> bytes | None:
@@ -66,9 +68,10 @@ def _cmdline(pid: int) -> bytes | None:
         return None
 
 
-def _tree(roots: Iterable[int]) -> list[int]:
+def _tree(roots: Iterable[int], limit: int | None = None) -> list[int] | None:
     """The processes of the kernels' trees, without the forks that run the same program as their parent
-    (the variables' snapshots, kernels/snapshot_kernel.py: a copy of the kernel's maps, read once already)."""
+    (the variables' snapshots, kernels/snapshot_kernel.py: a copy of the kernel's maps, read once already).
+    None as soon as more than `limit` processes are in them."""
     found: list[int] = []
     pending = [(pid, None) for pid in roots]
     seen: set[int] = set()
@@ -76,6 +79,8 @@ def _tree(roots: Iterable[int]) -> list[int]:
         pid, parent_cmdline = pending.pop()
         if pid in seen:
             continue
+        if limit is not None and len(seen) >= limit:
+            return None
         seen.add(pid)
         cmdline = _cmdline(pid)
         if cmdline is None:
@@ -91,9 +96,27 @@ def mapped(roots: Iterable[int], root: Path) -> set[str]:
     trees under `roots` (the kernels' pids), outside the directories the tracker skips. Blocking."""
     if not os.path.isdir("/proc/self"):
         return set()
+    return _found(_tree(roots) or [], root)
+
+
+def mapped_quickly(roots: Iterable[int], root: Path) -> set[str] | None:
+    """`mapped`, where that is quick enough for the event loop: the kernel answers PROCMAP_QUERY and the trees
+    hold at most QUICK_PROCESSES processes (a kernel, its launcher, its snapshots: ~0.6 ms, most of it the
+    children lists of a kernel's ~12 threads, against ~1 ms in a thread on an idle loop and ~3 ms beside an
+    editor's messages). None else: the caller asks `mapped` in a thread."""
+    if not query_maps or not os.path.isdir("/proc/self"):
+        return None
+    pids = _tree(roots, QUICK_PROCESSES)
+    if pids is None:
+        return None
+    found = _found(pids, root)
+    return found if query_maps else None  # a kernel that turned out to have no such query: read in a thread
+
+
+def _found(pids: list[int], root: Path) -> set[str]:
     base = os.fsencode(os.path.realpath(root)) + b"/"
     found: set[str] = set()
-    for pid in _tree(roots):
+    for pid in pids:
         for path in _shared_writable(pid):
             # " (deleted)": the file was removed while mapped, unless a file of that very name is there.
             if not path.startswith(base) or (path.endswith(_DELETED) and not os.path.isfile(path)):
