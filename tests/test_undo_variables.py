@@ -256,6 +256,30 @@ async def test_kernel_code_that_closes_the_snapshots_comm_leaves_undo_working(se
     assert await value(s, "[x, 'y' in globals()]") == [1, False]
 
 
+async def test_an_array_in_shared_memory_is_named_not_taken_for_unchanged(session: Session) -> None:
+    """A fork does not copy memory mapped shared (multiprocessing.shared_memory, a file mapped writable): a
+    fork snapshot, and a pack made from it, see such an array as it is now. Undo names it, with why, where it
+    used to take the changed array for unchanged and say nothing; the private array beside it comes back."""
+    s = session
+    _run, status = await s.run_and_wait(
+        "import numpy as np\nfrom multiprocessing import shared_memory\n"
+        "shm = shared_memory.SharedMemory(create=True, size=1 << 20)\n"
+        "shared = np.ndarray((1 << 17,), dtype=np.float64, buffer=shm.buf)\nshared[:] = 1\n"
+        "private = np.ones(1 << 17)\nwhole = object()  # not small plain data: the snapshots are forks\n"
+    )
+    assert status["state"] == "ok", s.text(_run)
+    try:
+        _run, status = await s.run_and_wait("shared[:] = 2\nprivate[:] = 2")
+        assert status["state"] == "ok", s.text(_run)
+        result = await s.command(p.UNDO, {})
+        assert result["variablesRestored"] == ["private"], result
+        lost = {item["name"]: item["why"] for item in result["notRestorable"]}
+        assert "its memory is shared" in lost.get("variable shared", ""), result
+        assert await value(s, "[float(shared.sum()), float(private.sum())]") == [2.0 * (1 << 17), float(1 << 17)]
+    finally:
+        await s.run_and_wait("del shared\nshm.close()\nshm.unlink()")
+
+
 async def test_undo_of_the_run_that_created_them_removes_them(session: Session) -> None:
     s = session
     await s.run_and_wait("x = [1, 2]\ny = {'a': 1}")

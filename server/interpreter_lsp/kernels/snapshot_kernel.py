@@ -179,10 +179,14 @@ def _dumps(value: Any, *, fingerprinting: bool = False, sets: bool = False) -> t
     return out.getvalue(), buffers
 
 
-def _fingerprint(value: Any, *, sets: bool = False, crcs: dict[tuple[int, int], int] | None = None) -> str:
+def _fingerprint(
+    value: Any, *, sets: bool = False, crcs: dict[tuple[int, int], int] | None = None,
+    shared: list[tuple[int, int]] | None = None,
+) -> str:
     """A digest of the value's pickle (crc32 of each part and its length), or 'unpicklable: why'. `sets`: sets
     read by their contents, not their order (_SetsByContents). `crcs`: large buffers' crc32s by (address,
-    length), kept for a pack (which checks the buffers it puts back together against them)."""
+    length), kept for a pack (which checks the buffers it puts back together against them). `shared`: address
+    ranges of memory mapped shared and writable: a buffer in one makes the answer SHARED."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -190,8 +194,11 @@ def _fingerprint(value: Any, *, sets: bool = False, crcs: dict[tuple[int, int], 
     except Exception as exc:  # what pickle refuses: named, never rebuilt another way
         return f"unpicklable: {type(value).__name__} ({str(exc)[:120] or type(exc).__name__})"
     parts = [f"{len(data)}:{zlib.crc32(data):08x}"]
+    in_shared = False
     for buffer in buffers:
         raw = buffer.raw()
+        if shared and not in_shared and (start := _pages.address(raw)) is not None:
+            in_shared = any(start < end and start + raw.nbytes > begin for begin, end in shared)
         where = _pages.address(raw) if crcs is not None and raw.nbytes >= _pages.INLINE_BELOW else None
         crc = crcs.get((where, raw.nbytes)) if where is not None and crcs is not None else None
         if crc is None:
@@ -199,7 +206,23 @@ def _fingerprint(value: Any, *, sets: bool = False, crcs: dict[tuple[int, int], 
             if where is not None and crcs is not None:
                 crcs[(where, raw.nbytes)] = crc
         parts.append(f"{raw.nbytes}:{crc:08x}")
-    return ",".join(parts)
+    return SHARED if in_shared else ",".join(parts)
+
+
+SHARED = "shared"  # _fingerprint's answer for a value whose memory is mapped shared
+
+
+def _shared_ranges() -> list[tuple[int, int]]:
+    """The kernel's mappings that are shared and writable (a shared-memory array, a file mapped writable): a
+    fork does not copy them, so a fork snapshot (and a pack made from it) sees them as they are now (Linux)."""
+    ranges = []
+    with contextlib.suppress(OSError), open("/proc/self/maps", "rb") as maps:
+        for line in maps:
+            span, perms = line.split(b" ", 2)[:2]
+            if perms[1:2] == b"w" and perms[3:4] == b"s":
+                begin, end = span.split(b"-")
+                ranges.append((int(begin, 16), int(end, 16)))
+    return ranges
 
 
 def _main_class_of(value: Any) -> type | None:
@@ -322,9 +345,12 @@ def _recv(sock: socket.socket) -> list[bytearray]:
     return [_recv_exact(sock, size) for size in sizes]
 
 
-def _facts(ns: dict[str, Any], crcs: dict[tuple[int, int], int] | None = None) -> dict[str, Any]:
-    """What undo compares: each variable's fingerprint, identity, and class defined in the kernel."""
-    prints = {name: _fingerprint(value, crcs=crcs) for name, value in ns.items()}
+def _facts(
+    ns: dict[str, Any], crcs: dict[tuple[int, int], int] | None = None, shared: list[tuple[int, int]] | None = None
+) -> dict[str, Any]:
+    """What undo compares: each variable's fingerprint (SHARED for one in `shared` memory), identity, and class
+    defined in the kernel."""
+    prints = {name: _fingerprint(value, crcs=crcs, shared=shared) for name, value in ns.items()}
     classes = {name: [cls.__qualname__, id(cls)] for name, value in ns.items()
                if (cls := _main_class_of(value)) is not None}
     return {"prints": prints, "ids": {name: id(value) for name, value in ns.items()}, "classes": classes}
@@ -358,7 +384,7 @@ def _pack(sock: socket.socket, ns: dict[str, Any], request: dict[str, Any]) -> b
             os.nice(10)  # behind the kernel and its next run: nothing waits for a pack but memory
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                _pages.pack(fd, ns, lambda crcs: _facts(ns, crcs), _Pickler, int(request["against"]),
+                _pages.pack(fd, ns, lambda crcs: _facts(ns, crcs, _shared_ranges()), _Pickler, int(request["against"]),
                             [tuple(run) for run in request["inflow"]], limit)
             code = 0
         finally:
@@ -412,7 +438,7 @@ def _serve(sock: socket.socket) -> None:
         except EOFError:
             return
         if request["op"] == "fingerprints":
-            _send(sock, [json.dumps(_facts(ns)).encode()])
+            _send(sock, [json.dumps(_facts(ns, shared=_shared_ranges() if _pages is not None else None)).encode()])
         elif request["op"] == "values" and request.get("where") and _pages is not None:
             # Large buffers by where they are: the kernel reads them from this process's memory itself.
             data, buffers = _dumps({name: ns[name] for name in request["names"]})
@@ -788,7 +814,10 @@ def _compare(key: str) -> tuple[dict[str, str], list[str], list[str], list[dict[
     if kid is not None:
         _send(kid[1], [json.dumps({"op": "fingerprints"}).encode()])
     now = _names()
-    mine = {name: _fingerprint(value) for name, value in now.items()}  # while the snapshot computes its own
+    # A fork shares what is mapped shared with the kernel (and a pack took it from the fork later): it holds no
+    # copy of a value living there, whose fingerprints would agree whatever the runs did to it.
+    shared = _shared_ranges() if _pages is not None and (kid is not None or key in _packs) else None
+    mine = {name: _fingerprint(value, shared=shared) for name, value in now.items()}  # the snapshot computes its own
     if kid is not None:
         theirs = json.loads(bytes(_recv(kid[1])[0]))
     else:
@@ -796,6 +825,11 @@ def _compare(key: str) -> tuple[dict[str, str], list[str], list[str], list[dict[
     back, lost = [], []
     remove = sorted(set(now) - set(theirs["prints"]))
     for name, before in sorted(theirs["prints"].items()):
+        if before == SHARED or (name in now and mine[name] == SHARED):
+            lost.append({"name": name, "why": "its memory is shared (a shared-memory array, a file mapped writable): "
+                         "the snapshot holds no copy of it, so what it was before the run cannot come back; it "
+                         + ("stays as it is now" if name in now else "stays deleted")})
+            continue
         if name in now and before == mine[name] and not before.startswith("unpicklable"):
             continue  # unchanged (or another object of the same value)
         if (cls := theirs["classes"].get(name)) is not None:
