@@ -236,6 +236,29 @@ async def test_kernel_code_that_shuts_the_snapshots_socket_leaves_undo_working(s
     assert await value(s, "[x, 'y' in globals()]") == [1, False]
 
 
+@pytest.mark.skipif(portable_forced(), reason="a kernel on TCP (the portable paths) has no socket of its own")
+async def test_a_socket_the_kernel_stops_reading_costs_one_wait_then_the_comm_serves(session: Session) -> None:
+    """Kernel code can stop the kernel's loop reading the socket (it stays open, unanswered). The next run waits
+    for its snapshot once, SNAP_TIMEOUT, then the socket is closed and the calls go over the comm: that run is
+    undone with its variables, and the runs after it do not wait again."""
+    from interpreter_lsp.kernels.snapshots import SNAP_TIMEOUT
+
+    s = session
+    snapshots = "__import__('sys').modules['_interpreter_lsp_snapshots']"
+    _run, status = await s.run_and_wait(f"import asyncio\nasyncio.get_running_loop().remove_reader({snapshots}._calls)")
+    assert status["state"] == "ok", s.text(_run)
+    _run, status = await s.run_and_wait("x = 1")  # waits for the snapshot the socket never answers
+    assert status["state"] == "ok", s.text(_run)
+    started = asyncio.get_running_loop().time()
+    _run, status = await s.run_and_wait("x = 2\ny = [x]")
+    assert status["state"] == "ok", s.text(_run)
+    assert asyncio.get_running_loop().time() - started < SNAP_TIMEOUT, "the run waited for the socket again"
+    result = await s.command(p.UNDO, {})
+    assert result["variablesRestored"] == ["x"] and result["variablesRemoved"] == ["y"], result
+    assert result["notRestorable"] == [], result
+    assert await value(s, "[x, 'y' in globals()]") == [1, False]
+
+
 async def test_kernel_code_that_closes_the_snapshots_comm_leaves_undo_working(session: Session) -> None:
     """Behind the socket, the calls go over a comm (snapshots.open_calls); code of the user's (or a model's) can
     shut the one and close the other. The next snapshot finds no answer there and the calls go as execute

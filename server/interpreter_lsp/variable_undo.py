@@ -60,6 +60,7 @@ class _Snap:
     done: asyncio.Future[Any] | None = None  # the kernel's answer
     warmed: asyncio.Future[Any] | None = None  # the warm-up sent once it answered (snapshot_kernel.warm)
     awaited: bool = False  # a run is waiting for it
+    socket: snapshots.Calls | None = None  # the kernel's socket it was asked on, if it was
 
 
 @dataclass
@@ -120,7 +121,7 @@ class VariableUndo:
         except Exception as exc:  # the kernel is not running: undo names the variables, with this reason
             log.info("no snapshot of the variables: %s", exc)
             return None
-        snap = _Snap(kernel, key, TAKING, sent)
+        snap = _Snap(kernel, key, TAKING, sent, socket=comm if isinstance(comm, snapshots.Calls) else None)
 
         def finished(future: asyncio.Future[Any]) -> None:
             try:
@@ -179,6 +180,14 @@ class VariableUndo:
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(asyncio.shield(asyncio.gather(*pending, return_exceptions=True)),
                                            snapshots.SNAP_TIMEOUT)
+                if snap.socket is not None and snap.done is not None and not snap.done.done():
+                    # Asked on the kernel's socket, unanswered all that time (kernel code stopped its loop
+                    # reading it): closed, so that this snapshot fails now and the calls go over the comm,
+                    # rather than every run waiting this long.
+                    log.warning("the kernel's calls socket did not answer in %g s: calls go over the comm",
+                                snapshots.SNAP_TIMEOUT)
+                    snap.socket.close(f"the kernel's calls socket did not answer in {snapshots.SNAP_TIMEOUT:g} s")
+                    await asyncio.wait({snap.done}, timeout=1.0)
             if fresh or not _failed(snap) or (again := self._take(kernel)) is None:
                 break
             # The snapshot sent after the run before failed while this run waited (its comm gone, say): once

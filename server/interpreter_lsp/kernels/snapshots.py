@@ -94,6 +94,7 @@ class Calls:
         self._reader, self._writer = reader, writer
         self._waiting: collections.deque[asyncio.Future[ExecuteReply]] = collections.deque()
         self.closed = False
+        self._why_closed = "the kernel closed its calls socket"
         self._task = asyncio.ensure_future(self._read())
 
     def submit(self, calls: dict[str, tuple[str, Any]]) -> asyncio.Future[ExecuteReply]:
@@ -107,7 +108,7 @@ class Calls:
         return answered
 
     async def _read(self) -> None:
-        why = "the kernel closed its calls socket"
+        why = self._why_closed
         try:
             while True:
                 size = int.from_bytes(await self._reader.readexactly(4), "big")
@@ -128,6 +129,8 @@ class Calls:
             if not isinstance(exc, asyncio.IncompleteReadError):
                 why = f"the kernel's calls socket failed ({exc})"
         finally:
+            if self.closed:  # closed here (close): its reason
+                why = self._why_closed
             self.closed = True
             self._writer.close()
             while self._waiting:
@@ -135,7 +138,10 @@ class Calls:
                 if not answered.done():
                     answered.set_result(ExecuteReply("error", {"status": "error", "reason": why}))
 
-    def close(self) -> None:
+    def close(self, why: str = "the server closed the kernel's calls socket") -> None:
+        """What waits fails with `why`; nothing more is sent."""
+        if not self.closed:
+            self._why_closed = why
         self.closed = True
         self._task.cancel()
 
