@@ -96,8 +96,9 @@ def test_only_shared_writable_maps_of_workspace_files_are_found(tmp_path: Path, 
     assert file_maps.mapped([holder.pid], root) == set()  # gone: nothing, no error
 
 
-def test_a_launcher_s_tree_is_read_below_it(tmp_path: Path, how: str) -> None:
-    """The pool knows the launcher's pid, not the kernel's: the maps of its descendants are read."""
+def _a_launcher_whose_child_maps(tmp_path: Path) -> tuple[Path, subprocess.Popen[bytes]]:
+    """A workspace with m.bin, and a process (the kernel's launcher, as the pool knows it) whose child maps
+    m.bin writable and shared; once the child is ready."""
     root = tmp_path / "ws"
     root.mkdir()
     (root / "m.bin").write_bytes(b"\0" * 4096)
@@ -110,8 +111,14 @@ def test_a_launcher_s_tree_is_read_below_it(tmp_path: Path, how: str) -> None:
          str(root / "m.bin")],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
     )
+    assert launcher.stdout is not None and launcher.stdout.readline() == b"ready\n"
+    return root, launcher
+
+
+def test_a_launcher_s_tree_is_read_below_it(tmp_path: Path, how: str) -> None:
+    """The pool knows the launcher's pid, not the kernel's: the maps of its descendants are read."""
+    root, launcher = _a_launcher_whose_child_maps(tmp_path)
     try:
-        assert launcher.stdout is not None and launcher.stdout.readline() == b"ready\n"
         assert file_maps.mapped([launcher.pid], root) == {"m.bin"}
     finally:
         _end(launcher)
@@ -125,20 +132,8 @@ def test_a_small_tree_is_asked_quickly_and_a_large_one_left_to_a_thread(
     a thread instead), never a partial list."""
     if not file_maps.query_maps or not _kernel_answers_queries():
         pytest.skip("this kernel has no PROCMAP_QUERY (Linux 6.11+)")
-    root = tmp_path / "ws"
-    root.mkdir()
-    (root / "m.bin").write_bytes(b"\0" * 4096)
-    code = (
-        "import mmap, sys; f = open(sys.argv[1], 'r+b'); m = mmap.mmap(f.fileno(), 0); "
-        "print('ready', flush=True); sys.stdin.read()"
-    )
-    launcher = subprocess.Popen(
-        [sys.executable, "-c", f"import subprocess, sys; subprocess.run([sys.executable, '-c', {code!r}, sys.argv[1]])",
-         str(root / "m.bin")],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-    )
+    root, launcher = _a_launcher_whose_child_maps(tmp_path)
     try:
-        assert launcher.stdout is not None and launcher.stdout.readline() == b"ready\n"
         assert file_maps.mapped_quickly([launcher.pid], root) == {"m.bin"} == file_maps.mapped([launcher.pid], root)
         monkeypatch.setattr(file_maps, "QUICK_PROCESSES", 1)  # the launcher alone fits; its child does not
         assert file_maps.mapped_quickly([launcher.pid], root) is None

@@ -236,16 +236,22 @@ def test_a_pickle_that_never_ends_leaves_the_snapshot_a_fork(kernel: Kernel) -> 
     assert k.value("[sorted(M._packs), sorted(M._declined), 's1' in M._kids]") == [[], ["s1"], True]
 
 
+def _a_slow_pack_under_way(k: Kernel, seed: int, seconds: int, key: str) -> None:
+    """A 1,000,000-float `arr` (its crc32 in `first`), snapshot {key}1, a change, snapshot {key}2: {key}1 then
+    packs itself, each pack waiting `seconds` before it starts."""
+    k.run(f"import numpy as np, time\narr = np.random.default_rng({seed}).random(1_000_000)\nfirst = zlib.crc32(arr)\n"
+          "P = __import__('sys').modules['_interpreter_lsp_snapshot_pages']\n_slow = P.pack\n"
+          f"P.pack = lambda *a, **kw: (time.sleep({seconds}), _slow(*a, **kw))")
+    k.call("snap", f"{key}1")
+    k.run("arr[:10] = -1")
+    k.call("snap", f"{key}2")
+
+
 def test_an_undo_does_not_wait_for_a_pack_under_way(kernel: Kernel) -> None:
     """Packing a large namespace takes seconds (in the background): an undo that needs that snapshot gives the
     pack up, and restores from the fork at once."""
     k = kernel
-    k.run("import numpy as np, time\narr = np.random.default_rng(6).random(1_000_000)\nfirst = zlib.crc32(arr)\n"
-          "P = __import__('sys').modules['_interpreter_lsp_snapshot_pages']\n_slow = P.pack\n"
-          "P.pack = lambda *a, **kw: (time.sleep(60), _slow(*a, **kw))")
-    k.call("snap", "u1")
-    k.run("arr[:10] = -1")
-    k.call("snap", "u2")
+    _a_slow_pack_under_way(k, 6, 60, "u")
     assert k.value("M._packing") == ["u1"]
     started = time.perf_counter()
     answer = k.call("restore", "u1")
@@ -258,12 +264,7 @@ def test_a_pack_goes_on_when_its_snapshot_is_told_its_reader_is_done(kernel: Ker
     """The kernel tells a snapshot its reader is done ("sealed") whenever that happens, also while the snapshot
     packs itself: that message is not the kernel giving the pack up."""
     k = kernel
-    k.run("import numpy as np, time\narr = np.random.default_rng(8).random(1_000_000)\n"
-          "P = __import__('sys').modules['_interpreter_lsp_snapshot_pages']\n_slow = P.pack\n"
-          "P.pack = lambda *a, **kw: (time.sleep(2), _slow(*a, **kw))")
-    k.call("snap", "v1")
-    k.run("arr[:10] = -1")
-    k.call("snap", "v2")
+    _a_slow_pack_under_way(k, 8, 2, "v")
     k.run("M._send(M._live('v1')[1], [b'{\"op\": \"sealed\"}'])")
     k.call("settle", 0)
     assert k.value("[sorted(M._packs), sorted(M._declined)]") == [["v1"], []]

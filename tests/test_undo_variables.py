@@ -215,6 +215,20 @@ SHUT_CALLS = (
 )
 
 
+async def _undo_brings_x_back(s: Session, within: float | None = None) -> None:
+    """With x = 1 in the kernel: a run that rebinds x and creates y (within `within` seconds, if given) is undone
+    with its variables."""
+    started = asyncio.get_running_loop().time()
+    _run, status = await s.run_and_wait("x = 2\ny = [x]")
+    assert status["state"] == "ok", s.text(_run)
+    if within is not None:
+        assert asyncio.get_running_loop().time() - started < within, "the run waited for the socket again"
+    result = await s.command(p.UNDO, {})
+    assert result["variablesRestored"] == ["x"] and result["variablesRemoved"] == ["y"], result
+    assert result["notRestorable"] == [], result
+    assert await value(s, "[x, 'y' in globals()]") == [1, False]
+
+
 @pytest.mark.skipif(portable_forced(), reason="a kernel on TCP (the portable paths) has no socket of its own")
 async def test_kernel_code_that_shuts_the_snapshots_socket_leaves_undo_working(session: Session) -> None:
     """The calls after each run go over a socket of the kernel's (snapshots.open_socket); code in the kernel can
@@ -228,12 +242,7 @@ async def test_kernel_code_that_shuts_the_snapshots_socket_leaves_undo_working(s
     _run, status = await s.run_and_wait(SHUT_CALLS)
     assert status["state"] == "ok", s.text(_run)
     assert await value(s, f"{snapshots}._calls is None")
-    _run, status = await s.run_and_wait("x = 2\ny = [x]")
-    assert status["state"] == "ok", s.text(_run)
-    result = await s.command(p.UNDO, {})
-    assert result["variablesRestored"] == ["x"] and result["variablesRemoved"] == ["y"], result
-    assert result["notRestorable"] == [], result
-    assert await value(s, "[x, 'y' in globals()]") == [1, False]
+    await _undo_brings_x_back(s)
 
 
 @pytest.mark.skipif(portable_forced(), reason="a kernel on TCP (the portable paths) has no socket of its own")
@@ -249,14 +258,7 @@ async def test_a_socket_the_kernel_stops_reading_costs_one_wait_then_the_comm_se
     assert status["state"] == "ok", s.text(_run)
     _run, status = await s.run_and_wait("x = 1")  # waits for the snapshot the socket never answers
     assert status["state"] == "ok", s.text(_run)
-    started = asyncio.get_running_loop().time()
-    _run, status = await s.run_and_wait("x = 2\ny = [x]")
-    assert status["state"] == "ok", s.text(_run)
-    assert asyncio.get_running_loop().time() - started < SNAP_TIMEOUT, "the run waited for the socket again"
-    result = await s.command(p.UNDO, {})
-    assert result["variablesRestored"] == ["x"] and result["variablesRemoved"] == ["y"], result
-    assert result["notRestorable"] == [], result
-    assert await value(s, "[x, 'y' in globals()]") == [1, False]
+    await _undo_brings_x_back(s, within=SNAP_TIMEOUT)
 
 
 async def test_kernel_code_that_closes_the_snapshots_comm_leaves_undo_working(session: Session) -> None:
@@ -271,12 +273,7 @@ async def test_kernel_code_that_closes_the_snapshots_comm_leaves_undo_working(se
     assert status["state"] == "ok", s.text(_run)
     comms = "len(get_ipython().kernel.comm_manager.comms)"
     assert await value(s, comms) == 0
-    _run, status = await s.run_and_wait("x = 2\ny = [x]")
-    assert status["state"] == "ok", s.text(_run)
-    result = await s.command(p.UNDO, {})
-    assert result["variablesRestored"] == ["x"] and result["variablesRemoved"] == ["y"], result
-    assert result["notRestorable"] == [], result
-    assert await value(s, "[x, 'y' in globals()]") == [1, False]
+    await _undo_brings_x_back(s)
 
 
 async def test_an_array_in_shared_memory_is_named_not_taken_for_unchanged(session: Session) -> None:
