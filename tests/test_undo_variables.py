@@ -300,6 +300,31 @@ async def test_an_array_in_shared_memory_is_named_not_taken_for_unchanged(sessio
         await s.run_and_wait("del shared\nshm.close()\nshm.unlink()")
 
 
+async def test_shared_memory_held_inside_other_values_is_named_too(session: Session) -> None:
+    """Cases written after the code: a file mapped writable (numpy.memmap, whose pickle is a copy made in band)
+    held in a container, and a pandas DataFrame over shared memory (a block pickles a copy of its values). What a
+    value holds is read through its references, not through its pickle: both are named."""
+    s = session
+    _run, status = await s.run_and_wait(
+        "import numpy as np, pandas as pd\nfrom multiprocessing import shared_memory\n"
+        "mm = np.memmap('mapped.bin', dtype='float64', mode='w+', shape=(1 << 14,))\nmm[:] = 1\n"
+        "box = {'inner': [mm[:100]]}\n"
+        "shm = shared_memory.SharedMemory(create=True, size=1 << 20)\n"
+        "frame = pd.DataFrame(np.ndarray((256, 512), dtype=np.float64, buffer=shm.buf)[:, :4], copy=False)\n"
+        "frame[:] = 1.0\nwhole = object()  # not small plain data: the snapshots are forks\n"
+    )
+    assert status["state"] == "ok", s.text(_run)
+    try:
+        _run, status = await s.run_and_wait("mm[:] = 5\nnp.frombuffer(shm.buf, dtype=np.float64)[:] = 7")
+        assert status["state"] == "ok", s.text(_run)
+        result = await s.command(p.UNDO, {})
+        lost = {item["name"]: item["why"] for item in result["notRestorable"]}
+        for name in ("mm", "box", "frame"):
+            assert "its memory is shared" in lost.get(f"variable {name}", ""), (name, result)
+    finally:
+        await s.run_and_wait("del frame\nshm.close()\nshm.unlink()")
+
+
 async def test_undo_of_the_run_that_created_them_removes_them(session: Session) -> None:
     s = session
     await s.run_and_wait("x = [1, 2]\ny = {'a': 1}")

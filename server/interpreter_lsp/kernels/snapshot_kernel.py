@@ -126,6 +126,55 @@ def _code_key(code: types.CodeType) -> tuple[Any, ...]:
     return code.co_code, consts, code.co_names, code.co_varnames, code.co_freevars, code.co_cellvars
 
 
+# Not followed when looking for shared memory: what a value refers to without holding it (a function's module
+# globals are reached through the function: its closure and defaults are followed instead).
+_OPAQUE = (type, types.ModuleType, types.CodeType, types.FrameType, types.BuiltinFunctionType)
+
+
+def _reaches_shared(value: Any, shared: list[tuple[int, int]]) -> bool:
+    """Whether `value` or anything it holds (containers, instances' attributes, a function's closure and
+    defaults) exposes memory in `shared` runs. Read through references, not through the value's pickle: a
+    pickle may be made of a copy (a pandas block pickles one), which would hide the memory it holds."""
+    pending, seen = [value], set()
+    while pending:
+        obj = pending.pop()
+        if id(obj) in seen or isinstance(obj, _OPAQUE):
+            continue
+        seen.add(id(obj))
+        if _in_shared(obj, shared):
+            return True
+        if isinstance(obj, types.FunctionType):
+            for cell in obj.__closure__ or ():
+                with contextlib.suppress(ValueError):  # a cell not filled yet
+                    pending.append(cell.cell_contents)
+            pending.extend([*(obj.__defaults__ or ()), *(obj.__kwdefaults__ or {}).values()])
+        else:
+            pending.extend(gc.get_referents(obj))
+    return False
+
+
+def _in_shared(obj: Any, shared: list[tuple[int, int]]) -> bool:
+    """Whether memory `obj` itself exposes (a numpy array, a memmap, a view of either, any other contiguous
+    buffer of a type not built in) lies in `shared` runs."""
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and isinstance(obj, numpy.ndarray):
+        bounds = getattr(numpy, "byte_bounds", None) or numpy.lib.array_utils.byte_bounds
+        low, high = bounds(obj)
+    elif type(obj).__module__ == "builtins":  # their memory is the process's own (a memoryview: pickle refuses it)
+        return False
+    else:
+        try:
+            view = memoryview(obj)
+        except TypeError:
+            return False
+        with view:
+            low = _pages.address(view) if view.c_contiguous else None
+            if low is None:
+                return False
+            high = low + view.nbytes
+    return high > low and bool(_pages.intersect(_pages.page_runs([(low, high - low)]), shared))
+
+
 class _Pickler(pickle.Pickler):
     fingerprinting = False
 
@@ -187,6 +236,8 @@ def _fingerprint(
     read by their contents, not their order (_SetsByContents). `crcs`: large buffers' crc32s by (address,
     length), kept for a pack (which checks the buffers it puts back together against them). `shared`: address
     ranges of memory mapped shared and writable: a buffer in one makes the answer SHARED."""
+    if shared and _reaches_shared(value, shared):  # only where something is mapped shared (most kernels: nothing)
+        return SHARED
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -194,11 +245,8 @@ def _fingerprint(
     except Exception as exc:  # what pickle refuses: named, never rebuilt another way
         return f"unpicklable: {type(value).__name__} ({str(exc)[:120] or type(exc).__name__})"
     parts = [f"{len(data)}:{zlib.crc32(data):08x}"]
-    in_shared = False
     for buffer in buffers:
         raw = buffer.raw()
-        if shared and not in_shared and (start := _pages.address(raw)) is not None:
-            in_shared = any(start < end and start + raw.nbytes > begin for begin, end in shared)
         where = _pages.address(raw) if crcs is not None and raw.nbytes >= _pages.INLINE_BELOW else None
         crc = crcs.get((where, raw.nbytes)) if where is not None and crcs is not None else None
         if crc is None:
@@ -206,23 +254,10 @@ def _fingerprint(
             if where is not None and crcs is not None:
                 crcs[(where, raw.nbytes)] = crc
         parts.append(f"{raw.nbytes}:{crc:08x}")
-    return SHARED if in_shared else ",".join(parts)
+    return ",".join(parts)
 
 
-SHARED = "shared"  # _fingerprint's answer for a value whose memory is mapped shared
-
-
-def _shared_ranges() -> list[tuple[int, int]]:
-    """The kernel's mappings that are shared and writable (a shared-memory array, a file mapped writable): a
-    fork does not copy them, so a fork snapshot (and a pack made from it) sees them as they are now (Linux)."""
-    ranges = []
-    with contextlib.suppress(OSError), open("/proc/self/maps", "rb") as maps:
-        for line in maps:
-            span, perms = line.split(b" ", 2)[:2]
-            if perms[1:2] == b"w" and perms[3:4] == b"s":
-                begin, end = span.split(b"-")
-                ranges.append((int(begin, 16), int(end, 16)))
-    return ranges
+SHARED = "shared"  # _fingerprint's answer for a value whose memory is mapped shared (snapshot_pages.shared_writable)
 
 
 def _main_class_of(value: Any) -> type | None:
@@ -345,11 +380,10 @@ def _recv(sock: socket.socket) -> list[bytearray]:
     return [_recv_exact(sock, size) for size in sizes]
 
 
-def _facts(
-    ns: dict[str, Any], crcs: dict[tuple[int, int], int] | None = None, shared: list[tuple[int, int]] | None = None
-) -> dict[str, Any]:
-    """What undo compares: each variable's fingerprint (SHARED for one in `shared` memory), identity, and class
-    defined in the kernel."""
+def _facts(ns: dict[str, Any], crcs: dict[tuple[int, int], int] | None = None) -> dict[str, Any]:
+    """What undo compares, in a snapshot (a fork, or its pack): each variable's fingerprint (SHARED for one in
+    memory mapped shared, which the fork did not copy), identity, and class defined in the kernel."""
+    shared = _pages.shared_writable() if _pages is not None else None
     prints = {name: _fingerprint(value, crcs=crcs, shared=shared) for name, value in ns.items()}
     classes = {name: [cls.__qualname__, id(cls)] for name, value in ns.items()
                if (cls := _main_class_of(value)) is not None}
@@ -384,7 +418,7 @@ def _pack(sock: socket.socket, ns: dict[str, Any], request: dict[str, Any]) -> b
             os.nice(10)  # behind the kernel and its next run: nothing waits for a pack but memory
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                _pages.pack(fd, ns, lambda crcs: _facts(ns, crcs, _shared_ranges()), _Pickler, int(request["against"]),
+                _pages.pack(fd, ns, lambda crcs: _facts(ns, crcs), _Pickler, int(request["against"]),
                             [tuple(run) for run in request["inflow"]], limit)
             code = 0
         finally:
@@ -438,7 +472,7 @@ def _serve(sock: socket.socket) -> None:
         except EOFError:
             return
         if request["op"] == "fingerprints":
-            _send(sock, [json.dumps(_facts(ns, shared=_shared_ranges() if _pages is not None else None)).encode()])
+            _send(sock, [json.dumps(_facts(ns)).encode()])
         elif request["op"] == "values" and request.get("where") and _pages is not None:
             # Large buffers by where they are: the kernel reads them from this process's memory itself.
             data, buffers = _dumps({name: ns[name] for name in request["names"]})
@@ -816,7 +850,7 @@ def _compare(key: str) -> tuple[dict[str, str], list[str], list[str], list[dict[
     now = _names()
     # A fork shares what is mapped shared with the kernel (and a pack took it from the fork later): it holds no
     # copy of a value living there, whose fingerprints would agree whatever the runs did to it.
-    shared = _shared_ranges() if _pages is not None and (kid is not None or key in _packs) else None
+    shared = _pages.shared_writable() if _pages is not None and (kid is not None or key in _packs) else None
     mine = {name: _fingerprint(value, shared=shared) for name, value in now.items()}  # the snapshot computes its own
     if kid is not None:
         theirs = json.loads(bytes(_recv(kid[1])[0]))

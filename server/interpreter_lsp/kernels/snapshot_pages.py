@@ -128,17 +128,32 @@ def address(view: memoryview) -> int | None:
             return None
 
 
-def _private_anonymous(pid: int | str = "self") -> Runs:
-    """A process's readable, private, anonymous mappings: the memory a fork copies on write. A buffer
-    elsewhere (a file mapped by numpy.memmap: shared, the same in every fork) is copied into the pack."""
+def _mappings(pid: int | str, wanted: Callable[[list[str]], bool]) -> Runs:
+    """A process's mappings whose /proc/<pid>/maps fields (address, perms, offset, device, inode...) `wanted`
+    takes."""
     spans = []
     with open(f"/proc/{pid}/maps") as maps:
         for line in maps:
             fields = line.split()
-            if fields[1][0] == "r" and fields[1][3] == "p" and fields[4] == "0":
+            if wanted(fields):
                 low, high = fields[0].split("-")
                 spans.append((int(low, 16), int(high, 16)))
     return _merge(sorted(spans))
+
+
+def _private_anonymous(pid: int | str = "self") -> Runs:
+    """A process's readable, private, anonymous mappings: the memory a fork copies on write. A buffer
+    elsewhere (a file mapped by numpy.memmap: shared, the same in every fork) is copied into the pack."""
+    return _mappings(pid, lambda fields: fields[1][0] == "r" and fields[1][3] == "p" and fields[4] == "0")
+
+
+def shared_writable() -> Runs:
+    """This process's shared, writable mappings (a shared-memory array, a file mapped writable): a fork does not
+    copy them, so a fork (and a pack made from it) sees what lives there as it is now; none if unreadable."""
+    try:
+        return _mappings("self", lambda fields: fields[1][1] == "w" and fields[1][3] == "s")
+    except OSError:
+        return []
 
 
 def places(views: list[memoryview]) -> list[list[int] | None]:
