@@ -104,11 +104,21 @@ def children_of(pid: int) -> list[int]:
     except OSError:
         return found
     for task in tasks:
+        # os.open/os.read, not open(): a text file object costs ~20 us to build, and a kernel has ~12 threads
+        # whose lists are read after every run (file_maps: 0.25 ms a kernel against 0.12 ms).
         try:
-            with open(f"/proc/{pid}/task/{task}/children") as handle:
-                found.extend(int(child) for child in handle.read().split())
+            fd = os.open(f"/proc/{pid}/task/{task}/children", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            listed = b""
+            while chunk := os.read(fd, 1 << 16):
+                listed += chunk
+            found.extend(int(child) for child in listed.split())
         except (OSError, ValueError):
             continue
+        finally:
+            os.close(fd)
     return found
 
 
