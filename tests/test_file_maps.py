@@ -142,3 +142,41 @@ def test_a_small_tree_is_asked_quickly_and_a_large_one_left_to_a_thread(
         assert file_maps.mapped_quickly([launcher.pid], root) is None
     finally:
         _end(launcher)
+
+
+async def test_the_maps_read_as_a_run_ends_serve_its_warm_up_and_the_next_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The workspace reads the kernels' maps once a run's final status has left and before the kernel forks
+    for its variables' snapshot (FileUndo.look_at_maps: a fork holds the lock a read of the kernel's maps
+    takes). The warm-up after the run and a run sent right behind use that read: one read a run, not three."""
+    if not file_maps.query_maps or not _kernel_answers_queries():
+        pytest.skip("this kernel has no PROCMAP_QUERY (Linux 6.11+)")
+    from interpreter_lsp.preimages import PreimageStore
+    from interpreter_lsp.undo import FileUndo
+
+    root, launcher = _a_launcher_whose_child_maps(tmp_path)
+    reads: list[set[str] | None] = []
+    quickly = file_maps.mapped_quickly
+
+    def counted(pids: list[int], where: Path) -> set[str] | None:
+        reads.append(found := quickly(pids, where))
+        return found
+
+    monkeypatch.setattr(file_maps, "mapped_quickly", counted)
+    monkeypatch.setattr(file_maps, "mapped", lambda *_: pytest.fail("read again in a thread"))
+    try:
+        undo = FileUndo(root, PreimageStore(root, tmp_path / "store"), kernel_pids=lambda: [launcher.pid])
+        await undo.before_run("r1")
+        assert reads == []  # no run has ended yet: nothing to look for
+        undo.run_finished("r1", [], None)
+        undo.look_at_maps()  # as Workspace._after_code does, right after the final status
+        assert reads == [{"m.bin"}]
+        await undo.before_run("r2")  # sent right behind: the warm-up is under way
+        await undo.settled()
+        assert reads == [{"m.bin"}]
+        undo.run_finished("r2", [], None)
+        undo.look_at_maps()
+        assert reads == [{"m.bin"}, {"m.bin"}]  # each run's end is read anew
+    finally:
+        _end(launcher)

@@ -161,10 +161,33 @@ class FileUndo:
         them (both in threads on a 2-core machine: ~2.5 ms each for a kernel with pandas loaded)."""
         run = self._map_check
         reading = self._maps_reading
-        if run is None or reading is None or reading[0] != run or reading[1].done():
+        # A read after this run, under way or done (`look_at_maps`, the warm-up's), is the maps as it left them.
+        if run is None or reading is None or reading[0] != run or reading[1].cancelled():
             reading = (run, asyncio.ensure_future(self._read_maps_now()))
             self._maps_reading = reading
         await asyncio.shield(reading[1])
+
+    def look_at_maps(self) -> None:
+        """The maps as the run that just ended left them, read now where that is quick (file_maps.mapped_quickly),
+        after its final status left and before the kernel is asked for its variables' snapshot: that snapshot
+        forks the kernel, and a fork holds the lock of the kernel's memory map that reading its maps takes
+        (measured: 0.22 ms a look beside an idle kernel, 0.37 ms beside one forking). Else the warm-up reads
+        them (`_read_maps`)."""
+        run = self._map_check
+        if run is None or self._kernel_pids is None or not (pids := [pid for pid in self._kernel_pids() if pid]):
+            return
+        from . import file_maps
+
+        try:
+            mapped = file_maps.mapped_quickly(pids, self.root)
+        except Exception:  # never in a run's way: the warm-up reads them
+            log.exception("reading the kernels' memory maps failed")
+            return
+        if mapped is not None:
+            self._mapped = mapped
+            done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            done.set_result(None)
+            self._maps_reading = (run, done)
 
     async def _read_maps_now(self) -> None:
         pids = [pid for pid in (self._kernel_pids() if self._kernel_pids is not None else []) if pid]

@@ -806,7 +806,9 @@ class Workspace:
         """A run's reply arrived: the variables, which the next chat tells the model, are asked now, off the
         chat's path: with the snapshot of the state the run left, or alone (variables undo off). One kernel
         round trip after a run, after its final status: while the user reads; back to back, while the next
-        run's own start (its files' barrier and pre-images) goes on."""
+        run's own start (its files' barrier and pre-images) goes on. The kernels' memory maps are read just
+        before (FileUndo.look_at_maps): the snapshot forks the kernel, which slows a read of its maps."""
+        self.file_undo.look_at_maps()
         self._ask_variables(kernel, self.variable_undo.after_run(run_id, kernel, reply))
 
     def _ask_variables(self, kernel: KernelBackend, sent: asyncio.Future[ExecuteReply] | None) -> None:
