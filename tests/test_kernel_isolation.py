@@ -546,22 +546,30 @@ def test_a_launcher_whose_server_died_as_it_started_starts_no_kernel(tmp_path: P
     closed as the kernel started): the launcher's parent is then init, or a subreaper, which it used to take
     for the sandbox's init or watch instead of the server, and the kernel outlived the server. Given the
     server's pid, it starts nothing and says why."""
-    import select
+    prefix = "command(Limits(), parent=os.getpid()) + kernel"
+    _starts_nothing(*_the_server_dies_before_it_starts(tmp_path, prefix, "()"))
 
-    from interpreter_lsp.kernels.launcher import Limits, command
 
-    marker = tmp_path / f"kernel ran {uuid.uuid4().hex}"
+def _the_server_dies_before_it_starts(tmp_path: Path, prefix_code: str, pass_fds: str) -> tuple[int, Path, Path]:
+    """A "server" starts a shell that waits until the server is gone and only then becomes `prefix_code`'s
+    command line (exec: the same process, whose parent is whatever adopted it), prints that pid, and exits.
+    The kernel it would start touches a marker in the workspace. Returns (pid, marker, stderr's file)."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir(exist_ok=True)
+    marker = workspace / f"kernel ran {uuid.uuid4().hex}"
     errors = tmp_path / "launcher.err"
-    # The "server": starts a shell that waits until the server is gone and only then becomes the launcher (exec:
-    # the same process, so its parent is whatever adopted it), prints that pid, and exits.
     server = textwrap.dedent(f"""
         import os, subprocess, sys
+        from pathlib import Path
+        from interpreter_lsp.kernels.launcher import Limits, command
+        from interpreter_lsp.kernels.sandbox import SandboxConfig, wrap_command
+        lifeline, _write_end = os.pipe()  # the write end: this process's only, closed as it exits
         wait = 'while kill -0 {{}} 2>/dev/null; do sleep 0.02; done; exec "$@"'.format(os.getpid())
-        prefix = {command(Limits(), parent=None)!r}[:-1] + ["--parent", str(os.getpid()), "--"]
         kernel = ["sh", "-c", 'touch "$0"; exec sleep 300', {str(marker)!r}]
+        argv = {prefix_code}
         with open({str(errors)!r}, "wb") as err:
             launcher = subprocess.Popen(
-                ["sh", "-c", wait, "sh", *prefix, *kernel],
+                ["sh", "-c", wait, "sh", *argv], pass_fds={pass_fds},
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
             )
         print(launcher.pid, flush=True)
@@ -569,7 +577,12 @@ def test_a_launcher_whose_server_died_as_it_started_starts_no_kernel(tmp_path: P
     """)
     started = subprocess.run([sys.executable, "-c", server], capture_output=True, text=True, timeout=DEFAULT_WAIT)
     assert started.returncode == 0, started.stderr
-    pid = int(started.stdout)
+    return int(started.stdout), marker, errors
+
+
+def _starts_nothing(pid: int, marker: Path, errors: Path) -> None:
+    import select
+
     try:
         fd = os.pidfd_open(pid)
     except ProcessLookupError:
@@ -585,3 +598,17 @@ def test_a_launcher_whose_server_died_as_it_started_starts_no_kernel(tmp_path: P
             os.close(fd)
         with contextlib.suppress(ProcessLookupError):  # a launcher that started its kernel: its whole group
             os.killpg(pid, signal.SIGKILL)
+
+
+@needs_bwrap
+def test_a_sandboxed_kernel_whose_server_died_as_bubblewrap_started_starts_no_kernel(tmp_path: Path) -> None:
+    """Without a cgroup there is no launcher before bubblewrap to look at its parent, and bubblewrap's
+    --die-with-parent is set in its child: a server that died before that left it watching init, and the
+    kernel ran on with no server. The launcher inside is handed the read end of a pipe whose write end only
+    the server holds (its lifeline): ended already, it starts nothing and says why."""
+    prefix = (
+        "wrap_command(kernel, dict(os.environ), SandboxConfig(Path({ws!r}), Path({rt!r})), "
+        "command(Limits(), lifeline=lifeline))[0]"
+    ).format(ws=str(tmp_path / "ws"), rt=str(tmp_path / "runtime"))
+    (tmp_path / "runtime").mkdir(mode=0o700)
+    _starts_nothing(*_the_server_dies_before_it_starts(tmp_path, prefix, "(lifeline,)"))

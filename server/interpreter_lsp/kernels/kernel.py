@@ -119,6 +119,9 @@ class Kernel:
         self._exit_cause: str | None = None  # the process exited while starting: why (for _wait_ready)
         self.death_cause: str | None = None  # why it died last, once it had been running
         self._quietly_dead = False  # its last start failed and may be tried again (_failed_quietly)
+        # (read end, write end) of the launcher's lifeline (launcher.py --lifeline): the write end stays here
+        # only, so the launcher sees it end when this process does, however it ends. Kept for restarts.
+        self._lifeline: tuple[int, int] | None = None
 
     # ---- life cycle ------------------------------------------------------------------------------
 
@@ -133,11 +136,15 @@ class Kernel:
             # In the sandbox /sys is read-only: bubblewrap itself is started in the cgroup.
             # The launcher inside sees bubblewrap's init as its parent (a PID namespace of its own): only the
             # one that joins the cgroup, outside, can check that the server is still its parent.
-            prefix = launcher.command(self.limits) if os.name == "posix" else []
-            joined = launcher.join_command(cgroup, os.getpid()) if cgroup else []
+            # The lifeline reaches the launcher inside (bubblewrap passes descriptors through): a server that
+            # died before bubblewrap set --die-with-parent leaves it ended, and no kernel starts.
+            lifeline = self._lifeline[0] if self._lifeline is not None else None
+            prefix = launcher.command(self.limits, lifeline=lifeline) if os.name == "posix" else []
+            joined = launcher.join_command(cgroup, os.getpid(), lifeline) if cgroup else []
             return [*joined, *self._command_wrapper(cmd, self._runtime_dir, prefix)]
         # The server's pid: a launcher started just as the server died would otherwise watch init instead.
-        return [*(launcher.command(self.limits, cgroup, os.getpid()) if os.name == "posix" else []), *cmd]
+        lifeline = self._lifeline[0] if self._lifeline is not None else None
+        return [*(launcher.command(self.limits, cgroup, os.getpid(), lifeline) if os.name == "posix" else []), *cmd]
 
     def _make_cgroup(self, tag: str) -> None:
         if self._cgroup_root is None or self.cgroup is not None:
@@ -175,6 +182,8 @@ class Kernel:
             self._set_state("dead", str(exc))
             raise
         self._make_cgroup(tag)
+        if os.name == "posix" and self._lifeline is None:
+            self._lifeline = os.pipe()  # not inheritable: only the launcher gets its read end (pass_fds)
         self._context = new_context()
         km = manager_class()(
             context=self._context,
@@ -207,6 +216,7 @@ class Kernel:
                 stdout=subprocess.DEVNULL,
                 stdin=subprocess.DEVNULL,
                 stderr=self._stderr.fd,
+                **({"pass_fds": (self._lifeline[0],)} if self._lifeline is not None else {}),
             )
         except Exception as exc:
             with contextlib.suppress(Exception):
@@ -404,6 +414,11 @@ class Kernel:
         if self._stderr is not None:
             self._stderr.close()
             self._stderr = None
+        if self._lifeline is not None:
+            for fd in self._lifeline:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            self._lifeline = None
         with contextlib.suppress(OSError):
             self._runtime_dir.rmdir()  # empty once jupyter_client removed the connection file and sockets
         await cgroups.remove_when_empty(self.cgroup)

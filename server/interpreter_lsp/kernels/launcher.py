@@ -25,7 +25,12 @@ standard library only (inside the sandbox the server's packages may be out of si
   the way the kernel did (same exit code, or the same signal), so the server can tell why it ended;
 - with `--parent PID` (the server's pid: outside the sandbox), starts nothing when its parent is no longer
   that process: the server died while the launcher started (its parent is then init or a subreaper, which
-  the launcher would otherwise have watched instead, and the kernel would have outlived the server).
+  the launcher would otherwise have watched instead, and the kernel would have outlived the server);
+- with `--lifeline FD`, an inherited descriptor: the read end of a pipe whose only write end the server holds,
+  which reads as ended (EOF) once the server has exited, however it exited and whatever PID namespace lies
+  between (bubblewrap passes it through): the launcher starts nothing when it has ended already (the server
+  died before bubblewrap could set --die-with-parent, which then never fires), and ends the kernel's tree when
+  it ends later. The kernel itself does not inherit it.
 
 SIGINT (an interrupt: jupyter_client signals the whole process group) is ignored here and left to the
 kernel. The server calls `kill_descendants` itself before it kills or restarts a kernel: jupyter_client
@@ -73,21 +78,39 @@ class Limits:
         return out
 
 
-def command(limits: Limits, cgroup: str | None = None, parent: int | None = None) -> list[str]:
+def command(
+    limits: Limits, cgroup: str | None = None, parent: int | None = None, lifeline: int | None = None
+) -> list[str]:
     """The prefix that runs a kernel's command line under the launcher (the server's interpreter, isolated
     mode, no site: nothing of the workspace's or the user's Python set-up is imported by it), in `cgroup`.
-    `parent`: the pid the launcher's parent must be (the server's), where the two share a PID namespace."""
+    `parent`: the pid the launcher's parent must be (the server's), where the two share a PID namespace.
+    `lifeline`: the descriptor (passed to the child as is) that ends when the server does."""
     join = ["--join", cgroup] if cgroup else []
-    return [sys.executable, "-I", "-S", os.path.abspath(__file__), *join, *_parent(parent), *limits.arguments(), "--"]
+    return [sys.executable, "-I", "-S", os.path.abspath(__file__), *join, *_parent(parent, lifeline),
+            *limits.arguments(), "--"]
 
 
-def join_command(cgroup: str, parent: int | None = None) -> list[str]:
+def join_command(cgroup: str, parent: int | None = None, lifeline: int | None = None) -> list[str]:
     """The prefix that runs a command (bubblewrap) in `cgroup`, in the same process."""
-    return [sys.executable, "-I", "-S", os.path.abspath(__file__), "--join", cgroup, *_parent(parent), "--exec", "--"]
+    return [sys.executable, "-I", "-S", os.path.abspath(__file__), "--join", cgroup, *_parent(parent, lifeline),
+            "--exec", "--"]
 
 
-def _parent(pid: int | None) -> list[str]:
-    return ["--parent", str(pid)] if pid is not None else []
+def _parent(pid: int | None, lifeline: int | None = None) -> list[str]:
+    return [*(["--parent", str(pid)] if pid is not None else []),
+            *(["--lifeline", str(lifeline)] if lifeline is not None else [])]
+
+
+def _ended(lifeline: int | None) -> bool:
+    """The server's end of the lifeline is closed: the server has exited. The server never writes to it, so
+    a lifeline that reads at all has ended (EOF); one that is not a descriptor here counts as ended too."""
+    if lifeline is None:
+        return False
+    try:
+        ready, _, _ = select.select([lifeline], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(ready)
 
 
 def join(cgroup: str) -> None:
@@ -229,15 +252,15 @@ def _orphaned(expected: int | None) -> bool:
     return expected is not None and os.getppid() != expected
 
 
-def _wait(child: int, parent_fd: int | None, expected: int | None = None) -> int:
+def _wait(child: int, parent_fd: int | None, expected: int | None = None, lifeline: int | None = None) -> int:
     """Reap every child (orphans re-parented here included) until `child` exits; its wait status.
-    If the parent exits first, the kernel's whole tree is killed."""
+    If the parent exits first (its pidfd, or the lifeline's end), the kernel's whole tree is killed."""
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
     os.set_blocking(wake_read, False)
     signal.set_wakeup_fd(wake_write)
     signal.signal(signal.SIGCHLD, lambda *_: None)
-    watched = [wake_read] + ([parent_fd] if parent_fd is not None else [])
+    watched = [wake_read] + [fd for fd in (parent_fd, lifeline) if fd is not None]
     parent = expected if expected is not None else os.getppid()
     # Without a pidfd (macOS, Linux before 5.3) the parent is looked at once a second: not a hot path. A
     # parent that is pid 1 is the sandbox's own init (its PID namespace ends with it): nothing to watch.
@@ -257,11 +280,11 @@ def _wait(child: int, parent_fd: int | None, expected: int | None = None) -> int
             while os.read(wake_read, 512):
                 pass
         gone = parent_fd in ready if parent_fd is not None else timeout is not None and os.getppid() != parent
-        if gone:
+        if gone or (lifeline is not None and lifeline in ready):
             kill_descendants(os.getpid())
             with contextlib.suppress(OSError):
                 os.kill(child, signal.SIGKILL)  # where there is no /proc to walk: the kernel at least
-            parent_fd, timeout, watched = None, None, [wake_read]
+            parent_fd, lifeline, timeout, watched = None, None, None, [wake_read]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -273,6 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--exec", action="store_true")
     parser.add_argument("--no-keyring", default=None)
     parser.add_argument("--parent", type=int, default=None)
+    parser.add_argument("--lifeline", type=int, default=None)
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -285,7 +309,8 @@ def main(argv: list[str] | None = None) -> int:
             sys.stderr.write(f"interpreter-lsp launcher: cannot join the cgroup {args.join}: {error}\n")
             return 126
     if args.exec:
-        if _orphaned(args.parent):  # bubblewrap's --die-with-parent would watch init: start nothing
+        # bubblewrap's --die-with-parent would watch init: start nothing
+        if _orphaned(args.parent) or _ended(args.lifeline):
             sys.stderr.write(_GONE)
             return 1
         try:
@@ -303,15 +328,18 @@ def main(argv: list[str] | None = None) -> int:
     _become_subreaper()
     parent_fd = _watch_parent(args.parent)
     # Looked at once the pidfd is open: a parent that is still ours then is the process the pidfd watches.
-    if _orphaned(args.parent):
+    # Inside the sandbox the lifeline says it: the server may have died before bubblewrap set --die-with-parent.
+    if _orphaned(args.parent) or _ended(args.lifeline):
         sys.stderr.write(_GONE)
         return 1
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     child = os.fork()
     if child == 0:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
-        if parent_fd is not None:
-            os.close(parent_fd)
+        for fd in (parent_fd, args.lifeline):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
         # The kernel's parent poller watches us, not the server (we watch the server).
         os.environ["JPY_PARENT_PID"] = str(os.getppid())
         try:
@@ -320,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
             sys.stderr.write(f"interpreter-lsp launcher: cannot run {command[0]}: {error}\n")
             os._exit(127)
     signal.signal(signal.SIGTERM, lambda signum, _frame: os.kill(child, signum))
-    status = _wait(child, parent_fd, args.parent)
+    status = _wait(child, parent_fd, args.parent, args.lifeline)
     kill_descendants(os.getpid())
     with contextlib.suppress(ChildProcessError):
         while os.waitpid(-1, 0)[0]:
