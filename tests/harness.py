@@ -19,7 +19,7 @@ import pytest
 from lsprotocol import types as t
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, default_converter
 from pytest_lsp import client_capabilities
-from pytest_lsp.client import LanguageClient, register_lsp_features
+from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, LanguageClient, register_lsp_features
 
 from interpreter_lsp import code_cache
 from interpreter_lsp import protocol as p
@@ -61,6 +61,7 @@ class Session:
         self.init_result: t.InitializeResult | None = None
         for method in p.ALL_NOTIFICATIONS:
             client.feature(method)(self._recorder(method))
+        client.on_progress = [lambda: asyncio.get_running_loop().create_task(self._notify())]  # type: ignore[attr-defined]
 
         async def answer_input(params: Any) -> dict[str, Any] | None:
             return await self._answer_input(params)
@@ -191,7 +192,15 @@ def _json_converter():
 
 def make_client() -> LanguageClient:
     client = LanguageClient(converter_factory=_json_converter)
-    register_lsp_features(client)
+    keep_reports = DEFAULT_CLIENT_FEATURES[t.PROGRESS]
+
+    def progress(client: LanguageClient, params: t.ProgressParams) -> None:
+        """pytest-lsp's (client.progress_reports), and a session's waits re-check (Session.wait_for)."""
+        keep_reports(client, params)
+        for changed in getattr(client, "on_progress", ()):
+            changed()
+
+    register_lsp_features(client, {**DEFAULT_CLIENT_FEATURES, t.PROGRESS: progress})
     return client
 
 

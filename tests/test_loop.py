@@ -511,3 +511,36 @@ async def test_the_variables_are_asked_right_after_each_run(
         assert asked.read_text() == after_run
     finally:
         await stop_session(s)
+
+
+async def test_the_installed_kernels_languages_reach_the_model_without_holding_the_server(
+    workspace_root: Path, home: Path, model: ScriptedModel
+) -> None:
+    """The system prompt names the languages of the installed kernelspecs. Listing them waits for
+    jupyter_client's import, and a chat sent as the server started held the event loop for it (~0.2 s of its
+    first delta). They are listed in a thread while the python kernel starts; once that start is over (its
+    progress ended), every request names them."""
+    from lsprotocol.types import WorkDoneProgressEnd
+
+    data = home / "jupyter data"
+    spec = data / "kernels" / "fake-r"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(
+        json.dumps({"argv": ["false", "{connection_file}"], "display_name": "Fake R", "language": "R"})
+    )
+    s = await start_session(
+        workspace_root, home, configuration=model_settings(model), env={"JUPYTER_PATH": str(data)}
+    )
+    try:
+        await s.wait_for(
+            lambda: any(isinstance(report, WorkDoneProgressEnd)
+                        for reports in s.client.progress_reports.values() for report in reports),
+            DEFAULT_WAIT, "the python kernel's start",
+        )
+        model.reply("Noted.")
+        turn = (await s.command(p.CHAT, {"text": "which languages can you run?"}))["turnId"]
+        await turn_end(s, turn)
+        system = model.wait_requests(1, 60)[0]["messages"][0]["content"]
+        assert "Languages: python, shell, r." in system, system
+    finally:
+        await stop_session(s)

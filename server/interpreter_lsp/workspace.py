@@ -210,6 +210,7 @@ class Workspace:
         self._settings_loaded = asyncio.Event()
         self._restart_task: asyncio.Future[None] | None = None
         self._languages: list[str] | None = None
+        self._listing: asyncio.Future[None] | None = None  # the kernelspecs' listing, once started
         # The python kernel's variables, kept until the next python run or restart (a chat after a chat
         # does not ask the kernel again).
         self._variables: list[dict[str, Any]] | None = None
@@ -346,14 +347,25 @@ class Workspace:
         return lang
 
     def available_languages(self) -> list[str]:
+        """python, shell and the languages of the installed kernelspecs. Never waits: the listing waits for
+        jupyter_client's import (kernels/connection.wait_loaded), and a chat sent as the server starts held
+        the event loop for it (~0.2 s of its first delta, measured). Until the listing (warm_up's, in a
+        thread) is done, python and shell; it is started here if nothing started it."""
         if self._languages is None:
-            try:
-                extra = sorted(set(installed_languages()) - {PYTHON, SHELL})
-            except Exception:
-                log.exception("listing the installed kernelspecs failed")
-                extra = []
-            self._languages = [PYTHON, SHELL, *extra]
+            if self._listing is None:
+                with contextlib.suppress(RuntimeError):  # no loop (a unit test): listed when asked again
+                    self._listing = asyncio.get_running_loop().create_task(self._list_languages())
+            return [PYTHON, SHELL]
         return self._languages
+
+    def _list_installed(self) -> None:
+        """Blocking (in a thread): the installed kernelspecs' languages, kept."""
+        try:
+            extra = sorted(set(installed_languages()) - {PYTHON, SHELL})
+        except Exception:
+            log.exception("listing the installed kernelspecs failed")
+            extra = []
+        self._languages = [PYTHON, SHELL, *extra]
 
     def remote_directory(self) -> str | None:
         """Where a gateway's kernel runs code (the model is told, not the local workspace): asked of the
@@ -685,19 +697,19 @@ class Workspace:
         return [pid for entry in self.pool.status() if isinstance(pid := entry.get("pid"), int)]
 
     async def warm_up(self) -> None:
-        """The python kernel started, and meanwhile the installed kernelspecs listed off the loop (the first
-        chat's system prompt names them: read on the loop, they held it ~10-20 ms, and waited for
-        jupyter_client's import)."""
-        listing = asyncio.ensure_future(self._list_languages())
+        """The python kernel started, and meanwhile the installed kernelspecs listed off the loop (the
+        system prompt names them; `available_languages`)."""
+        if self._listing is None:
+            self._listing = asyncio.ensure_future(self._list_languages())
+        listing = self._listing
         try:
             await self.pool.kernel(PYTHON)
         finally:
-            await listing
+            await asyncio.shield(listing)
 
     async def _list_languages(self) -> None:
         # In a thread: the listing waits there for jupyter_client's import (kernels/connection.wait_loaded).
-        with contextlib.suppress(Exception):  # available_languages says it, when it is asked
-            await asyncio.to_thread(self.available_languages)
+        await asyncio.to_thread(self._list_installed)
 
     async def warm_up_model(self) -> None:
         """Load the model library ahead of the first chat, but only when a chat can happen: a model is
