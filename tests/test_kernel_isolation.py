@@ -612,3 +612,43 @@ def test_a_sandboxed_kernel_whose_server_died_as_bubblewrap_started_starts_no_ke
     ).format(ws=str(tmp_path / "ws"), rt=str(tmp_path / "runtime"))
     (tmp_path / "runtime").mkdir(mode=0o700)
     _starts_nothing(*_the_server_dies_before_it_starts(tmp_path, prefix, "(lifeline,)"))
+
+
+def test_a_lifeline_numbered_past_select_s_reach_holds(tmp_path: Path) -> None:
+    """The lifeline keeps the server's descriptor number, which in a busy server can be past 1024, where
+    select cannot look. The launcher starts the kernel all the same, and ends it when the lifeline ends."""
+    import resource
+
+    from interpreter_lsp.kernels.launcher import command
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 2048:
+        pytest.skip(f"this process may not open descriptors past {hard}")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 2048), hard))
+    read, write = os.pipe()
+    high = 1500
+    try:
+        os.dup2(read, high, inheritable=False)
+        kernel = ["sh", "-c", "echo ready; exec sleep 300"]
+        launcher = subprocess.Popen(
+            [*command(Limits(), lifeline=high), *kernel], pass_fds=(high,),
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+        )
+    finally:
+        os.close(read)
+        os.close(high)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    try:
+        assert launcher.stdout is not None and launcher.stdout.readline() == b"ready\n"
+        os.close(write)  # the server is gone
+        write = -1
+        launcher.wait(timeout=DEFAULT_WAIT)  # the kernel ended with it
+        assert launcher.stderr is not None and b"has exited" not in launcher.stderr.read()
+    finally:
+        if write >= 0:
+            os.close(write)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(launcher.pid, signal.SIGKILL)
+        for stream in (launcher.stdout, launcher.stderr):
+            if stream is not None:
+                stream.close()

@@ -106,11 +106,13 @@ def _ended(lifeline: int | None) -> bool:
     a lifeline that reads at all has ended (EOF); one that is not a descriptor here counts as ended too."""
     if lifeline is None:
         return False
+    # poll, not select: the descriptor keeps the server's number, which may be past select's 1024.
+    poller = select.poll()
+    poller.register(lifeline, select.POLLIN)
     try:
-        ready, _, _ = select.select([lifeline], [], [], 0)
-    except (OSError, ValueError):
+        return bool(poller.poll(0))
+    except OSError:
         return True
-    return bool(ready)
 
 
 def join(cgroup: str) -> None:
@@ -332,11 +334,16 @@ def main(argv: list[str] | None = None) -> int:
     if _orphaned(args.parent) or _ended(args.lifeline):
         sys.stderr.write(_GONE)
         return 1
+    lifeline = None
+    if args.lifeline is not None:
+        # A low number, for select in _wait, and not inheritable: the kernel does not get it.
+        lifeline = os.dup(args.lifeline)
+        os.close(args.lifeline)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     child = os.fork()
     if child == 0:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
-        for fd in (parent_fd, args.lifeline):
+        for fd in (parent_fd, lifeline):
             if fd is not None:
                 with contextlib.suppress(OSError):
                     os.close(fd)
@@ -348,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
             sys.stderr.write(f"interpreter-lsp launcher: cannot run {command[0]}: {error}\n")
             os._exit(127)
     signal.signal(signal.SIGTERM, lambda signum, _frame: os.kill(child, signum))
-    status = _wait(child, parent_fd, args.parent, args.lifeline)
+    status = _wait(child, parent_fd, args.parent, lifeline)
     kill_descendants(os.getpid())
     with contextlib.suppress(ChildProcessError):
         while os.waitpid(-1, 0)[0]:
