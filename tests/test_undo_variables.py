@@ -6,7 +6,6 @@ LSP with a real kernel; values compared inside the kernel."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 from pathlib import Path
 
@@ -389,7 +388,6 @@ async def test_the_snapshots_end_with_their_kernel(session: Session) -> None:
     s = session
     await s.run_and_wait("a = 1\nnot_plain = object()  # the snapshots are forks (not small plain data)")
     await s.run_and_wait("a = 2")
-    kernel = await value(s, "__import__('os').getpid()")
 
     def alive(pid: int) -> bool:
         try:
@@ -398,18 +396,26 @@ async def test_the_snapshots_end_with_their_kernel(session: Session) -> None:
             return False
         return state != "Z"
 
-    def children() -> list[int]:
-        found = []
-        for stat in Path("/proc").glob("[0-9]*/stat"):
-            with contextlib.suppress(OSError, IndexError, ValueError):
-                if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == kernel:
-                    found.append(int(stat.parent.name))
-        return found
-
     # The kernel's children are its snapshot processes. An older one packs itself (snapshot_pages.py) and
-    # leaves once a newer one is taken, whenever that is; there is always a newest, so some are alive now.
-    pids = [pid for pid in children() if alive(pid)]
-    assert pids
+    # leaves once a newer one is taken, whenever that is, and a newer one is taken after every run: looked
+    # at from here, between two runs, the old one could be gone and the new one not yet there. So the kernel
+    # looks during a run, when the newest (the one the run found: taken before it started) is alive.
+    _run, status = await s.run_and_wait(
+        "import os as _os\n"
+        "def _live_children():\n"
+        "    found = []\n"
+        "    for entry in _os.listdir('/proc'):\n"
+        "        try:\n"
+        "            fields = open(f'/proc/{entry}/stat').read().rsplit(')', 1)[1].split()\n"
+        "        except (OSError, IndexError):\n"
+        "            continue\n"
+        "        if fields[1] == str(_os.getpid()) and fields[0] != 'Z':\n"
+        "            found.append(int(entry))\n"
+        "    return found\n"
+    )
+    assert status["state"] == "ok", s.text(_run)
+    pids = await value(s, "_live_children()")
+    assert isinstance(pids, list) and pids
     await s.command(p.RESTART_KERNEL, {"language": "python"})
     await s.wait_for(lambda: not any(alive(pid) for pid in pids), what="the snapshots of the old kernel ending")
 
