@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -275,6 +276,14 @@ async def test_kernel_code_that_closes_the_snapshots_comm_leaves_undo_working(se
     await _undo_brings_x_back(s)
 
 
+async def _undo_after(s: Session, code: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """`code` run, then undone: undo's answer, and what it named as not restorable (name -> why)."""
+    _run, status = await s.run_and_wait(code)
+    assert status["state"] == "ok", s.text(_run)
+    result = await s.command(p.UNDO, {})
+    return result, {item["name"]: item["why"] for item in result["notRestorable"]}
+
+
 async def test_an_array_in_shared_memory_is_named_not_taken_for_unchanged(session: Session) -> None:
     """A fork does not copy memory mapped shared (multiprocessing.shared_memory, a file mapped writable): a
     fork snapshot, and a pack made from it, see such an array as it is now. Undo names it, with why, where it
@@ -288,11 +297,8 @@ async def test_an_array_in_shared_memory_is_named_not_taken_for_unchanged(sessio
     )
     assert status["state"] == "ok", s.text(_run)
     try:
-        _run, status = await s.run_and_wait("shared[:] = 2\nprivate[:] = 2")
-        assert status["state"] == "ok", s.text(_run)
-        result = await s.command(p.UNDO, {})
+        result, lost = await _undo_after(s, "shared[:] = 2\nprivate[:] = 2")
         assert result["variablesRestored"] == ["private"], result
-        lost = {item["name"]: item["why"] for item in result["notRestorable"]}
         assert "its memory is shared" in lost.get("variable shared", ""), result
         assert await value(s, "[float(shared.sum()), float(private.sum())]") == [2.0 * (1 << 17), float(1 << 17)]
     finally:
@@ -314,10 +320,7 @@ async def test_shared_memory_held_inside_other_values_is_named_too(session: Sess
     )
     assert status["state"] == "ok", s.text(_run)
     try:
-        _run, status = await s.run_and_wait("mm[:] = 5\nnp.frombuffer(shm.buf, dtype=np.float64)[:] = 7")
-        assert status["state"] == "ok", s.text(_run)
-        result = await s.command(p.UNDO, {})
-        lost = {item["name"]: item["why"] for item in result["notRestorable"]}
+        result, lost = await _undo_after(s, "mm[:] = 5\nnp.frombuffer(shm.buf, dtype=np.float64)[:] = 7")
         for name in ("mm", "box", "frame"):
             assert "its memory is shared" in lost.get(f"variable {name}", ""), (name, result)
     finally:

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from .files import PROBE_PREFIX, SKIP_DIRS
-from .kernels.launcher import children_of
+from .kernels.launcher import children_of, read_whole
 
 try:
     import fcntl
@@ -61,19 +61,7 @@ QUICK_PROCESSES = 12  # a tree of at most this many processes is asked on the ev
 
 
 def _cmdline(pid: int) -> bytes | None:
-    try:  # os.open/os.read: a file object costs more than the read (launcher.children_of)
-        fd = os.open(f"/proc/{pid}/cmdline", os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        text = b""
-        while chunk := os.read(fd, 1 << 16):
-            text += chunk
-        return text
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
+    return read_whole(f"/proc/{pid}/cmdline")
 
 
 def _tree(roots: Iterable[int], limit: int | None = None) -> list[int] | None:

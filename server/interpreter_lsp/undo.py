@@ -174,23 +174,33 @@ class FileUndo:
         (measured: 0.22 ms a look beside an idle kernel, 0.37 ms beside one forking). Else the warm-up reads
         them (`_read_maps`)."""
         run = self._map_check
-        if run is None or self._kernel_pids is None or not (pids := [pid for pid in self._kernel_pids() if pid]):
+        if run is None or not (pids := self._pids()):
             return
-        from . import file_maps
-
         try:
-            mapped = file_maps.mapped_quickly(pids, self.root)
+            looked = self._looked_quickly(pids)
         except Exception:  # never in a run's way: the warm-up reads them
             log.exception("reading the kernels' memory maps failed")
             return
-        if mapped is not None:
-            self._mapped = mapped
+        if looked:
             done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             done.set_result(None)
             self._maps_reading = (run, done)
 
+    def _pids(self) -> list[int]:
+        return [pid for pid in (self._kernel_pids() if self._kernel_pids is not None else []) if pid]
+
+    def _looked_quickly(self, pids: list[int]) -> bool:
+        """The maps read on the loop, where that is quick (a thread hop, beside an editor's messages, took ~3 ms
+        of a run sent right behind); False when it is not (they are read in a thread then)."""
+        from . import file_maps
+
+        if (mapped := file_maps.mapped_quickly(pids, self.root)) is None:
+            return False
+        self._mapped = mapped
+        return True
+
     async def _read_maps_now(self) -> None:
-        pids = [pid for pid in (self._kernel_pids() if self._kernel_pids is not None else []) if pid]
+        pids = self._pids()
         if not pids and not self._mapped:
             return
         from . import file_maps
@@ -198,11 +208,7 @@ class FileUndo:
         try:
             if not pids:
                 self._mapped = set()
-            # Asked on the loop where that is quick (a thread hop, beside an editor's messages, took ~3 ms of a
-            # run sent right behind), else in a thread.
-            elif (quickly := file_maps.mapped_quickly(pids, self.root)) is not None:
-                self._mapped = quickly
-            else:
+            elif not self._looked_quickly(pids):
                 self._mapped = await asyncio.to_thread(file_maps.mapped, pids, self.root)
         except Exception:  # never in a run's way; the maps are looked at again after the next run
             log.exception("reading the kernels' memory maps failed")

@@ -132,18 +132,17 @@ class Kernel:
 
     def _wrap(self, cmd: list[str]) -> list[str]:
         cgroup = str(self.cgroup) if self.cgroup is not None else None
+        lifeline = self._lifeline[0] if self._lifeline is not None else None
         if self._command_wrapper is not None:
             # In the sandbox /sys is read-only: bubblewrap itself is started in the cgroup.
             # The launcher inside sees bubblewrap's init as its parent (a PID namespace of its own): only the
             # one that joins the cgroup, outside, can check that the server is still its parent.
             # The lifeline reaches the launcher inside (bubblewrap passes descriptors through): a server that
             # died before bubblewrap set --die-with-parent leaves it ended, and no kernel starts.
-            lifeline = self._lifeline[0] if self._lifeline is not None else None
             prefix = launcher.command(self.limits, lifeline=lifeline) if os.name == "posix" else []
             joined = launcher.join_command(cgroup, os.getpid(), lifeline) if cgroup else []
             return [*joined, *self._command_wrapper(cmd, self._runtime_dir, prefix)]
         # The server's pid: a launcher started just as the server died would otherwise watch init instead.
-        lifeline = self._lifeline[0] if self._lifeline is not None else None
         return [*(launcher.command(self.limits, cgroup, os.getpid(), lifeline) if os.name == "posix" else []), *cmd]
 
     def _make_cgroup(self, tag: str) -> None:
