@@ -54,6 +54,22 @@ async def test_the_python_kernel_starts_without_debugpy_and_code_can_still_impor
     assert session.text(run_id).splitlines() == ["[]", "False", "function True"]
 
 
+async def test_the_python_kernel_reads_requests_on_its_main_thread_and_runs_them_in_order(session: Session) -> None:
+    """specs.NO_SUBSHELL_THREAD: ipykernel 7's shell-channel thread (for subshells, which the server never opens) is
+    not started, so a request wakes one thread fewer; runs sent while one runs still wait their turn, in order
+    (interrupts: test_runs.py)."""
+    run_id, status = await session.run_and_wait(
+        "import threading\nprint([t.name for t in threading.enumerate() if t.name == 'Shell channel'])"
+    )
+    assert status["state"] == "ok", session.text(run_id)
+    assert session.text(run_id).strip() == "[]"
+    runs = [await session.run("import time\ntime.sleep(1)\nprint('slept')")]
+    runs += [await session.run(f"print({i})") for i in range(3)]
+    ended = [await session.finished(r, timeout=60) for r in runs]
+    assert [e["state"] for e in ended] == ["ok"] * 4, ended
+    assert [session.text(r).strip() for r in runs] == ["slept", "0", "1", "2"]
+
+
 async def test_shell_runs_in_bash_kernel_with_state(session: Session) -> None:
     await session.run_and_wait("export GREETING=hi; cd sub 2>/dev/null || mkdir sub", "bash")
     run_id, status = await session.run_and_wait('echo "$GREETING $(basename "$PWD")"', "shell")
