@@ -202,6 +202,54 @@ async def test_auto_run_runs_low_risk_and_high_risk_still_waits(
         await stop_session(s)
 
 
+async def test_an_auto_run_block_runs_as_soon_as_it_is_shown_while_the_reply_goes_on(
+    workspace_root: Path, home: Path, model: ScriptedModel
+) -> None:
+    """The reply stops in the middle (the model goes silent after its block): the block, shown, runs
+    meanwhile; nothing of it is lost when the user then stops the turn, and the model reads its output next."""
+    s = await start_session(workspace_root, home, configuration=model_settings(model, autoRun=True))
+    try:
+        model.stall(py("print('ran early')", after="It will print a greeting"))
+        turn = (await s.command(p.CHAT, {"text": "go"}))["turnId"]
+        shown = await next_proposal(s, turn)
+        assert shown["autoRun"] is True
+        run = await s.wait_for(
+            lambda: next((n for n in s.notes[p.RUN_STATUS] if n.get("proposalId") == shown["proposalId"]), None),
+            what="the run of the block",
+        )
+        assert (await s.finished(run["runId"]))["state"] == "ok"
+        assert s.text(run["runId"]) == "ran early\n"
+        assert not [m for m in s.notes[p.MESSAGE] if m["turnId"] == turn and m["done"]], "the reply had not ended"
+        await s.command(p.INTERRUPT, {})
+        assert (await turn_end(s, turn, 60))["state"] == "cancelled"
+        model.reply("It printed.")
+        turn2 = (await s.command(p.CHAT, {"text": "and?"}))["turnId"]
+        await turn_end(s, turn2)
+        assert "ran early" in json.dumps(model.requests[-1]["messages"])
+    finally:
+        await stop_session(s)
+
+
+async def test_an_auto_run_block_after_one_that_waits_does_not_run_before_it(
+    workspace_root: Path, home: Path, model: ScriptedModel
+) -> None:
+    s = await start_session(workspace_root, home, configuration=model_settings(model, autoRun=True))
+    try:
+        model.reply(f"First this.\n{FENCE}bash\nrm -rf ~\n{FENCE}\n" + py("print('second')", before="Then:"))
+        turn = (await s.command(p.CHAT, {"text": "go"}))["turnId"]
+        risky, second = await next_proposal(s, turn), await next_proposal(s, turn, 1)
+        assert (risky["autoRun"], second["autoRun"]) == (False, True)
+        await s.wait_for(lambda: turn_states(s, turn)[-1] == "awaiting-approval", what="the risky one waits")
+        assert not [n for n in s.notes[p.RUN_STATUS] if n.get("turnId") == turn]
+        await s.command(p.REJECT, {"proposalId": risky["proposalId"]})
+        await turn_end(s, turn)
+        assert not [n for n in s.notes[p.RUN_STATUS] if n.get("turnId") == turn]
+        expired = [n for n in s.notes[p.PROPOSAL_STATUS] if n["proposalId"] == second["proposalId"]]
+        assert [n["state"] for n in expired] == ["expired"]
+    finally:
+        await stop_session(s)
+
+
 async def test_interrupt_while_streaming(chat: Session, model: ScriptedModel) -> None:
     held = model.hold()
     turn = (await chat.command(p.CHAT, {"text": "think hard"}))["turnId"]

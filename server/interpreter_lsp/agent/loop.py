@@ -306,6 +306,12 @@ class Loop:
             after=previous,
         )
         turn.proposals[proposal.proposal_id] = proposal
+        if previous is None or _runs(previous):
+            # One the policy lets run by itself starts as soon as it is shown, while the reply goes on (its
+            # decision and run are recorded after the reply, as a user's decision made meanwhile is), when
+            # every proposal before it in the reply runs already: in their order, never past one that waits
+            # or was declined. Its run waits its turn behind theirs (runs.py: one at a time per kernel).
+            self.gate.run_now(proposal)
         return proposal, event
 
     async def _decide_and_run(self, turn: Turn, proposals: list[Proposal]) -> str | None:
@@ -327,3 +333,11 @@ class Loop:
             if result.state == "interrupted":
                 raise asyncio.CancelledError
         return None
+
+
+def _runs(shown: asyncio.Future[tuple[Proposal, p.ProposalEvent]]) -> bool:
+    """Whether the proposal `shown` (a `_propose`) was decided to run (by the policy, or by the user already)."""
+    if not shown.done() or shown.cancelled() or shown.exception() is not None:
+        return False
+    decision = shown.result()[0].decision
+    return decision.done() and not decision.cancelled() and isinstance(decision.result(), Run)
