@@ -57,6 +57,38 @@ async def test_text_streams_in_order_with_its_usage(model: ScriptedModel, wire: 
 
 
 @pytest.mark.parametrize("wire", FORMATS)
+async def test_a_conversation_s_requests_carry_every_message_as_it_is_now(model: ScriptedModel, wire: str) -> None:
+    """Each message is written as JSON once across requests (wire.encode): the next request, which shares
+    the earlier messages, still carries each of them as it is, with what was added or replaced since."""
+    conversation = [*MESSAGES, {"role": "assistant", "content": "Olá — ça va? 你好 ✓"}]
+    model.reply("one")
+    await stream_completion(conversation, config_for(model, wire), lambda _d: None)
+    conversation[1] = {"role": "user", "content": "hi, again"}  # replaced: a new message at the same place
+    conversation[2]["content"] = "Changed in place"  # not done by the server, but seen all the same
+    conversation.append({"role": "user", "content": 'quotes " and \\ and \n lines'})
+    model.reply("two")
+    await stream_completion(conversation, config_for(model, wire), lambda _d: None)
+
+    first, last = (json.dumps(request, ensure_ascii=False) for request in model.requests[-2:])
+    assert all(json.dumps(m["content"], ensure_ascii=False) in last for m in conversation[1:])
+    assert "Olá — ça va? 你好 ✓" in first and "Olá" not in last and '"hi"' not in last
+
+
+def test_a_request_body_is_the_json_of_its_fields_in_their_order() -> None:
+    from interpreter_lsp.llm import wire
+
+    shared = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": None, "tool_calls": []}]
+    body = {"model": "m", "messages": shared, "stream": True, "temperature": 0.5}
+    for _ in range(2):
+        encoded = wire.encode(body)
+        assert json.loads(encoded) == body
+        assert list(json.loads(encoded)) == ["model", "messages", "stream", "temperature"]
+    assert json.loads(wire.encode({"model": "m", "stream": True})) == {"model": "m", "stream": True}
+    with pytest.raises(ValueError):
+        wire.encode({"messages": [{"role": "user", "content": "x"}], "temperature": float("nan")})
+
+
+@pytest.mark.parametrize("wire", FORMATS)
 async def test_tool_calls_arrive_whole_and_in_order(model: ScriptedModel, wire: str) -> None:
     model.tool_calls([run_code("print(1)", call_id="c1"), run_code("ls", "shell", call_id="c2")], "Looking.")
     calls: list[ToolCall] = []

@@ -97,7 +97,11 @@ class Stream:
             await asyncio.wait(finishing, timeout=DRAIN_SECONDS)
         http = client()
         request = http.build_request(
-            "POST", self.route.url, json=self._body, headers=wire.headers(self.route), timeout=self._timeout
+            "POST",
+            self.route.url,
+            content=wire.encode(self._body),
+            headers={**wire.headers(self.route), "Content-Type": "application/json"},
+            timeout=self._timeout,
         )
         response = await http.send(request, stream=True)
         self._response = response

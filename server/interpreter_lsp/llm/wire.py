@@ -76,8 +76,9 @@ def body(
         return out
     out = {
         "model": route.model,
-        # A null field is left out (an assistant message with tool calls has no content), as litellm does.
-        "messages": [{k: v for k, v in m.items() if v is not None} for m in messages],
+        # A null field is left out (an assistant message with tool calls has no content), as litellm does. A
+        # message without one is sent as it is: the same object request after request (`encode`).
+        "messages": [m if None not in m.values() else {k: v for k, v in m.items() if v is not None} for m in messages],
         "stream": True,
         "stream_options": {"include_usage": True},
     }
@@ -89,6 +90,49 @@ def body(
     if tools:
         out["tools"] = tools
     return out
+
+
+# id(message) -> (the message, its content, its size, its JSON). A conversation's requests share their messages:
+# each is masked once (safety/secrets.py `redact_messages`) and not changed after, so its JSON is written once
+# too (its content's identity and its size are checked all the same, as that memo checks them). Holding the
+# message keeps its id from being reused while the entry lives.
+_encoded: dict[int, tuple[Any, Any, int, bytes]] = {}
+_ENCODED_SLACK = 64  # entries past the messages of the last request before those that left it are forgotten
+
+
+def _json(value: Any) -> bytes:
+    # As httpx writes a `json=` body: compact, UTF-8, no NaN.
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+
+
+def encode(body: dict[str, Any]) -> bytes:
+    """`body` as JSON, each message of its `messages` written once across requests: only those new since the
+    last request are encoded (a 150-message request took ~0.3 ms of encoding, a 600-message one ~0.8 ms, each
+    time, on a 2-core machine)."""
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return _json(body)
+    cache = _encoded
+    parts: list[bytes] = []
+    for message in messages:
+        entry = cache.get(id(message))
+        if (
+            entry is None
+            or entry[0] is not message
+            or entry[1] is not message.get("content")
+            or entry[2] != len(message)
+        ):
+            entry = cache[id(message)] = (message, message.get("content"), len(message), _json(message))
+        parts.append(entry[3])
+    if len(cache) > len(messages) + _ENCODED_SLACK:
+        kept = {id(m) for m in messages}
+        for key in [key for key in cache if key not in kept]:
+            del cache[key]
+    fields = [
+        _json(key) + b":" + (b"[" + b",".join(parts) + b"]" if key == "messages" else _json(value))
+        for key, value in body.items()
+    ]
+    return b"{" + b",".join(fields) + b"}"
 
 
 def headers(route: Route) -> dict[str, str]:
