@@ -107,8 +107,8 @@ def _json(value: Any) -> bytes:
 
 def encode(body: dict[str, Any]) -> bytes:
     """`body` as JSON, each message of its `messages` written once across requests: only those new since the
-    last request are encoded (a 150-message request took ~0.3 ms of encoding, a 600-message one ~0.8 ms, each
-    time, on a 2-core machine)."""
+    last request are encoded (measured on a 2-core machine, building a 150-message request took ~0.18 ms and a
+    600-message one ~0.5 ms with httpx's own encoding of the whole body; ~0.13 and ~0.28 ms this way)."""
     messages = body.get("messages")
     if not isinstance(messages, list):
         return _json(body)
@@ -127,7 +127,7 @@ def encode(body: dict[str, Any]) -> bytes:
     if len(cache) > len(messages) + _ENCODED_SLACK:
         kept = {id(m) for m in messages}
         for key in [key for key in cache if key not in kept]:
-            del cache[key]
+            cache.pop(key, None)  # a request on another thread's loop may have forgotten it first
     fields = [
         _json(key) + b":" + (b"[" + b",".join(parts) + b"]" if key == "messages" else _json(value))
         for key, value in body.items()
