@@ -126,7 +126,7 @@ def encode(body: dict[str, Any]) -> bytes:
         parts.append(entry[3])
     if len(cache) > len(messages) + _ENCODED_SLACK:
         kept = {id(m) for m in messages}
-        for key in [key for key in cache if key not in kept]:
+        for key in [key for key in list(cache) if key not in kept]:  # list(): one step, whatever other threads do
             cache.pop(key, None)  # a request on another thread's loop may have forgotten it first
     fields = [
         _json(key) + b":" + (b"[" + b",".join(parts) + b"]" if key == "messages" else _json(value))
