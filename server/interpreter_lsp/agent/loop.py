@@ -318,7 +318,7 @@ class Loop:
         """Run the step's proposals in order. Returns the turn's final message if it ends here, None to
         ask the model again."""
         for proposal in proposals:
-            self.gate.run_now(proposal)  # the policy let it run by itself (auto-run)
+            self.gate.run_now(proposal)  # auto-run, if it did not start as it was shown (_propose): else a no-op
             if proposal.waiting:
                 self._turn_status(turn, "awaiting-approval")
             decision = await proposal.decision

@@ -150,7 +150,7 @@ def children_of(pid: int) -> list[int]:
     for task in tasks:
         listed = read_whole(f"/proc/{pid}/task/{task}/children")
         with contextlib.suppress(ValueError):
-            found.extend(int(child) for child in (listed or b"").split())
+            found.extend([int(child) for child in (listed or b"").split()])  # a whole list, or none of it
     return found
 
 
