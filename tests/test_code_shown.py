@@ -172,3 +172,42 @@ async def test_code_of_a_native_tool_call_is_shown_and_recorded_as_it_runs(
     [call] = [c for e in history if e["type"] == "assistant" for c in e.get("toolCalls") or []]
     assert json.loads(call["arguments"])["code"] == CONNECTION
     assert [e["code"] for e in history if e["type"] in ("proposal", "decision", "run")] == [CONNECTION] * 3
+
+
+# "Trojan Source" (CVE-2021-42574): the right-to-left override in the string reorders the rest of its line
+# on screen, so the comparison reads `if access_level != "user":  # Check if admin`, true for no one here.
+# As it runs, the string compared holds the override and the "comment", and the branch is taken.
+TROJAN = (
+    'access_level = "user"\n'
+    'if access_level != "user\u202e \u2066# Check if admin\u2069 \u2066":\n'
+    '    print("You are an admin.")'
+)
+
+
+async def test_code_that_reads_differently_from_what_runs_is_medium_names_its_characters_and_waits(
+    workspace_root: Path, home: Path, model: ScriptedModel
+) -> None:
+    # Every operation of it is on the allowlist (an assignment, a comparison, a print): without the hidden
+    # characters it is low, and auto-run would run it unseen.
+    plain = TROJAN.replace("\u202e", "").replace("\u2066", "").replace("\u2069", "")
+    model.reply(f"Checking.\n{FENCE}python\n{plain}\n{FENCE}\nAnd:\n{FENCE}python\n{TROJAN}\n{FENCE}\n")
+    model.reply("Done.")
+    s = await start_session(workspace_root, home, configuration=settings(model, autoRun=True))
+    try:
+        turn = (await s.command(p.CHAT, {"text": "check the access level"}))["turnId"]
+        first, second = await proposal(s, turn, 0), await proposal(s, turn, 1)
+        assert first["risk"]["level"] == "low" and first["autoRun"] is True
+        assert second["code"] == TROJAN  # every byte on the card: the clients show each hidden one as a marker
+        assert second["risk"]["level"] == "medium" and second["autoRun"] is False
+        [reason] = [r for r in second["risk"]["reasons"] if "what you read may not be what runs" in r]
+        assert "<U+202E> (right-to-left override) on line 2" in reason, reason
+        assert "<U+2066> (left-to-right isolate) on line 2" in reason, reason
+        # Nothing ran it meanwhile: it waits for the user, who approves what the card holds.
+        assert not [n for n in s.notes[p.RUN_STATUS] if n.get("proposalId") == second["proposalId"]]
+        run_id = (await s.command(p.APPROVE, {"proposalId": second["proposalId"]}))["runId"]
+        assert (await s.finished(run_id))["state"] == "ok", s.text(run_id)
+        await turn_end(s, turn)
+    finally:
+        await stop_session(s)
+    assert s.statuses(run_id)[0]["code"] == TROJAN
+    assert "You are an admin." in s.text(run_id)  # what ran is what the card holds, not what it seemed to say

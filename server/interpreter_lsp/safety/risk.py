@@ -18,6 +18,7 @@ from interpreter_lsp.safety.context import Context, Findings, OverBudget, new_co
 from interpreter_lsp.safety.python import assess_python
 from interpreter_lsp.safety.secret_text import secret_shaped
 from interpreter_lsp.safety.shell import assess_shell
+from interpreter_lsp.safety.visible import reason as hidden_characters
 
 # Longer code is rated "high" whatever it holds: nobody reviews 200 KB, and what lies past the cap (a
 # dangerous line after a huge comment) is not seen. What lies before it is still rated, for the reasons.
@@ -42,7 +43,8 @@ def assess(
     code runs in; `home` the user's home directory (default: $HOME); `written` the files that earlier runs
     in this session created or changed (running or importing one of them is at least medium: its content
     was never rated). "Low" means every operation was understood and none is risky; anything the rules
-    cannot understand is at least medium.
+    cannot understand is at least medium, and so is code holding characters that do not show as what they
+    are (safety/visible.py).
     """
     return _assess(code, language, root, home=home, written=written, deadline=None)
 
@@ -103,6 +105,10 @@ def _assess(
         ctx.add("medium", _over_budget(deadline))
     if (shape := secret_shaped(code)) is not None:
         ctx.add("medium", shape)
+    # Whatever the code does, a person must be able to read it: low never holds what does not show (or
+    # reorders what does), however harmless the operations the allowlist proved.
+    if (hiding := hidden_characters(code)) is not None:
+        ctx.add("medium", hiding)
     _unproven(ctx)
     return _risk(ctx.findings)
 
