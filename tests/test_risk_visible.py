@@ -39,6 +39,7 @@ SHOWN = {
     "a Windows line end": "a = 1\r\nb = 2\r\n",
     "an emoji with its variation selector": 'print("⚠️ careful")',
     "an emoji sequence joined by zero-width joiners": 'print("👩‍💻 done")',
+    "a joined emoji whose first symbol carries its variation selector": 'print("❤️‍🔥 🏳️‍🌈")',
     "letters of other scripts, right-to-left ones too": 'print("héllo, 世界, مرحبا, שלום")',
     "a no-break space in a string": 'print("10\u00a0km")',
 }
@@ -97,3 +98,63 @@ def test_hidden_characters_make_any_language_and_already_risky_code_say_so(tmp_p
     assert risk.level == "high" and any("<U+202E>" in r for r in risk.reasons)
     other = assess('console.log("\u200b")', "javascript", tmp_path, home=tmp_path / "home")
     assert other.level == "medium" and any("<U+200B>" in r for r in other.reasons)
+
+
+# ---- the clients' mirror -----------------------------------------------------------------------------------
+# Each client draws the hidden characters of code as markers on its cards, by its own definition (VS Code:
+# src/webview/hidden.ts; Emacs; Neovim). They are checked against these cases, which are the server's answers:
+# one file, written from safety/visible.py, that each client's tests read. Regenerate it after a change here:
+#     .venv/bin/python tests/test_risk_visible.py
+MIRROR = Path(__file__).resolve().parents[1] / "clients" / "hidden-characters.json"
+
+
+def _mirror_cases() -> list[list[int]]:
+    """Code points of each case: every character of the ranges that matter (the ASCII and Latin-1 controls,
+    the general punctuation block, the fillers, the variation selectors, the specials, the tags), each between
+    two letters; and the sequences whose answer depends on neighbours (carriage returns, joiners)."""
+    import unicodedata
+
+    singles = [
+        *range(0x00, 0x100), 0x034F, 0x061C, 0x115F, 0x1160, 0x17B4, 0x17B5, *range(0x180B, 0x1810),
+        *range(0x2000, 0x2070), 0x3164, 0x2800, *range(0xFE00, 0xFE10), 0xFEFF, 0xFFA0, *range(0xFFF0, 0xFFFE),
+        0xE000, 0xF8FF, 0x0378, 0xD800, 0xDFFF, 0x1BCA0, 0x1BCA3, 0x1D173, 0x1D17A, 0xE0000, 0xE0001, 0xE0041,
+        0xE007F, 0xE0100, 0xE01EF, 0xE01F0, 0xF0000, 0x10FFFD, 0x3000, 0x00A0, 0x05D0, 0x0627, 0x4E16, 0x1F600,
+    ]  # fmt: skip
+    # Only characters every Unicode version the clients may have agrees on: assigned in this Python's data,
+    # or deliberately unassigned for ever (U+0378 stays reserved; surrogates and private use are what they are).
+    stable = [c for c in singles if unicodedata.category(chr(c)) != "Cn" or c in (0x0378, 0xE01F0)]
+    cases = [[0x61, c, 0x62] for c in stable]
+    sequences = [
+        "a\r\nb", "a\rb", "a\r", "\rb", "a\r\r\nb", "👩\u200d💻", "❤️\u200d🔥", "🏳️\u200d🌈", "a\u200db", "👩\u200d",
+        "\u200d💻", "\ufe0f\u200d🔥", "x\u200d\u200dy", "👩\u200d\u200d💻", "\t\n", "⚠️",
+    ]
+    return cases + [[ord(ch) for ch in text] for text in sequences]
+
+
+def _mirror() -> dict[str, object]:
+    cases = []
+    for points in _mirror_cases():
+        text = "".join(map(chr, points))
+        cases.append({"codePoints": points, "hidden": [offset for offset, _ch in visible.hidden(text)]})
+    return {
+        "about": "Written by tests/test_risk_visible.py from server/interpreter_lsp/safety/visible.py: for each "
+        "case, the indexes (in code points) of its hidden characters. Each client's tests check their own "
+        "definition against it.",
+        "cases": cases,
+    }
+
+
+def _mirror_text() -> str:
+    import json
+
+    return json.dumps(_mirror(), indent=None, separators=(",", ":")).replace('{"codePoints"', '\n{"codePoints"') + "\n"
+
+
+def test_the_clients_mirror_is_the_servers_answers() -> None:
+    stale = "stale: run .venv/bin/python tests/test_risk_visible.py"
+    assert MIRROR.read_text(encoding="utf-8") == _mirror_text(), stale
+
+
+if __name__ == "__main__":
+    MIRROR.write_text(_mirror_text(), encoding="utf-8")
+    print(f"wrote {MIRROR}")

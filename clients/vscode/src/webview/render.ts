@@ -15,6 +15,7 @@ import type {
   UserEntry,
 } from "../conversation";
 import type { FileChange, MimeBundle } from "../protocol";
+import { markHidden } from "./hidden";
 
 export type Sanitize = (html: string) => string;
 
@@ -119,12 +120,15 @@ function codeKey(code: string): string {
  * Code as a card shows it: one element per line, never soft-wrapped (the stylesheet scrolls it sideways;
  * the panel's script marks a block whose lines run past the edge). A block of more than one line is
  * numbered: the numbers are CSS counters, so copying the code copies the code alone. A shell pipe such as
- * `curl … | sh` therefore always reads as the one line it is.
+ * `curl … | sh` therefore always reads as the one line it is. Lines end at line feeds, as Python's do; a
+ * carriage return before one is a Windows line end and goes with it, and every character that does not
+ * show or that would reorder the line (a lone carriage return among them: Python ends a line there) is
+ * drawn as a `<U+XXXX>` marker instead (./hidden.ts), so what the person reads is what runs.
  */
 export function codeHtml(code: string): string {
-  const lines = code.replace(/\n$/, "").split("\n");
+  const lines = code.replace(/\r?\n$/, "").split(/\r?\n/);
   const numbered = lines.length > 1 ? " numbered" : "";
-  const body = lines.map((line) => `<span class="line">${escapeHtml(line)}</span>`).join("\n");
+  const body = lines.map((line) => `<span class="line">${markHidden(line, escapeHtml)}</span>`).join("\n");
   return `<pre class="code${numbered}" data-lines="${lines.length}"><code>${body}</code></pre>`;
 }
 
@@ -148,7 +152,15 @@ export function filesHtml(files: readonly FileChange[]): string {
 
 export function createRenderer(sanitize: Sanitize): Renderer {
   // The model's text is Markdown without raw HTML: html stays off, and the result is sanitised anyway.
+  // Code in it (fenced, indented, inline) shows hidden characters as markers, as a card does: the model's
+  // example is read as code too. markdown-it's own escaping keeps every other block as it was.
   const md = new MarkdownIt({ html: false, linkify: true, breaks: false });
+  const mdEscape = md.utils.escapeHtml;
+  md.set({ highlight: (code) => markHidden(code, mdEscape) });
+  md.renderer.rules.code_inline = (tokens, idx, _options, _env, self) =>
+    `<code${self.renderAttrs(tokens[idx])}>${markHidden(tokens[idx].content, mdEscape)}</code>`;
+  md.renderer.rules.code_block = (tokens, idx, _options, _env, self) =>
+    `<pre${self.renderAttrs(tokens[idx])}><code>${markHidden(tokens[idx].content, mdEscape)}</code></pre>\n`;
   const ansi = new AnsiUp();
   // Classes, not inline styles: the panel's CSP allows no style attributes.
   ansi.use_classes = true;

@@ -1,9 +1,13 @@
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { test } from "node:test";
 import DOMPurify from "dompurify";
 import { JSDOM } from "jsdom";
+import MarkdownIt from "markdown-it";
 import { applyEvent, emptyConversation, type ConversationState } from "../../src/conversation";
-import { createRenderer, formatDuration, pickMime } from "../../src/webview/render";
+import { hiddenAt, marker } from "../../src/webview/hidden";
+import { codeHtml, createRenderer, escapeHtml, formatDuration, pickMime } from "../../src/webview/render";
 
 const window = new JSDOM("").window;
 const purify = DOMPurify(window);
@@ -309,3 +313,162 @@ test("code on a card: one element per line, numbered when it has several, and ne
 function html(state: ConversationState): Document {
   return dom(state.entries.map((e) => renderer.entry(e, state)).join(""));
 }
+
+// Trojan Source (CVE-2021-42574): characters that do not show, or that reorder the text around them, are
+// drawn as `<U+XXXX>` markers wherever code is shown; the characters themselves never reach the DOM.
+
+/** The markers of a block, as their text: ["<U+202E>", ...]. */
+function markers(html: string): string[] {
+  return [...dom(html).querySelectorAll(".hidden-char")].map((m) => m.textContent ?? "");
+}
+
+/** Whether HTML still holds one of the characters that act on the display (the raw character, not a marker). */
+const RAW_HIDDEN = /[\u202A-\u202E\u2066-\u2069\u200B\u3164\r\u{E0000}-\u{E007F}]/u;
+
+/** codeHtml as it was before markers: what code without hidden characters must still render as, byte for byte. */
+function codeHtmlBefore(code: string): string {
+  const lines = code.replace(/\n$/, "").split("\n");
+  const numbered = lines.length > 1 ? " numbered" : "";
+  const body = lines.map((line) => `<span class="line">${escapeHtml(line)}</span>`).join("\n");
+  return `<pre class="code${numbered}" data-lines="${lines.length}"><code>${body}</code></pre>`;
+}
+
+test("Trojan Source: a right-to-left override and isolates in a Python line are markers on the card, never the characters", () => {
+  // The paper's "commenting out": on screen the check reads as a comment, yet `return` runs.
+  const code = 'def is_admin(user):\n    if user != "admin\u202E \u2066": # not admin\u2069 \u2066:\n        return True\n    return False\n';
+  const s = emptyConversation();
+  applyEvent(s, {
+    type: "proposal",
+    params: {
+      proposalId: "p", turnId: "t", language: "python", code, autoRun: false,
+      risk: { level: "medium", reasons: ["the code holds characters that change the order the text around them is shown in: <U+202E> (right-to-left override) on line 2, <U+2066> (left-to-right isolate) on line 2, <U+2069> (pop directional isolate) on line 2; what you read may not be what runs"] },
+    },
+  });
+  const html = renderer.entry(s.entries[0], s);
+  assert.doesNotMatch(html, RAW_HIDDEN, "no raw override or isolate in the HTML");
+  const doc = dom(html);
+  const line = doc.querySelectorAll("pre.code .line")[1];
+  assert.equal(line.textContent, '    if user != "admin<U+202E> <U+2066>": # not admin<U+2069> <U+2066>:');
+  assert.deepEqual(markers(html), ["<U+202E>", "<U+2066>", "<U+2069>", "<U+2066>"]);
+  const first = doc.querySelector(".hidden-char");
+  assert.equal(first?.getAttribute("title"), "U+202E, a character that changes the direction of the text around it");
+  assert.equal(doc.querySelectorAll("pre.code .line").length, 4, "the line structure is the code's");
+  assert.match(doc.querySelector(".risk-reasons li")?.textContent ?? "", /<U\+202E> \(right-to-left override\) on line 2/);
+});
+
+test("Trojan Source: an agent's (MCP) card and the code of an edited run show markers too", () => {
+  const s = emptyConversation();
+  applyEvent(s, {
+    type: "proposal",
+    params: {
+      proposalId: "p1", turnId: "a-1", language: "python", code: "x = 1  # \u202Eevil", risk: { level: "medium", reasons: [] }, autoRun: false,
+      origin: "agent", agent: "Claude Code", created: "2026-12-03T20:15:02Z",
+    },
+  });
+  applyEvent(s, { type: "runStatus", params: { runId: "r1", state: "running", proposalId: "p1" } });
+  applyEvent(s, { type: "runStarted", runId: "r1", code: "x = 2  # \u2066edited\u2069" });
+  const card = renderer.entry(s.entries[0], s);
+  assert.deepEqual(markers(card), ["<U+202E>"]);
+  assert.doesNotMatch(card, RAW_HIDDEN);
+  const run = renderer.entry(s.entries[1], s);
+  assert.equal(dom(run).querySelector(".run-code summary")?.textContent, "Code as run (edited)");
+  assert.deepEqual(markers(run), ["<U+2066>", "<U+2069>"]);
+  assert.doesNotMatch(run, RAW_HIDDEN);
+});
+
+test("hidden characters: a zero-width space, a Hangul filler in a name and a tag character are markers", () => {
+  const html = codeHtml("pri\u200Bnt(1)\n\u3164 = 2\nprint(\u3164)\nflag = 1\u{E0041}\n");
+  assert.doesNotMatch(html, RAW_HIDDEN);
+  assert.deepEqual(markers(html), ["<U+200B>", "<U+3164>", "<U+3164>", "<U+E0041>"]);
+  const lines = [...dom(html).querySelectorAll(".line")].map((l) => l.textContent);
+  assert.deepEqual(lines, ["pri<U+200B>nt(1)", "<U+3164> = 2", "print(<U+3164>)", "flag = 1<U+E0041>"]);
+  assert.equal(dom(html).querySelector(".hidden-char")?.getAttribute("title"), "U+200B, a character that does not show");
+  assert.equal(marker("\u202E"), "<U+202E>");
+  assert.equal(marker("\u0007"), "<U+0007>");
+  assert.equal(marker("\u{E0041}"), "<U+E0041>");
+});
+
+test("hidden characters: a lone carriage return is a marker in the one line it is on; CRLF line ends are lines, no marker", () => {
+  const lone = codeHtml("x = 1\r import os\n");
+  assert.doesNotMatch(lone, /\r/);
+  assert.equal(dom(lone).querySelectorAll(".line").length, 1);
+  assert.equal(dom(lone).querySelector(".line")?.textContent, "x = 1<U+000D> import os");
+  assert.equal(dom(lone).querySelector(".hidden-char")?.getAttribute("title"), "U+000D, a carriage return: Python ends the line here");
+  // A carriage return at the very end is followed by no line feed: lone too.
+  assert.deepEqual(markers(codeHtml("x = 1\r")), ["<U+000D>"]);
+  const crlf = codeHtml("a = 1\r\nb = 2\r\n");
+  assert.doesNotMatch(crlf, /\r/);
+  assert.deepEqual(markers(crlf), []);
+  assert.equal(crlf, codeHtmlBefore("a = 1\nb = 2\n"), "a Windows file shows as its lines, as with line feeds alone");
+  // Only the carriage return directly before the line feed is the line end.
+  const both = codeHtml("a\r\r\nb");
+  assert.deepEqual([...dom(both).querySelectorAll(".line")].map((l) => l.textContent), ["a<U+000D>", "b"]);
+});
+
+test("hidden characters: tabs and emoji stay as they are (⚠️, 👩‍💻, 👩🏽‍💻, ❤️‍🔥); a joiner anywhere else is a marker", () => {
+  for (const code of ["\tprint('⚠️ careful')", "if x:\n\tprint('👩‍💻 coding')\n", "s = '👩🏽‍💻'", "print('❤️‍🔥 🏳️‍🌈')"]) {
+    assert.equal(codeHtml(code), codeHtmlBefore(code), JSON.stringify(code));
+    assert.deepEqual(markers(codeHtml(code)), []);
+  }
+  assert.deepEqual(markers(codeHtml("ab\u200Dc")), ["<U+200D>"], "between letters");
+  assert.deepEqual(markers(codeHtml("'👩\u200D'")), ["<U+200D>"], "after a symbol, before a quote");
+  assert.deepEqual(markers(codeHtml("\u200D💻")), ["<U+200D>"], "at the start");
+});
+
+test("hidden characters: Unicode's categories Cc Cf Co Cn Cs Zl Zp and Default_Ignorable_Code_Point, as the server has them", () => {
+  const hidden = [
+    "\u0000", "\u001B", "\u007F", "\u0085", "\u000B", "\u000C", // Cc
+    "\u00AD", "\u200E", "\u061C", "\uFEFF", "\u2060", // Cf
+    "\uE000", "\u{F0000}", // Co
+    "\uFFFF", "\u{10FFFF}", // Cn
+    "\uD800", "\uDC00", // Cs, a lone surrogate
+    "\u2028", "\u2029", // Zl, Zp
+    "\u115F", "\u1160", "\uFFA0", "\u180B", "\u180F", "\uFFF0", "\uFFF8", "\u{E0001}", "\u{E0FFF}", "\u034F", "\u17B4", // Default_Ignorable
+  ];
+  for (const char of hidden) assert.deepEqual(markers(codeHtml(`a${char}b`)), [marker(char)], marker(char));
+  const shown = [
+    "\uFE00", "\uFE0F", "\u{E0100}", "\u{E01EF}", // variation selectors
+    "\u00A0", "\u3000", // spaces that show as spaces (Zs)
+    "\u05D0", "\u0627", // right-to-left letters reorder nothing by themselves
+    "\u0301", "é", "日", "\u{1F600}",
+  ];
+  for (const char of shown) assert.deepEqual(markers(codeHtml(`a${char}b`)), [], marker(char));
+});
+
+test("hidden characters: code without them renders byte for byte as before", () => {
+  const samples = [
+    "print(1)",
+    "x = 1\ny = 2\n",
+    "if a < b and c > d:\n\tprint(\"it's & done\")\n\n",
+    "s = 'añö 日本 שלום مرحبا 😀'\n",
+    "\n\n",
+    "",
+  ];
+  for (const code of samples) assert.equal(codeHtml(code), codeHtmlBefore(code), JSON.stringify(code));
+  assert.equal(
+    codeHtml("print('<b>')\nx = 1\n"),
+    '<pre class="code numbered" data-lines="2"><code><span class="line">print(&#39;&lt;b&gt;&#39;)</span>\n<span class="line">x = 1</span></code></pre>',
+  );
+});
+
+test("hidden characters: code in the model's Markdown (fenced, indented, inline) shows markers; other Markdown is as before", () => {
+  const text = "Try:\n```python\nif ok\u202E:\n    go()\n```\nor `x\u200By`, or\n\n    y = \u3164\n";
+  const html = renderer.markdown(text);
+  assert.doesNotMatch(html, RAW_HIDDEN);
+  assert.deepEqual(markers(html), ["<U+202E>", "<U+200B>", "<U+3164>"]);
+  // Through the sanitiser, the marker keeps its class and its title.
+  assert.equal(dom(html).querySelector("pre code.language-python .hidden-char")?.getAttribute("title"), "U+202E, a character that changes the direction of the text around it");
+  const plain = new MarkdownIt({ html: false, linkify: true, breaks: false });
+  const clean = "Run `print(\"a & b\")`:\n```python\nprint('<b>')\n```\n\n    indented = 'x'\n\nand ```` ```` `` ` `` \u05D0.";
+  assert.equal(renderer.markdown(clean), purify.sanitize(plain.render(clean)));
+});
+
+test("hidden characters: the definition is the server's, case by case (clients/hidden-characters.json)", () => {
+  // Written from the server's safety/visible.py by tests/test_risk_visible.py, which checks it is current.
+  const file = join(__dirname, "../../../../../clients/hidden-characters.json");
+  const { cases } = JSON.parse(readFileSync(file, "utf8")) as { cases: { codePoints: number[]; hidden: number[] }[] };
+  assert.ok(cases.length > 400);
+  for (const { codePoints, hidden } of cases) {
+    assert.deepEqual(hiddenAt(String.fromCodePoint(...codePoints)), hidden, JSON.stringify(codePoints));
+  }
+});
