@@ -22,12 +22,14 @@ import shutil
 import subprocess
 import sys
 import time
+import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from interpreter_lsp.safety import visible
 from scripted_model import ScriptedModel
 
 REPO = Path(__file__).resolve().parents[1]
@@ -423,6 +425,220 @@ def test_an_agents_proposal_is_approved_in_emacs(emacs: Emacs) -> None:
     assert re.search(r"proposal p-\w+ from emacs-test-agent 1 at [0-9T:-]+Z \(python, risk low", out), out
     assert f"run {values['run']} (python, by an agent (emacs-test-agent 1))" in out
     assert "from the agent 42" in answer.read_text()
+
+
+# What a person reads is what runs ("Trojan Source", CVE-2021-42574): a right-to-left override and isolates
+# make the comparison read as if the string ended before "# admin" (Emacs applies the bidi algorithm to every
+# line), a Hangul filler is a name that shows as a blank, a lone carriage return ends a Python line that
+# reads as one. The output buffer shows each as `<U+XXXX>`, never the character.
+TROJAN = (
+    'access = "user"\n'
+    'if access != "none\u202e \u2066# admin\u2069 \u2066":\n'
+    '    print("granted")\n'
+    "\u3164 = 6 * 7\n"
+    'print("filler is", \u3164)\n'
+    'x = 1\rprint("after a lone carriage return", x)\n'
+)
+TROJAN_RAW = ["\u202e", "\u2066", "\u2069", "\u3164", "\r"]
+TROJAN_SHOWN = [
+    'if access != "none<U+202E> <U+2066># admin<U+2069> <U+2066>":',
+    "<U+3164> = 6 * 7",
+    'print("filler is", <U+3164>)',
+    'x = 1<U+000D>print("after a lone carriage return", x)',
+]
+
+
+def test_a_trojan_source_proposal_shows_each_hidden_character_and_approving_runs_it_as_proposed(
+    emacs: Emacs, model: ScriptedModel
+) -> None:
+    model.reply("Here is the check:\n```python\n" + TROJAN + "```\n", chunk_size=5)
+    model.reply("Done.")
+    settings = {"model": "openai/scripted", "apiBase": model.base_url, "apiKey": "sk-test"}
+    seen = emacs.run(
+        r"""
+(ilsp-test-open "demo.py")
+(let ((turn (interpreter-lsp-chat "check the access")))
+  (ilsp-test-wait-output (format "turn %s awaiting-approval" turn))
+  (with-current-buffer (interpreter-lsp-output-buffer)
+    (goto-char (point-min))
+    (re-search-forward "^proposal p-")
+    (let ((start (match-beginning 0)))
+      (re-search-forward "^(auto-run is off")
+      (ilsp-test-record 'card (buffer-substring-no-properties start (line-end-position)))
+      (goto-char start)
+      (search-forward "\"none<U+202E>")                  ; in the code, not in the reason
+      (ilsp-test-record 'face (format "%S" (get-text-property (- (point) 2) 'face)))
+      (ilsp-test-record 'help-echo (get-text-property (- (point) 2) 'help-echo)))
+    (ilsp-test-record 'direction (symbol-name bidi-paragraph-direction)))
+  (ilsp-test-record 'proposed (plist-get (car (interpreter-lsp--proposals (interpreter-lsp--server))) :code))
+  (interpreter-lsp-approve)
+  (ilsp-test-wait-output (format "turn %s done" turn)))
+(ilsp-test-record 'ran (cl-loop for e across (plist-get (interpreter-lsp--command (interpreter-lsp--server)
+                                                                                  "interpreter.history" nil)
+                                                         :messages)
+                                when (equal (plist-get e :type) "run") return (plist-get e :code)))
+""",
+        settings=settings,
+    )
+    out, values = seen["output"], seen["values"]
+    card, message = values["card"], out[: out.index("proposal p-")]
+    assert re.match(r"proposal p-\S+ \(python, risk medium: [^\n]*<U\+202E>", card), card  # the server's reason
+    for line in TROJAN_SHOWN:
+        assert "\n    " + line + "\n" in card, card
+        assert "\n" + line + "\n" in message, "the model's text shows the code so too:\n" + message
+    for raw in TROJAN_RAW:
+        assert raw not in out, f"{raw!r} reached the output buffer"
+    assert "interpreter-lsp-hidden-char" in values["face"], values
+    assert values["help-echo"].startswith("U+202E RIGHT-TO-LEFT OVERRIDE: it changes the direction"), values
+    assert values["direction"] == "left-to-right"
+    # Approving ran the code as proposed, byte for byte: the server's record, and what it printed.
+    assert values["proposed"].rstrip("\n") == TROJAN.rstrip("\n")
+    assert values["ran"] == values["proposed"]
+    for printed in ("\ngranted\n", "\nfiller is 42\n", "\nafter a lone carriage return 1\n"):
+        assert printed in out, out
+
+
+def _shown_by_the_server(text: str, indexes: list[int]) -> str:
+    """`text` as a client must show it, given the indexes of its hidden characters: each as its marker, a
+    carriage return before a line feed (a Windows line end) left out."""
+    hidden = set(indexes)
+    out = "".join(visible.marker(ch) if i in hidden else ch for i, ch in enumerate(text))
+    return out.replace("\r\n", "\n")
+
+
+def test_the_hidden_characters_are_the_servers(emacs: Emacs) -> None:
+    """interpreter-lsp--show-hidden against the server: the cases of clients/hidden-characters.json (the
+    server's answers, the neighbours' cases among them), and every code point of the planes code is written
+    in, one a line, against safety/visible.py itself (less those this Emacs and this Python's Unicode
+    versions disagree on: assigned in one, not in the other)."""
+    mirror = json.loads((REPO / "clients" / "hidden-characters.json").read_text(encoding="utf-8"))["cases"]
+    corpus = [
+        cp
+        for cp in [*range(0x30000), *range(0x30000, 0xE0000, 97), *range(0xE0000, 0xE1000), 0xF0000, 0x10FFFD]
+        if cp not in (0x0A, 0x0D) and not 0xD800 <= cp <= 0xDFFF  # a line end here; not UTF-8
+    ]
+    text = "\n".join(map(chr, corpus))
+    (emacs.tmp / "corpus.txt").write_text(text, encoding="utf-8", newline="")
+    seen = emacs.run(
+        r"""
+(let* ((coding-system-for-read 'utf-8-unix)
+       (coding-system-for-write 'utf-8-unix)
+       (corpus (with-temp-buffer (insert-file-contents (getenv "ILSP_TEST_CORPUS")) (buffer-string)))
+       (cases (let ((json-object-type 'plist) (json-array-type 'list))
+                (plist-get (json-read-file (getenv "ILSP_TEST_MIRROR")) :cases))))
+  (with-temp-file (getenv "ILSP_TEST_SHOWN")
+    (insert (substring-no-properties (interpreter-lsp--show-hidden corpus))))
+  (ilsp-test-record 'unassigned (vconcat (cl-loop for c across corpus
+                                                  when (eq (get-char-code-property c 'general-category) 'Cn)
+                                                  collect c)))
+  (ilsp-test-record 'cases (vconcat (mapcar (lambda (case)
+                                              (substring-no-properties
+                                               (interpreter-lsp--show-hidden
+                                                (apply #'string (plist-get case :codePoints)))))
+                                            cases))))
+""",
+        extra_env={
+            "ILSP_TEST_CORPUS": str(emacs.tmp / "corpus.txt"),
+            "ILSP_TEST_SHOWN": str(emacs.tmp / "shown.txt"),
+            "ILSP_TEST_MIRROR": str(REPO / "clients" / "hidden-characters.json"),
+        },
+    )
+    values = seen["values"]
+    differ = []
+    for case, shown in zip(mirror, values["cases"], strict=True):
+        case_text = "".join(map(chr, case["codePoints"]))
+        if shown != _shown_by_the_server(case_text, case["hidden"]):
+            differ.append(f"{case['codePoints']}: {shown!r}")
+    assert not differ, "clients/hidden-characters.json:\n" + "\n".join(differ)
+
+    unassigned = set(values["unassigned"])
+    shown = (emacs.tmp / "shown.txt").read_text(encoding="utf-8", errors="strict").split("\n")
+    expected = _shown_by_the_server(text, [i for i, _ in visible.hidden(text)]).split("\n")
+    compared = 0
+    for cp, got, want in zip(corpus, shown, expected, strict=True):
+        if (cp in unassigned) != (unicodedata.category(chr(cp)) == "Cn"):
+            continue  # a character of a newer Unicode than one of the two knows
+        compared += 1
+        if got != want:
+            differ.append(f"U+{cp:04X}: {got!r} (server: {want!r})")
+    assert not differ, f"{len(differ)} differ:\n" + "\n".join(differ[:40])
+    assert compared > 0.95 * len(corpus), f"only {compared} of {len(corpus)} compared: Unicode versions apart"
+
+
+def test_an_agent_that_names_itself_with_hidden_characters_is_named_with_markers(emacs: Emacs) -> None:
+    """An agent's name is its own word (MCP's clientInfo). The server makes it one line without the bidi
+    controls (mcp/wire.py), but a Hangul filler or a tag character goes through: the proposal, the run and
+    every mode line name it with them as markers, as its code is shown."""
+    answer = emacs.tmp / "agent-answer.txt"
+    seen = emacs.run(
+        f"""
+(let ((agent (start-process "agent" "*agent*" {_elisp_string(sys.executable)} {_elisp_string(str(AGENT))}
+                            (getenv "ILSP_TEST_WORKSPACE") {_elisp_string(str(answer))} "deploy\\u3164bot\\U000E0041")))
+  (ilsp-test-open "demo.py")
+  (ilsp-test-wait-output "from deploy<U[+]3164>bot<U[+]E0041> 1 at ")
+  (ilsp-test-record 'waiting (substring-no-properties (interpreter-lsp--agents-text)))
+  (interpreter-lsp-approve)
+  (ilsp-test-wait-output "from the agent 42")
+  (ilsp-test-wait (lambda () (not (process-live-p agent))) 60 "the agent to have its answer"))
+"""
+    )
+    out, values = seen["output"], seen["values"]
+    assert values["waiting"] == " [deploy<U+3164>bot<U+E0041> 1 waiting]", values
+    assert "(python, by an agent (deploy<U+3164>bot<U+E0041> 1))" in out, out
+    assert "\u3164" not in out and "\U000e0041" not in out
+    assert "from the agent 42" in answer.read_text()
+
+
+def test_streamed_text_run_echoes_agent_names_and_the_conversation_so_far_show_hidden_characters(
+    emacs: Emacs,
+) -> None:
+    """The other places code and names are written, fed through eglot's own dispatch as the server's
+    notifications: the model's text streamed in pieces (a joiner or a carriage return that ends a piece waits
+    for the next, which decides), the code of a run the user started (runStatus), an agent named with a bidi
+    control (as any server might send it), and the earlier conversation written when eglot connects (the
+    model's text, its proposal and the run, from interpreter.history)."""
+    seen = emacs.run(
+        r"""
+(ilsp-test-open "demo.py")
+(let ((server (eglot-current-server))
+      (name "deploy\u202e\u2066bot 1"))
+  (eglot-handle-notification server 'interpreter/proposal :proposalId "p-agent" :turnId "a-1" :language "python"
+                             :code "print(1)\n" :risk '(:level "low" :reasons []) :agent name
+                             :created "2026-12-08T00:00:00Z")
+  (ilsp-test-record 'waiting (substring-no-properties (interpreter-lsp--agents-text)))
+  (dolist (piece (list "emoji: \U0001F469\u200d" "\U0001F4BB, joined letters: a\u200d" "b, a Windows line end\r"
+                       "\nand a lone\r" "return\n"))
+    (eglot-handle-notification server 'interpreter/message :turnId "t-pieces" :delta piece))
+  (eglot-handle-notification server 'interpreter/message :turnId "t-pieces" :delta "" :done t)
+  (eglot-handle-notification server 'interpreter/runStatus :runId "r-agent" :state "queued" :language "python"
+                             :origin "agent" :agent name :proposalId "p-agent")
+  (eglot-handle-notification server 'interpreter/runStatus :runId "r-user" :state "queued" :language "python"
+                             :origin "user" :code "a = 1\u202e\nb\u200b = 2\r\n")
+  (interpreter-lsp--replay
+   server (vector (list :type "assistant" :turnId "t-0" :text "see:\n\u3164 = 1\n")
+                  (list :type "proposal" :turnId "t-0" :proposalId "p-0" :language "python" :code "\u3164 = 1\n"
+                        :risk '(:level "medium"))
+                  (list :type "run" :runId "r-0" :language "python" :origin "model" :code "\u3164 = 1\n"
+                        :outputs [] :state "ok")))
+  (ilsp-test-wait-output "── now ──"))
+"""
+    )
+    out, values = seen["output"], seen["values"]
+    assert "proposal p-agent from deploy<U+202E><U+2066>bot 1 at 2026-12-08T00:00:00Z (python, risk low):" in out
+    assert values["waiting"] == " [deploy<U+202E><U+2066>bot 1 waiting]", values
+    pieces = (
+        "emoji: \U0001f469\u200d\U0001f4bb, joined letters: a<U+200D>b, a Windows line end\n"
+        "and a lone<U+000D>return\n"
+    )
+    assert "[turn t-pieces]\n" + pieces in out, out
+    assert "run r-agent (python, by an agent (deploy<U+202E><U+2066>bot 1)):" in out, out
+    assert "run r-user (python, by you):\n    a = 1<U+202E>\n    b<U+200B> = 2\n" in out, out
+    earlier = out[out.index("── earlier in this workspace ──") :]
+    assert "\nsee:\n<U+3164> = 1\n" in earlier, earlier
+    assert earlier.count("\n    <U+3164> = 1\n") == 2, earlier
+    for raw in ("\u202e", "\u2066", "\u200b", "\u3164", "\r"):
+        assert raw not in out, f"{raw!r} reached the output buffer"
+    assert out.count("\u200d") == 1, "only the joiner inside the emoji sequence is shown as itself"
 
 
 def test_an_untrusted_folder_runs_nothing_until_the_user_trusts_it(emacs: Emacs) -> None:

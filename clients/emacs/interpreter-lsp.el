@@ -15,6 +15,8 @@
 ;;   model's reply, its proposals, each run's code, output and state, and the
 ;;   turn's state into one buffer per project, `*interpreter-lsp: PROJECT*'
 ;;   (without them eglot only logs these notifications in its events buffer);
+;;   code is written as it runs: a character that does not show, or that
+;;   reorders the text around it, shows as `<U+202E>' (Trojan Source);
 ;; - commands that send the server's `interpreter.*' commands;
 ;; - a per-folder trust list (`interpreter-lsp-trust'): until you trust a
 ;;   folder the server is told it is not trusted, and nothing runs there;
@@ -90,7 +92,11 @@ never chooses the model, the endpoint or what runs."
            :documentation "The output buffer.")
    (turn-states :initform (make-hash-table :test #'equal)
                 :accessor interpreter-lsp--turn-states
-                :documentation "The state last written for each turn."))
+                :documentation "The state last written for each turn.")
+   (held :initform (make-hash-table :test #'equal)
+         :accessor interpreter-lsp--held
+         :documentation "For each turn whose reply streams: (HELD . BEFORE), the
+end of the text not shown yet and the last two characters shown."))
   "An eglot connection to interpreter-lsp.")
 
 ;;;; Trust
@@ -210,7 +216,12 @@ against the server's.")
 
 (define-derived-mode interpreter-lsp-output-mode special-mode "interpreter-lsp"
   "The conversation, proposals and runs of one interpreter-lsp server.
-\\{interpreter-lsp-output-mode-map}")
+\\{interpreter-lsp-output-mode-map}"
+  ;; Code reads left to right, as in `prog-mode': a line that starts with a
+  ;; right-to-left letter must not turn its whole line around.  (The
+  ;; characters that force a direction never reach the buffer: see
+  ;; `interpreter-lsp--show-hidden'.)
+  (setq bidi-paragraph-direction 'left-to-right))
 (set-keymap-parent interpreter-lsp-output-mode-map
                    (make-composed-keymap interpreter-lsp-command-map
                                          special-mode-map))
@@ -253,9 +264,16 @@ Windows that showed the end of the buffer keep showing it."
           (unless (string-prefix-p key text)
             (insert (propertize (format "[%s]\n" key) 'face 'shadow))))
         (setf (interpreter-lsp--last-key server) key)
-        (insert (if face (propertize text 'face face) text)))
+        (insert (if face (interpreter-lsp--with-face text face) text)))
       (when at-end (goto-char (point-max)))
       (dolist (w followers) (set-window-point w (point-max))))))
+
+(defun interpreter-lsp--with-face (text face)
+  "TEXT with FACE under the faces it has: a hidden character's marker keeps
+its own face (`interpreter-lsp-hidden-char') in a line drawn in FACE."
+  (let ((text (copy-sequence text)))
+    (add-face-text-property 0 (length text) face t text)
+    text))
 
 (defun interpreter-lsp--line (server key text &optional face)
   "Insert TEXT (with FACE) for KEY as a line of its own.
@@ -268,7 +286,120 @@ An empty TEXT only ends the line being written."
     (interpreter-lsp--insert server key (concat text "\n") face)))
 
 (defun interpreter-lsp--indent (code)
-  (replace-regexp-in-string "^" "    " (string-trim-right code)))
+  "CODE as the buffer shows it: indented, each hidden character a marker.
+The markers come first, so a trailing lone carriage return (a line end to
+Python) shows as one, not trimmed away."
+  (replace-regexp-in-string "^" "    " (string-trim-right (interpreter-lsp--show-hidden code))))
+
+;;;; What a person reads is what runs
+
+;; Code can hold characters that do not show, or that reorder the text
+;; around them ("Trojan Source", CVE-2021-42574): Emacs applies the bidi
+;; algorithm to every line (`bidi-display-reordering'), so a right-to-left
+;; override in a string makes the rest of its line read backwards, and a
+;; call can look like part of a comment; a zero-width space, or a Hangul
+;; filler (U+3164, which Python accepts in a name), shows as nothing; a lone
+;; carriage return ends a Python line that the buffer shows as one.  The
+;; server rates such code at least medium and names the characters
+;; (server/interpreter_lsp/safety/visible.py); this buffer shows each one as
+;; the text `<U+202E>' instead of itself.  Replacing the text is the safe
+;; choice: a `display' property would leave the character in the buffer,
+;; where it still takes part in bidi resolution.  Nothing here is sent
+;; back: approving sends the proposal's id, and the server runs the code it
+;; holds, byte for byte.
+
+(defface interpreter-lsp-hidden-char
+  '((t :inherit font-lock-warning-face))
+  "A character of code that does not show, or that reorders the text
+around it, drawn as `<U+202E>' in the output buffer.")
+
+(defconst interpreter-lsp--default-ignorable
+  '((#x00AD . #x00AD) (#x034F . #x034F) (#x061C . #x061C) (#x115F . #x1160)
+    (#x17B4 . #x17B5) (#x180B . #x180F) (#x200B . #x200F) (#x202A . #x202E)
+    (#x2060 . #x206F) (#x3164 . #x3164) (#xFE00 . #xFE0F) (#xFEFF . #xFEFF)
+    (#xFFA0 . #xFFA0) (#xFFF0 . #xFFF8) (#x1BCA0 . #x1BCA3) (#x1D173 . #x1D17A)
+    (#xE0000 . #xE0FFF))
+  "Unicode's Default_Ignorable_Code_Point ranges (DerivedCoreProperties.txt),
+as the server lists them: what renders as nothing when a font has no glyph
+for it.  Emacs has no table of this property; most of these are Cf or Cn
+anyway, these also catch the letters that show blank (U+3164, U+115F).")
+
+(defun interpreter-lsp--hidden-char-p (char)
+  "Non-nil when CHAR is hidden by itself (the server's `_hidden_char').
+Its general category is Cc, Cf, Co, Cn (unassigned), Cs, Zl or Zp, or it is
+a Default_Ignorable_Code_Point; the variation selectors are not (an emoji
+such as U+26A0 U+FE0F ends with one): they neither hide nor reorder text.
+Tab, line feed and the two characters that depend on their neighbours
+\(carriage return, zero-width joiner) are the caller's."
+  (and (not (interpreter-lsp--variation-selector-p char))
+       (or (memq (get-char-code-property char 'general-category) '(Cc Cf Co Cn Cs Zl Zp))
+           (cl-some (lambda (range) (<= (car range) char (cdr range)))
+                    interpreter-lsp--default-ignorable))))
+
+(defun interpreter-lsp--symbol-p (char)
+  (memq (get-char-code-property char 'general-category) '(So Sk)))
+
+(defun interpreter-lsp--variation-selector-p (char)
+  (or (<= #xFE00 char #xFE0F) (<= #xE0100 char #xE01EF)))
+
+(defun interpreter-lsp--marker (char)
+  "How CHAR is shown instead of itself: `<U+202E>', as the server names it.
+Its help-echo says which character it is and what it would have done."
+  (let ((name (get-char-code-property char 'name))
+        (what (cond ((eq char ?\r) "a carriage return: Python ends the line here")
+                    ((or (memq char '(#x061C #x200E #x200F))
+                         (<= #x202A char #x202E) (<= #x2066 char #x2069))
+                     "it changes the direction of the text around it")
+                    (t "it does not show"))))
+    ;; A raw byte (Emacs keeps one that is not UTF-8 as a character past
+    ;; U+10FFFF) is named as the byte it is.
+    (propertize (if (> char #x10FFFF) (format "<byte %02X>" (logand char #xFF)) (format "<U+%04X>" char))
+                'face 'interpreter-lsp-hidden-char
+                'help-echo (format "U+%04X%s: %s" char
+                                   (if (and (stringp name) (not (string-prefix-p "<" name)))
+                                       (concat " " name) "")
+                                   what))))
+
+(defun interpreter-lsp--show-hidden (text &optional before)
+  "TEXT as the buffer may show it: each hidden character as its marker.
+The server's set (safety/visible.py, `hidden'), character for character:
+see `interpreter-lsp--hidden-char-p'; a carriage return is hidden unless a
+line feed follows it (then it is a Windows line end, and left out here, as
+the line end it is); a zero-width joiner is hidden unless the characters
+directly before and after it are both symbols (So, Sk), as inside the emoji
+sequence U+1F469 U+200D U+1F4BB (a woman, a laptop); the symbol before it
+may carry its variation selector (U+2764 U+FE0F U+200D U+1F525).  BEFORE is
+the text shown just before TEXT, if TEXT is a piece of a longer one (its
+last two characters are what the joiner looks back at)."
+  (if (not (string-match-p "[^\t\n -~]" text))
+      text                              ; printable ASCII: most code
+    (let* ((from (length before))
+           (all (concat before text))
+           (last (1- (length all)))
+           (pieces nil)
+           (start from))
+      (cl-loop
+       for i from from to last
+       for char = (aref all i)
+       for drop = (and (eq char ?\r) (< i last) (eq (aref all (1+ i)) ?\n))
+       for hide = (and (not drop)
+                       (cond ((memq char '(?\t ?\n)) nil)
+                             ((<= 32 char 126) nil)
+                             ((eq char ?\r) t)
+                             ((eq char #x200D)
+                              (let ((b (1- i)))
+                                (when (and (> b 0) (interpreter-lsp--variation-selector-p (aref all b)))
+                                  (setq b (1- b)))
+                                (not (and (>= b 0) (< i last)
+                                          (interpreter-lsp--symbol-p (aref all b))
+                                          (interpreter-lsp--symbol-p (aref all (1+ i)))))))
+                             (t (interpreter-lsp--hidden-char-p char))))
+       when (or drop hide)
+       do (push (substring all start i) pieces)
+       (when hide (push (interpreter-lsp--marker char) pieces))
+       (setq start (1+ i)))
+      (push (substring all start) pieces)
+      (apply #'concat (nreverse pieces)))))
 
 (defun interpreter-lsp--key (command)
   (let ((keys (where-is-internal command nil t)))
@@ -296,7 +427,8 @@ An empty TEXT only ends the line being written."
              interpreter-lsp--agents-by-server)
     (setq names (delete-dups names))
     (if (null names) ""
-      (propertize (format " [%s waiting]" (if (cdr names) (format "%d agents" (length names)) (car names)))
+      (propertize (format " [%s waiting]" (if (cdr names) (format "%d agents" (length names))
+                                            (interpreter-lsp--show-hidden (car names))))
                   'face 'warning
                   'help-echo "Another agent's code waits for your decision: M-x interpreter-lsp-approve or -reject"))))
 
@@ -321,17 +453,32 @@ An empty TEXT only ends the line being written."
   (pcase origin
     ("model" "by the model")
     ("agent" (if (and (stringp agent) (not (string-empty-p agent)))
-                 (format "by an agent (%s)" agent)
+                 (format "by an agent (%s)" (interpreter-lsp--show-hidden agent))
                "by an agent"))
     (_ "by you")))
 
 (cl-defmethod eglot-handle-notification
   ((server interpreter-lsp-server) (_method (eql interpreter/message))
    &key turnId delta done &allow-other-keys)
-  "The model's reply, streamed."
-  (let ((key (concat "turn " turnId)))
-    (when (and delta (not (string-empty-p delta)))
-      (interpreter-lsp--insert server key delta))
+  "The model's reply, streamed.
+It holds the code it proposes, read as code: its hidden characters show as
+markers too (`interpreter-lsp--show-hidden').  A carriage return or a
+zero-width joiner that ends a piece waits for the next one, which decides
+whether it is hidden."
+  (let* ((key (concat "turn " turnId))
+         (held (interpreter-lsp--held server))
+         (state (gethash turnId held))
+         (text (concat (car state) (or delta "")))
+         (keep (if (and (not (eq done t)) (string-match-p "[\r\u200d]\\'" text)) 1 0))
+         (shown (substring text 0 (- (length text) keep))))
+    (if (eq done t)
+        (remhash turnId held)
+      (puthash turnId (cons (substring text (length shown))
+                            (let ((seen (concat (cdr state) shown)))
+                              (substring seen (max 0 (- (length seen) 2)))))
+               held))
+    (unless (string-empty-p shown)
+      (interpreter-lsp--insert server key (interpreter-lsp--show-hidden shown (cdr state))))
     (when (eq done t) (interpreter-lsp--line server key ""))))
 
 (cl-defmethod eglot-handle-notification
@@ -341,14 +488,16 @@ An empty TEXT only ends the line being written."
   "A code block of the model's reply: it waits for approval or runs itself."
   (let ((key (concat "turn " turnId))
         (reasons (mapconcat #'identity (plist-get risk :reasons) "; ")))
+    ;; The agent's name is its own word for itself (over MCP): shown as its code is.
     (interpreter-lsp--line
-     server key (format "proposal %s%s (%s, risk %s%s):" proposalId
-                        (if (stringp agent)
-                            (format " from %s%s" agent (if (stringp created) (concat " at " created) ""))
-                          "")
-                        language
-                        (plist-get risk :level)
-                        (if (string-empty-p reasons) "" (concat ": " reasons)))
+     server key (interpreter-lsp--show-hidden
+                 (format "proposal %s%s (%s, risk %s%s):" proposalId
+                         (if (stringp agent)
+                             (format " from %s%s" agent (if (stringp created) (concat " at " created) ""))
+                           "")
+                         language
+                         (plist-get risk :level)
+                         (if (string-empty-p reasons) "" (concat ": " reasons))))
      'bold)
     (interpreter-lsp--line server key (interpreter-lsp--indent code)
                            'font-lock-string-face)
@@ -457,7 +606,11 @@ once the request is ready); a final state says the context use and cost."
          (repeat (and (equal (gethash turnId states) state) (not message))))
     (puthash turnId state states)
     (when final
-      (interpreter-lsp--forget server :turnId turnId))
+      (interpreter-lsp--forget server :turnId turnId)
+      (let ((held (gethash turnId (interpreter-lsp--held server))))
+        (remhash turnId (interpreter-lsp--held server))
+        (when (and held (not (string-empty-p (car held))))
+          (interpreter-lsp--insert server key (interpreter-lsp--show-hidden (car held) (cdr held))))))
     (unless (or (equal state "running") repeat)
       (let ((ctx (and final (interpreter-lsp--context-text context))))
         (interpreter-lsp--line server key
@@ -531,7 +684,7 @@ failed shell command (no name, its exit status as EVALUE) reads \"exit status N\
           ("assistant"
            (let ((text (plist-get e :text)))
              (when (and text (not (string-empty-p text)))
-               (interpreter-lsp--line server turn (string-trim-right text)))))
+               (interpreter-lsp--line server turn (string-trim-right (interpreter-lsp--show-hidden text))))))
           ("proposal"
            (interpreter-lsp--line
             server turn (format "proposal %s (%s, risk %s):" (plist-get e :proposalId)

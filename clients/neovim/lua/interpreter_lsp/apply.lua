@@ -3,6 +3,8 @@
 -- a diff of exactly what changes and accepted it. If the target's text changed since the request, the
 -- diff is against the text now and says so; if it changes again while the diff is open, accepting shows
 -- the new diff instead of writing. The server computes the edit (whole lines: docs/protocol.md).
+local hidden = require("interpreter_lsp.hidden")
+
 local M = {}
 
 local ns = vim.api.nvim_create_namespace("interpreter_lsp_targets")
@@ -144,11 +146,22 @@ function M.review(prop, target, on_accept, on_close)
       end
       vim.list_extend(lines, M.diff_lines(target.buf, first, last, prop.code))
     end
+    -- What is about to be written, read as code: its hidden characters show as `<U+202E>` markers
+    -- (hidden.lua). This buffer is only read by eyes: the server writes the proposal as it holds it.
+    local marks = {}
+    for i, line in ipairs(lines) do
+      lines[i], marks[i] = hidden.show(line, true)
+    end
     vim.bo[buf].modifiable = true
     vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
     vim.bo[buf].modifiable = false
     vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
     vim.api.nvim_buf_set_extmark(buf, ns, 0, 0, { end_row = 1, hl_group = "Title", hl_eol = true })
+    for i, spans in pairs(marks) do
+      for _, span in ipairs(spans) do
+        vim.api.nvim_buf_set_extmark(buf, ns, i - 1, span[1], { end_col = span[2], hl_group = "InterpreterHidden", priority = 4200 })
+      end
+    end
     if lines[2] and lines[2]:find("^⚠") then
       vim.api.nvim_buf_set_extmark(buf, ns, 1, 0, { end_row = 2, hl_group = "DiagnosticWarn", hl_eol = true })
     end
@@ -241,8 +254,11 @@ function M.review_inline(prop, target, on_accept, on_close)
       vim.api.nvim_buf_set_extmark(buf, ins, row, 0, { line_hl_group = "DiffDelete", sign_text = "-", sign_hl_group = "DiffDelete" })
     end
     local added = {}
-    for _, line in ipairs(vim.split(prop.code:gsub("\n$", ""), "\n", { plain = true })) do
-      table.insert(added, { { "+ " .. line, "DiffAdd" } })
+    local code_lines = vim.split(prop.code:gsub("\n$", ""), "\n", { plain = true })
+    for i, line in ipairs(code_lines) do
+      -- Hidden characters as `<U+202E>` markers (hidden.lua): the person reads what will be written.
+      local ended = i < #code_lines or prop.code:sub(-1) == "\n"
+      table.insert(added, vim.list_extend({ { "+ ", "DiffAdd" } }, hidden.chunks(line, "DiffAdd", ended)))
     end
     local below = math.max(0, (last > first and last - 1 or first - 1))
     below = math.min(below, vim.api.nvim_buf_line_count(buf) - 1)

@@ -15,6 +15,8 @@ local HIGHLIGHTS = {
   InterpreterMuted = "Comment",
   InterpreterTitle = "Title",
   InterpreterRisk = "DiagnosticWarn",
+  -- A character of code that does not show or that reorders its line, drawn as `<U+202E>` (hidden.lua).
+  InterpreterHidden = "DiagnosticWarn",
 }
 
 function M.define_highlights()

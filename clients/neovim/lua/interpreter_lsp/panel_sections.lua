@@ -1,13 +1,19 @@
 -- The panel's sections (a user message, assistant text, a proposal, a run, a note): each has a header,
 -- a body of streamed text and a footer, and remembers how many buffer lines it has written, so a flush
 -- rewrites only what changed. Long output keeps its head and tail on screen and the rest one key away
--- (body_lines), so the buffer stays small; very long lines are clipped on screen. Methods of
+-- (body_lines), so the buffer stays small; very long lines are clipped on screen. Code (in a header) and the
+-- model's text (a body) show each character that does not show or that reorders its line as a `<U+202E>`
+-- marker (hidden.lua): the buffer is only ever read by eyes, never sent back. Methods of
 -- interpreter_lsp.Panel, added by panel.lua.
+local hidden = require("interpreter_lsp.hidden")
 
 ---@class interpreter_lsp.Section
 ---@field kind string "user"|"assistant"|"proposal"|"run"|"note"
 ---@field header string[]
 ---@field header_hl (string|false)[] highlight group per header line
+---@field header_marks table<integer, integer[][]> per header line: its markers' byte columns (hidden.lua)
+---@field mark_hidden boolean|nil the body is the model's text: its hidden characters show as markers, and a
+---  carriage return is one of them (never a terminal's return to the start of the line)
 ---@field footer string[]
 ---@field out string[] complete body lines, all of them
 ---@field kinds (string|false)[] kind per body line: "stderr", "error", "muted" or false
@@ -36,6 +42,7 @@ return function(Panel, ns)
       kind = kind,
       header = {},
       header_hl = {},
+      header_marks = {},
       footer = { "" },
       out = {},
       kinds = {},
@@ -59,9 +66,11 @@ return function(Panel, ns)
   ---@param sec interpreter_lsp.Section
   ---@param lines string[]
   ---@param hls (string|false)[]|nil
-  function Panel:set_header(sec, lines, hls)
+  ---@param marks table<integer, integer[][]>|nil per line: the byte columns of its hidden characters' markers
+  function Panel:set_header(sec, lines, hls, marks)
     sec.header = lines
     sec.header_hl = hls or {}
+    sec.header_marks = marks or {}
     sec.dirty = true
     self:schedule()
   end
@@ -114,14 +123,15 @@ return function(Panel, ns)
     end
     local pieces = vim.split(sec.partial .. text, "\n", { plain = true })
     local line_kind = kind or sec.partial_kind or false
+    local keep = sec.mark_hidden and function(line) return line end or settle
     for i = 1, #pieces - 1 do
-      table.insert(sec.out, settle(pieces[i]))
+      table.insert(sec.out, keep(pieces[i]))
       table.insert(sec.kinds, (i == 1 and sec.partial_kind) or kind or false)
     end
     sec.partial = pieces[#pieces]
     sec.partial_kind = sec.partial ~= "" and line_kind or false
     if #sec.partial > MAX_PARTIAL then
-      table.insert(sec.out, settle(sec.partial))
+      table.insert(sec.out, keep(sec.partial))
       table.insert(sec.kinds, sec.partial_kind)
       sec.partial, sec.partial_kind = "", false
     end
@@ -143,7 +153,7 @@ return function(Panel, ns)
   function Panel:body_lines(sec)
     local lines = vim.list_extend({}, sec.out)
     if sec.partial ~= "" then
-      table.insert(lines, settle(sec.partial))
+      table.insert(lines, sec.mark_hidden and sec.partial or settle(sec.partial))
     end
     return lines
   end
@@ -187,8 +197,9 @@ return function(Panel, ns)
     end
   end
 
-  -- Replace buffer lines [first, first + old_n) with `lines`, highlighting each by `hls[i]`.
-  function Panel:_replace(first, old_n, lines, hls)
+  -- Replace buffer lines [first, first + old_n) with `lines`, highlighting each by `hls[i]` and the markers
+  -- of its hidden characters by `marks[i]` (byte columns).
+  function Panel:_replace(first, old_n, lines, hls, marks)
     if old_n > 0 then
       vim.api.nvim_buf_clear_namespace(self.buf, ns, first, first + old_n)
     end
@@ -199,7 +210,27 @@ return function(Panel, ns)
       if group then
         self:_highlight(first + i - 1, group)
       end
+      for _, span in ipairs(marks and marks[i] or {}) do
+        -- Above the line's own highlight (4096) and treesitter's.
+        vim.api.nvim_buf_set_extmark(self.buf, ns, first + i - 1, span[1], {
+          end_col = span[2], hl_group = "InterpreterHidden", priority = 4200, strict = false,
+        })
+      end
     end
+  end
+
+  -- A body line as it is shown: clipped, and for the model's text with its hidden characters as markers
+  -- (a complete line ended at a line feed; the unfinished one is shown so too, until more of it comes).
+  -- Returns the line and its markers' columns.
+  local function shown(sec, line)
+    if not sec.mark_hidden then
+      return clip(line), nil
+    end
+    local text, spans = hidden.show(line, true)
+    if spans and #text > MAX_LINE then
+      spans = vim.tbl_filter(function(span) return span[2] <= MAX_LINE end, spans)
+    end
+    return clip(text), spans
   end
 
   local function kind_hls(kinds, from, to, partial_kind, with_partial)
@@ -220,15 +251,17 @@ return function(Panel, ns)
     local has_partial = sec.partial ~= ""
     local count = #sec.out + (has_partial and 1 or 0)
     if not sec.cap or count <= sec.cap then
-      local lines = {}
+      local lines, marks = {}, {}
       for i = sec.b_full + 1, #sec.out do
-        lines[#lines + 1] = clip(sec.out[i])
+        local n = #lines + 1
+        lines[n], marks[n] = shown(sec, sec.out[i])
       end
       if has_partial then
-        lines[#lines + 1] = clip(settle(sec.partial))
+        local n = #lines + 1
+        lines[n], marks[n] = shown(sec, sec.mark_hidden and sec.partial or settle(sec.partial))
       end
       local hls = kind_hls(sec.kinds, sec.b_full + 1, #sec.out, sec.partial_kind, has_partial)
-      self:_replace(start + sec.b_full, shown_partial, lines, hls)
+      self:_replace(start + sec.b_full, shown_partial, lines, hls, marks)
       sec.b_full = #sec.out
       sec.b_n = count
       return
@@ -236,12 +269,13 @@ return function(Panel, ns)
     -- Folded: the first lines, one line saying how many are hidden, the last lines.
     local tail = self.opts.tail_lines
     local head = sec.cap - tail - 1
-    local lines, hls = {}, {}
+    local lines, hls, marks = {}, {}, {}
     local from, old_n = start + head, sec.b_n - head
     if not sec.folded then
       from, old_n = start, sec.b_n
       for i = 1, head do
-        lines[#lines + 1] = clip(sec.out[i])
+        local n = #lines + 1
+        lines[n], marks[n] = shown(sec, sec.out[i])
         hls[#hls + 1] = KIND_HL[sec.kinds[i] or ""] or false
       end
       sec.folded = true
@@ -252,14 +286,16 @@ return function(Panel, ns)
       #sec.out + (has_partial and 1 or 0))
     hls[#hls + 1] = "InterpreterMuted"
     for i = tail_from, #sec.out do
-      lines[#lines + 1] = clip(sec.out[i])
+      local n = #lines + 1
+      lines[n], marks[n] = shown(sec, sec.out[i])
       hls[#hls + 1] = KIND_HL[sec.kinds[i] or ""] or false
     end
     if has_partial then
-      lines[#lines + 1] = clip(settle(sec.partial))
+      local n = #lines + 1
+      lines[n], marks[n] = shown(sec, sec.mark_hidden and sec.partial or settle(sec.partial))
       hls[#hls + 1] = KIND_HL[sec.partial_kind or ""] or false
     end
-    self:_replace(from, old_n, lines, hls)
+    self:_replace(from, old_n, lines, hls, marks)
     sec.b_full = #sec.out
     sec.b_n = head + #lines - (from == start and head or 0)
   end
@@ -274,7 +310,7 @@ return function(Panel, ns)
       end
       if sec.dirty then
         sec.dirty = false
-        self:_replace(offset, sec.h_n, sec.header, sec.header_hl)
+        self:_replace(offset, sec.h_n, sec.header, sec.header_hl, sec.header_marks)
         sec.h_n = #sec.header
         self:_render_body(sec, offset + sec.h_n)
         self:_replace(offset + sec.h_n + sec.b_n, sec.f_n, sec.footer, {})

@@ -153,6 +153,11 @@ function M.edit()
   })
   vim.cmd("botright split")
   vim.api.nvim_win_set_buf(0, buf)
+  -- Characters that do not show or that reorder their line are drawn as `<U+202E>` markers over the
+  -- text, which stays the code as proposed: :w approves what the buffer holds (hidden.lua).
+  require("interpreter_lsp.hidden").watch(buf)
+  vim.wo.conceallevel = 2
+  vim.wo.concealcursor = "nvic"
   notify("edit proposal " .. prop.index .. ", then :w to approve it (:q! to leave it pending)")
 end
 

@@ -233,7 +233,8 @@ function Session:agents_waiting()
   if count == 0 then
     return nil
   end
-  return (count == 1 and first or (count .. " agents")) .. " waiting"
+  -- An agent names itself: its hidden characters show as markers here too (hidden.lua).
+  return (count == 1 and (require("interpreter_lsp.hidden").show(first)) or (count .. " agents")) .. " waiting"
 end
 
 function Session:update_winbar()

@@ -64,17 +64,19 @@ return function(Session)
     end
     local hl = ({ ok = "InterpreterOk", error = "InterpreterError", died = "InterpreterError", timeout = "InterpreterError", interrupted = "InterpreterRisk" })[run.state]
       or "InterpreterTitle"
-    local lines, hls = { title }, { hl }
+    -- The title names an agent as it names itself: shown, like the code, with its hidden characters visible.
+    local lines, hls, marks = {}, { hl }, {}
+    format.add_line(lines, marks, title)
     local files = files_line(run.files)
     if files then
-      table.insert(lines, files)
+      format.add_line(lines, marks, files)
     end
     if run.message then
-      table.insert(lines, run.message)
+      format.add_line(lines, marks, run.message)
       hls[#lines] = hl
     end
     if run.code then
-      vim.list_extend(lines, fence(run.language, run.code))
+      format.extend(lines, marks, fence(run.language, run.code))
     end
     if run.has_output then
       -- The fences are hidden on screen (rendered markdown): this line keeps code and output apart.
@@ -82,7 +84,7 @@ return function(Session)
       hls[#lines] = "InterpreterMuted"
       table.insert(lines, "~~~")
     end
-    self.panel:set_header(run.section, lines, hls)
+    self.panel:set_header(run.section, lines, hls, marks)
     self.panel:set_footer(run.section, run.has_output and { "~~~", "" } or { "" })
   end
 

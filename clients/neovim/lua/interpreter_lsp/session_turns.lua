@@ -2,6 +2,7 @@
 -- streamed answer (message), proposals as cards and how they were decided (proposal, proposalStatus),
 -- the turn's state and how it ended (turnStatus), the kernels' state (kernelStatus).
 local format = require("interpreter_lsp.format")
+local hidden = require("interpreter_lsp.hidden")
 local keymaps = require("interpreter_lsp.keymaps")
 local words = require("interpreter_lsp.words")
 
@@ -28,6 +29,8 @@ return function(Session)
     end
     if not open then
       sec = self.panel:add("assistant", { turn_id = p.turnId })
+      -- The model's text holds the code it proposes, read as code: its hidden characters show as markers.
+      sec.mark_hidden = true
       self.panel:set_header(sec, { "## Assistant" }, { "InterpreterTitle" })
       turn.message = sec
     end
@@ -51,19 +54,22 @@ return function(Session)
     if prop.agent then -- another agent's proposal (over MCP): who asked, and when
       head = head .. " · from " .. prop.agent .. (prop.created and (" at " .. prop.created) or "")
     end
-    local lines, hls = { head }, { risk.level == "high" and "InterpreterError" or risk.level == "medium" and "InterpreterRisk" or "InterpreterTitle" }
+    -- An agent names itself: its name, like the code, shows its hidden characters (format.add_line).
+    local lines, hls, marks = {}, { risk.level == "high" and "InterpreterError" or risk.level == "medium" and "InterpreterRisk" or "InterpreterTitle" }, {}
+    format.add_line(lines, marks, head)
     for _, reason in ipairs(risk.reasons or {}) do
-      table.insert(lines, "  ⚠ " .. reason)
+      format.add_line(lines, marks, "  ⚠ " .. reason)
       hls[#lines] = "InterpreterRisk"
     end
-    -- The assistant's text usually holds the same fenced code just above: do not show it twice.
+    -- The assistant's text usually holds the same fenced code just above: do not show it twice. Code that
+    -- holds hidden characters is shown on the card all the same, right under the reason that names them.
     local turn = self.turns[prop.turn_id]
     local msg = turn and turn.message
     local in_message = msg and table.concat(self.panel:body_lines(msg), "\n"):find(vim.trim(prop.code), 1, true)
-    if not in_message then
-      vim.list_extend(lines, format.fence(prop.language, prop.code))
+    if not in_message or hidden.any(prop.code) then
+      format.extend(lines, marks, format.fence(prop.language, prop.code))
     end
-    self.panel:set_header(prop.section, lines, hls)
+    self.panel:set_header(prop.section, lines, hls, marks)
   end
 
   function Session:on_proposal(p)
