@@ -565,17 +565,18 @@ def test_the_hidden_characters_are_the_servers(emacs: Emacs) -> None:
     assert compared > 0.95 * len(corpus), f"only {compared} of {len(corpus)} compared: Unicode versions apart"
 
 
-def test_an_agent_that_names_itself_with_hidden_characters_is_named_with_markers(emacs: Emacs) -> None:
-    """An agent's name is its own word (MCP's clientInfo). The server makes it one line without the bidi
-    controls (mcp/wire.py), but a Hangul filler or a tag character goes through: the proposal, the run and
-    every mode line name it with them as markers, as its code is shown."""
+def test_an_agent_that_names_itself_with_hidden_characters_is_named_in_plain_words(emacs: Emacs) -> None:
+    """An agent's name is its own word (MCP's clientInfo). The server makes it one plain line (mcp/wire.py):
+    each character that does not show as what it is (the set code is rated by, a Hangul filler and a tag
+    character here) becomes a space, so the proposal, the run and the mode line name it in plain words. (A
+    name that reached the client with them would show them as markers: the next test.)"""
     answer = emacs.tmp / "agent-answer.txt"
     seen = emacs.run(
         f"""
 (let ((agent (start-process "agent" "*agent*" {_elisp_string(sys.executable)} {_elisp_string(str(AGENT))}
                             (getenv "ILSP_TEST_WORKSPACE") {_elisp_string(str(answer))} "deploy\\u3164bot\\U000E0041")))
   (ilsp-test-open "demo.py")
-  (ilsp-test-wait-output "from deploy<U[+]3164>bot<U[+]E0041> 1 at ")
+  (ilsp-test-wait-output "from deploy bot 1 at ")
   (ilsp-test-record 'waiting (substring-no-properties (interpreter-lsp--agents-text)))
   (interpreter-lsp-approve)
   (ilsp-test-wait-output "from the agent 42")
@@ -583,8 +584,8 @@ def test_an_agent_that_names_itself_with_hidden_characters_is_named_with_markers
 """
     )
     out, values = seen["output"], seen["values"]
-    assert values["waiting"] == " [deploy<U+3164>bot<U+E0041> 1 waiting]", values
-    assert "(python, by an agent (deploy<U+3164>bot<U+E0041> 1))" in out, out
+    assert values["waiting"] == " [deploy bot 1 waiting]", values
+    assert "(python, by an agent (deploy bot 1))" in out, out
     assert "\u3164" not in out and "\U000e0041" not in out
     assert "from the agent 42" in answer.read_text()
 

@@ -54,6 +54,9 @@ def test_arguments_are_validated() -> None:
     # The agent's name is shown to the user: one plain line, no control or bidi characters, bounded.
     name = wire.agent_param({"agent": "evil\x1b[2J\nagent\u202e" + "x" * 500})
     assert "\x1b" not in name and "\n" not in name and "\u202e" not in name and len(name) <= 80
+    # The same set as code's (safety/visible.py): blank fillers and tags too; emoji stay.
+    assert wire.agent_param({"agent": "deploy\u3164bot\U000e0041 \u00ad1"}) == "deploy bot 1"
+    assert wire.agent_param({"agent": "claude 👩‍💻"}) == "claude 👩‍💻"
     assert wire.agent_param({"agent": 42}) == "an agent"
 
 

@@ -15,13 +15,14 @@ import json
 import re
 from typing import Any
 
+from interpreter_lsp.safety import visible
+
 MAX_LINE = 4 * 1024 * 1024  # bytes in one request or answer (code, output, images)
 MAX_CODE = 1_000_000  # characters of code in one run
 MAX_WAIT = 60.0  # seconds one `wait` may hold
 METHODS = frozenset({"run", "wait", "variables", "interrupt", "restart", "status"})
 _LANGUAGE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
 _CALL_ID = re.compile(r"a-[0-9a-f]{12}")
-_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 class BadRequest(Exception):
@@ -66,11 +67,15 @@ def language_param(params: dict[str, Any]) -> str:
 
 
 def agent_param(params: dict[str, Any]) -> str:
-    """The agent's name as it says itself (MCP client info): shown to the user, so made one plain line."""
+    """The agent's name as it says itself (MCP client info): shown to the user, so made one plain line:
+    every character that does not show as what it is (a control, a bidi override, a blank filler: the set
+    code is rated by, safety/visible.py) becomes a space."""
     agent = params.get("agent")
     if not isinstance(agent, str):
         return "an agent"
-    cleaned = " ".join(_UNSAFE.sub(" ", agent).split())[:80]
+    hidden = {offset for offset, _ch in visible.hidden(agent)}
+    shown = "".join(" " if offset in hidden else ch for offset, ch in enumerate(agent)) if hidden else agent
+    cleaned = " ".join(shown.split())[:80]
     return cleaned or "an agent"
 
 
