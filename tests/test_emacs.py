@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 
+from hidden_samples import MIRROR, TROJAN, TROJAN_RAW, TROJAN_SHOWN
 from interpreter_lsp.safety import visible
 from scripted_model import ScriptedModel
 
@@ -427,25 +428,8 @@ def test_an_agents_proposal_is_approved_in_emacs(emacs: Emacs) -> None:
     assert "from the agent 42" in answer.read_text()
 
 
-# What a person reads is what runs ("Trojan Source", CVE-2021-42574): a right-to-left override and isolates
-# make the comparison read as if the string ended before "# admin" (Emacs applies the bidi algorithm to every
-# line), a Hangul filler is a name that shows as a blank, a lone carriage return ends a Python line that
-# reads as one. The output buffer shows each as `<U+XXXX>`, never the character.
-TROJAN = (
-    'access = "user"\n'
-    'if access != "none\u202e \u2066# admin\u2069 \u2066":\n'
-    '    print("granted")\n'
-    "\u3164 = 6 * 7\n"
-    'print("filler is", \u3164)\n'
-    'x = 1\rprint("after a lone carriage return", x)\n'
-)
-TROJAN_RAW = ["\u202e", "\u2066", "\u2069", "\u3164", "\r"]
-TROJAN_SHOWN = [
-    'if access != "none<U+202E> <U+2066># admin<U+2069> <U+2066>":',
-    "<U+3164> = 6 * 7",
-    'print("filler is", <U+3164>)',
-    'x = 1<U+000D>print("after a lone carriage return", x)',
-]
+# What a person reads is what runs ("Trojan Source", CVE-2021-42574; hidden_samples.py): Emacs applies the
+# bidi algorithm to every line, so the output buffer shows each such character as `<U+XXXX>`, never itself.
 
 
 def test_a_trojan_source_proposal_shows_each_hidden_character_and_approving_runs_it_as_proposed(
@@ -511,7 +495,7 @@ def test_the_hidden_characters_are_the_servers(emacs: Emacs) -> None:
     server's answers, the neighbours' cases among them), and every code point of the planes code is written
     in, one a line, against safety/visible.py itself (less those this Emacs and this Python's Unicode
     versions disagree on: assigned in one, not in the other)."""
-    mirror = json.loads((REPO / "clients" / "hidden-characters.json").read_text(encoding="utf-8"))["cases"]
+    mirror = json.loads(MIRROR.read_text(encoding="utf-8"))["cases"]
     corpus = [
         cp
         for cp in [*range(0x30000), *range(0x30000, 0xE0000, 97), *range(0xE0000, 0xE1000), 0xF0000, 0x10FFFD]
@@ -540,7 +524,7 @@ def test_the_hidden_characters_are_the_servers(emacs: Emacs) -> None:
         extra_env={
             "ILSP_TEST_CORPUS": str(emacs.tmp / "corpus.txt"),
             "ILSP_TEST_SHOWN": str(emacs.tmp / "shown.txt"),
-            "ILSP_TEST_MIRROR": str(REPO / "clients" / "hidden-characters.json"),
+            "ILSP_TEST_MIRROR": str(MIRROR),
         },
     )
     values = seen["values"]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from hidden_samples import MIRROR
 from interpreter_lsp.safety import visible
 from interpreter_lsp.safety.risk import assess
 
@@ -105,7 +106,6 @@ def test_hidden_characters_make_any_language_and_already_risky_code_say_so(tmp_p
 # src/webview/hidden.ts; Emacs; Neovim). They are checked against these cases, which are the server's answers:
 # one file, written from safety/visible.py, that each client's tests read. Regenerate it after a change here:
 #     .venv/bin/python tests/test_risk_visible.py
-MIRROR = Path(__file__).resolve().parents[1] / "clients" / "hidden-characters.json"
 
 
 def _mirror_cases() -> list[list[int]]:

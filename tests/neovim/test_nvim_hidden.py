@@ -19,29 +19,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from nvim_harness import REPO, SLOW_MS, Editor
+from nvim_harness import SLOW_MS, Editor
 
+from hidden_samples import MIRROR, TROJAN, TROJAN_RAW, TROJAN_SHOWN
 from interpreter_lsp.safety import visible
 from scripted_model import ScriptedModel
-
-# The Trojan Source example: a right-to-left override and isolates make the comparison read as if the
-# string ended before "# admin" (a comment), and a Hangul filler is a name that shows as a blank. A lone
-# carriage return ends a Python line that reads as one.
-TROJAN = (
-    'access = "user"\n'
-    'if access != "none\u202e \u2066# admin\u2069 \u2066":\n'
-    '    print("granted")\n'
-    "\u3164 = 6 * 7\n"
-    'print("filler is", \u3164)\n'
-    'x = 1\rprint("after a lone carriage return", x)\n'
-)
-RAW = ["\u202e", "\u2066", "\u2069", "\u3164", "\r"]
-SHOWN = [
-    'if access != "none<U+202E> <U+2066># admin<U+2069> <U+2066>":',
-    "<U+3164> = 6 * 7",
-    'print("filler is", <U+3164>)',
-    'x = 1<U+000D>print("after a lone carriage return", x)',
-]
 
 # interpreter.history's record of the last run: the code the server ran.
 RAN = """
@@ -93,17 +75,17 @@ def test_a_trojan_source_card_shows_each_hidden_character_and_approving_runs_the
     card = text[text.index("**Proposal 1**") :]
     reasons = [line for line in card.split("\n") if line.startswith("  ⚠")]
     assert "risk: medium" in card and any("<U+202E>" in r for r in reasons), card  # the server's reason
-    for line in SHOWN:
+    for line in TROJAN_SHOWN:
         assert line in card, card
         assert line in text[: text.index("**Proposal 1**")], "the model's text shows the code so too"
-    for raw in RAW:
+    for raw in TROJAN_RAW:
         assert raw not in text, f"{raw!r} reached the panel's text"
     assert "InterpreterHidden" in ed.helper("highlights_of", "<U+3164> = 6 * 7")
 
     # On screen, as the user reads it (the panel alone, wide enough not to wrap a line).
     root = ed.lua("return require('interpreter_lsp_test').session().root")
     screen = "\n".join(ed.helper("screen_of", root, 160, 60))
-    assert SHOWN[0] in screen and SHOWN[1] in screen, screen
+    assert TROJAN_SHOWN[0] in screen and TROJAN_SHOWN[1] in screen, screen
     assert "<202e>" not in screen, "one notation: the client's markers, not Neovim's own"
 
     # `a` in the panel approves: the run is the proposal's code, byte for byte.
@@ -113,7 +95,7 @@ def test_a_trojan_source_card_shows_each_hidden_character_and_approving_runs_the
     text = "\n".join(ed.wait_panel("Done."))
     run = text[text.index("**Run**") :]
     assert "granted" in run and "filler is 42" in run and "after a lone carriage return 1" in run, run
-    assert SHOWN[0] in run, "the run's code shows its characters as the card did"
+    assert TROJAN_SHOWN[0] in run, "the run's code shows its characters as the card did"
     assert ed.lua(RAN) == proposed
 
 
@@ -135,7 +117,7 @@ def test_editing_a_trojan_source_proposal_marks_its_characters_and_write_approve
     # Wide enough not to wrap: Neovim wraps a line by its width before conceal.
     ed.nvim.command("only | set columns=160")
     screen = "\n".join(ed.helper("screen"))
-    for line in SHOWN:
+    for line in TROJAN_SHOWN:
         assert line in screen, screen
     assert "<202e>" not in screen and "^M" not in screen, screen
     ed.nvim.command("write")
@@ -183,10 +165,10 @@ def test_the_diff_before_writing_a_proposal_shows_its_hidden_characters(start_ed
         TROJAN,
     )
     diff, virtual = "\n".join(shown["diff"]), "\n".join(shown["virtual"])
-    for line in SHOWN:
+    for line in TROJAN_SHOWN:
         assert "+" + line in diff, diff
         assert "+ " + line in virtual, virtual
-    for raw in RAW:
+    for raw in TROJAN_RAW:
         assert raw not in diff and raw not in virtual
     assert "InterpreterHidden" in shown["groups"]
 
@@ -243,7 +225,7 @@ def test_the_hidden_characters_are_the_servers(start_editor) -> None:
 
     # The server's answers for the clients (clients/hidden-characters.json), as code point indexes. Lua builds
     # each text from its code points (a surrogate as its three bytes, as a JSON decoder leaves it).
-    mirror = json.loads((REPO / "clients" / "hidden-characters.json").read_text(encoding="utf-8"))["cases"]
+    mirror = json.loads(MIRROR.read_text(encoding="utf-8"))["cases"]
     found = ed.lua(
         """
         local hidden, out = require("interpreter_lsp.hidden"), {}
